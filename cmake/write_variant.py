@@ -1,0 +1,82 @@
+"""Assemble the kernel-builder output directory build/<variant>/ after a build.
+
+Copies the Python package (torch-ext/ltx_kernels), the compiled extension and the generated
+_ops.py into the variant directory, adds the `ltx_kernels/` compatibility package, and writes
+metadata.json with a sha256 digest of every file (the format `kernels` validates).
+Standard library only: it runs at build time.
+"""
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+COMPAT_INIT = '''# Compatibility package: `import ltx_kernels` with this variant directory on sys.path loads
+# the kernel from the directory above (kernel-builder layout).
+import importlib.util as _util
+import sys as _sys
+from pathlib import Path as _Path
+
+_root = _Path(__file__).resolve().parent.parent
+_spec = _util.spec_from_file_location(
+    __name__, _root / "__init__.py", submodule_search_locations=[str(_root)]
+)
+_module = _util.module_from_spec(_spec)
+_sys.modules[__name__] = _module
+_spec.loader.exec_module(_module)
+'''
+
+
+def digest(variant: Path) -> dict:
+    files = {}
+    for p in sorted(variant.rglob("*")):
+        rel = p.relative_to(variant).as_posix()
+        if p.is_dir() or "__pycache__" in rel or rel.startswith("metadata.json"):
+            continue
+        files[rel] = base64.b64encode(hashlib.sha256(p.read_bytes()).digest()).decode()
+    return {"algorithm": "sha256", "files": files}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--variant-dir", required=True)
+    ap.add_argument("--package-src", required=True)
+    ap.add_argument("--so", required=True)
+    ap.add_argument("--ops-py", required=True)
+    ap.add_argument("--ops-name", required=True)
+    ap.add_argument("--backend", required=True)
+    ap.add_argument("--archs", default="")
+    ap.add_argument("--version", type=int, default=1)
+    ap.add_argument("--license", default="Apache-2.0")
+    a = ap.parse_args()
+
+    variant = Path(a.variant_dir)
+    if variant.exists():
+        shutil.rmtree(variant)
+    shutil.copytree(a.package_src, variant, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "_ops.py"))
+    shutil.copy2(a.ops_py, variant / "_ops.py")
+    shutil.copy2(a.so, variant / os.path.basename(a.so))
+    compat = variant / "ltx_kernels"
+    compat.mkdir(exist_ok=True)
+    (compat / "__init__.py").write_text(COMPAT_INIT)
+
+    backend = {"type": a.backend}
+    if a.backend == "cuda" and a.archs:
+        backend["archs"] = a.archs.split(";")
+    meta = {
+        "id": a.ops_name,
+        "name": "ltx-kernels",
+        "version": a.version,
+        "license": a.license,
+        "backend": backend,
+        "python-depends": [],
+        "digest": digest(variant),
+    }
+    (variant / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

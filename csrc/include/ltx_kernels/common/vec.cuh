@@ -1,0 +1,78 @@
+// Vector access for memory-bound kernels: a `Packed<T, N>` is N elements moved as one
+// aligned access (16 bytes when N * sizeof(T) == 16), with streaming cache hints and
+// float conversion. Device code only; no torch.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace ltx_kernels {
+
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Packed {
+  T v[N];
+};
+
+// Elements per 16-byte access.
+template <typename T>
+constexpr int kVec16 = 16 / int(sizeof(T));
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+
+// Streaming load (evict-first): data read once.
+template <typename T, int N>
+__device__ __forceinline__ Packed<T, N> load_stream(const T* p) {
+  Packed<T, N> r;
+  if constexpr (sizeof(Packed<T, N>) == 16) {
+    int4 raw = __ldcs(reinterpret_cast<const int4*>(p));
+    r = *reinterpret_cast<Packed<T, N>*>(&raw);
+  } else {
+    r = *reinterpret_cast<const Packed<T, N>*>(p);
+  }
+  return r;
+}
+
+// Cached load: data reused across rows (weights, tables).
+template <typename T, int N>
+__device__ __forceinline__ Packed<T, N> load_cached(const T* p) {
+  Packed<T, N> r;
+  if constexpr (sizeof(Packed<T, N>) == 16) {
+    int4 raw = __ldg(reinterpret_cast<const int4*>(p));
+    r = *reinterpret_cast<Packed<T, N>*>(&raw);
+  } else {
+    r = *reinterpret_cast<const Packed<T, N>*>(p);
+  }
+  return r;
+}
+
+// Streaming store: output written once, not re-read by this kernel.
+template <typename T, int N>
+__device__ __forceinline__ void store_stream(T* p, const Packed<T, N>& v) {
+  if constexpr (sizeof(Packed<T, N>) == 16) {
+    __stcs(reinterpret_cast<int4*>(p), *reinterpret_cast<const int4*>(&v));
+  } else {
+    *reinterpret_cast<Packed<T, N>*>(p) = v;
+  }
+}
+
+inline bool aligned_to(const void* p, int bytes) {
+  return (reinterpret_cast<uintptr_t>(p) % uintptr_t(bytes)) == 0;
+}
+
+}  // namespace ltx_kernels

@@ -1,0 +1,149 @@
+// The only C++ (with the op adapters) that sees at::Tensor: argument checks that name the op
+// and the rule, row layouts, dtype dispatch, device guard and stream.
+#pragma once
+
+#include <ATen/MemoryOverlap.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/Exception.h>
+
+#include <optional>
+#include <string>
+
+#include "ltx_kernels/common/host_types.h"
+#include "ltx_kernels/common/rows.h"
+
+#ifdef LTX_KERNELS_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#endif
+
+// TORCH_CHECK with the op's name in front: "ltx_kernels.rms_norm: <rule> (got <values>)".
+#define LTX_CHECK(cond, op, ...) TORCH_CHECK((cond), "ltx_kernels.", op, ": ", __VA_ARGS__)
+
+namespace ltx_kernels {
+namespace torch_adapter {
+
+inline bool is_float_type(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
+}
+
+inline void check_float_type(const at::Tensor& t, const char* op, const char* name) {
+  LTX_CHECK(is_float_type(t.scalar_type()), op, name,
+            " must be float32, float16 or bfloat16 (got ", t.scalar_type(), ")");
+}
+
+inline void check_same_device(const at::Tensor& a, const at::Tensor& b, const char* op,
+                              const char* an, const char* bn) {
+  LTX_CHECK(a.device() == b.device(), op, an, " and ", bn, " must be on the same device (got ",
+            a.device(), " and ", b.device(), ")");
+}
+
+inline void check_same_dtype(const at::Tensor& a, const at::Tensor& b, const char* op,
+                             const char* an, const char* bn) {
+  LTX_CHECK(a.scalar_type() == b.scalar_type(), op, an, " and ", bn,
+            " must have the same dtype (got ", a.scalar_type(), " and ", b.scalar_type(), ")");
+}
+
+// The tensor as rows of its last dimension, when its memory allows: last stride 1 and the
+// leading dimensions collapsible to one stride. nullopt otherwise.
+inline std::optional<RowLayout> as_rows(const at::Tensor& t) {
+  const int64_t nd = t.dim();
+  if (nd == 0) return std::nullopt;
+  const int64_t cols = t.size(nd - 1);
+  if (cols > 1 && t.stride(nd - 1) != 1) return std::nullopt;
+  int64_t rows = 1;
+  int64_t row_stride = cols;
+  bool have_stride = false;
+  int64_t expect = 0;  // stride the next-outer non-trivial dimension must have
+  for (int64_t d = nd - 2; d >= 0; --d) {
+    const int64_t s = t.size(d);
+    rows *= s;
+    if (s == 1) continue;
+    if (!have_stride) {
+      row_stride = t.stride(d);
+      have_stride = true;
+    } else if (t.stride(d) != expect) {
+      return std::nullopt;
+    }
+    expect = t.stride(d) * s;
+  }
+  if (rows > 1 && row_stride < cols) return std::nullopt;  // rows would overlap
+  return RowLayout{rows, cols, row_stride};
+}
+
+// Input rows: the tensor as it is when row-addressable, else a contiguous copy (kept alive by
+// `holder`).
+inline RowLayout input_rows(const at::Tensor& t, at::Tensor& holder) {
+  if (auto l = as_rows(t)) {
+    holder = t;
+    return *l;
+  }
+  holder = t.contiguous();
+  return *as_rows(holder);
+}
+
+// Output rows: must be row-addressable; we never write through a temporary silently.
+inline RowLayout output_rows(const at::Tensor& out, const char* op) {
+  auto l = as_rows(out);
+  LTX_CHECK(l.has_value(), op,
+            "out must have stride 1 in its last dimension and leading dimensions that collapse "
+            "to one row stride (got strides ",
+            out.strides(), ")");
+  return *l;
+}
+
+inline void check_no_partial_overlap(const at::Tensor& out, const at::Tensor& in, const char* op,
+                                     const char* in_name) {
+  const auto s = at::get_overlap_status(out, in);
+  LTX_CHECK(s != at::MemOverlapStatus::Partial && s != at::MemOverlapStatus::TooHard, op,
+            "out partially overlaps ", in_name, "; use a separate out or exactly the same tensor");
+}
+
+inline void check_rows_fit(const RowLayout& l, const char* op) {
+  LTX_CHECK(l.cols <= int64_t(INT32_MAX), op, "rows wider than 2^31-1 elements are not supported (got ",
+            l.cols, ")");
+}
+
+#ifdef LTX_KERNELS_WITH_CUDA
+inline void check_cuda(cudaError_t err, const char* op) {
+  LTX_CHECK(err == cudaSuccess, op, "CUDA error: ", cudaGetErrorString(err));
+}
+#endif
+
+}  // namespace torch_adapter
+}  // namespace ltx_kernels
+
+// Dispatch the three float dtypes. Inside the body, `scalar_t` is the CPU storage type
+// (float, half_t, bfloat16_t) and `cuda_t` the CUDA type (float, __half, __nv_bfloat16).
+#ifdef LTX_KERNELS_WITH_CUDA
+#define LTX_CUDA_TYPE_H using cuda_t = __half;
+#define LTX_CUDA_TYPE_B using cuda_t = __nv_bfloat16;
+#define LTX_CUDA_TYPE_F using cuda_t = float;
+#else
+#define LTX_CUDA_TYPE_H
+#define LTX_CUDA_TYPE_B
+#define LTX_CUDA_TYPE_F
+#endif
+
+#define LTX_DISPATCH_FLOAT(stype, op, ...)                                                    \
+  switch (stype) {                                                                            \
+    case at::kFloat: {                                                                        \
+      using scalar_t = float;                                                                 \
+      LTX_CUDA_TYPE_F __VA_ARGS__ break;                                                      \
+    }                                                                                         \
+    case at::kHalf: {                                                                         \
+      using scalar_t = ::ltx_kernels::half_t;                                                 \
+      LTX_CUDA_TYPE_H __VA_ARGS__ break;                                                      \
+    }                                                                                         \
+    case at::kBFloat16: {                                                                     \
+      using scalar_t = ::ltx_kernels::bfloat16_t;                                             \
+      LTX_CUDA_TYPE_B __VA_ARGS__ break;                                                      \
+    }                                                                                         \
+    default:                                                                                  \
+      TORCH_CHECK(false, "ltx_kernels.", op, ": unsupported dtype ", stype);                  \
+  }

@@ -1,0 +1,72 @@
+// Torch adapter for the norm family: checks, row layouts, dtype dispatch, then the CPU
+// backend or the CUDA core. One function per op, registered for both dispatch keys.
+#include "common.h"
+#include "ltx_kernels/cpu/norm.h"
+#include "torch_binding.h"
+
+#ifdef LTX_KERNELS_WITH_CUDA
+#include "ltx_kernels/norm/rms_norm.h"
+#endif
+
+namespace {
+using namespace ltx_kernels;
+using namespace ltx_kernels::torch_adapter;
+
+constexpr int64_t kCpuGrain = 16;  // rows per CPU task
+}  // namespace
+
+void rms_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight,
+              double eps) {
+  constexpr const char* op = "rms_norm";
+  check_float_type(x, op, "x");
+  LTX_CHECK(x.dim() >= 1, op, "x must have at least one dimension (got a scalar)");
+  check_same_dtype(out, x, op, "out", "x");
+  check_same_device(out, x, op, "out", "x");
+  LTX_CHECK(out.sizes() == x.sizes(), op, "out must have the shape of x (got ", out.sizes(),
+            " and ", x.sizes(), ")");
+  LTX_CHECK(eps >= 0.0, op, "eps must be >= 0 (got ", eps, ")");
+  const int64_t cols = x.size(-1);
+  if (weight.has_value()) {
+    const at::Tensor& w = *weight;
+    check_same_device(w, x, op, "weight", "x");
+    check_same_dtype(w, x, op, "weight", "x");
+    LTX_CHECK(w.dim() == 1 && w.size(0) == cols, op,
+              "weight must be 1-D with x.shape[-1] = ", cols, " elements (got shape ", w.sizes(),
+              ")");
+  }
+  if (x.numel() == 0) return;
+  check_no_partial_overlap(out, x, op, "x");
+  at::Tensor xh;
+  const RowLayout xl = input_rows(x, xh);
+  const RowLayout ol = output_rows(out, op);
+  check_rows_fit(xl, op);
+  at::Tensor wc = weight.has_value() ? weight->contiguous() : at::Tensor();
+  const float feps = static_cast<float>(eps);
+
+  if (x.is_cpu()) {
+    LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
+      auto* o = reinterpret_cast<scalar_t*>(out.data_ptr());
+      auto* xp = reinterpret_cast<const scalar_t*>(xh.data_ptr());
+      auto* wp = wc.defined() ? reinterpret_cast<const scalar_t*>(wc.data_ptr()) : nullptr;
+      at::parallel_for(0, xl.rows, kCpuGrain, [&](int64_t b, int64_t e) {
+        cpu::rms_norm<scalar_t>(o, ol.stride, xp, xl.stride, wp, b, e, xl.cols, feps);
+      });
+    });
+    return;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  LTX_CHECK(x.is_cuda(), op, "x must be a CPU or CUDA tensor (got ", x.device(), ")");
+  const c10::cuda::CUDAGuard guard(x.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+  LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
+    auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
+    auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
+    auto* wp = wc.defined() ? reinterpret_cast<const cuda_t*>(wc.data_ptr()) : nullptr;
+    check_cuda(ltx_kernels::rms_norm<cuda_t>(o, ol.stride, xp, xl.stride, wp, xl.rows, xl.cols,
+                                             feps, stream),
+               op);
+  });
+#else
+  LTX_CHECK(false, op, "this build has no CUDA backend (got a tensor on ", x.device(), ")");
+#endif
+}
