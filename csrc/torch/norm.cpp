@@ -35,12 +35,13 @@ void rms_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tens
               ")");
   }
   if (x.numel() == 0) return;
-  check_no_partial_overlap(out, x, op, "x");
   at::Tensor xh;
   const RowLayout xl = input_rows(x, xh);
+  check_no_partial_overlap(out, xh, op, "x");
   const RowLayout ol = output_rows(out, op);
   check_rows_fit(xl, op);
   at::Tensor wc = weight.has_value() ? weight->contiguous() : at::Tensor();
+  if (wc.defined()) check_no_partial_overlap(out, wc, op, "weight");
   const float feps = static_cast<float>(eps);
 
   if (x.is_cpu()) {

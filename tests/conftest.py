@@ -1,0 +1,36 @@
+"""Shared fixtures. The package under test is whatever `import ltx_kernels` finds: the
+Makefile puts build/<variant>/ on PYTHONPATH; a pip-installed package works the same."""
+
+import pytest
+import torch
+
+import ltx_kernels  # noqa: F401
+
+HAS_CUDA = torch.cuda.is_available()
+DEVICES = ["cpu"] + (["cuda"] if HAS_CUDA else [])
+# A CUDA parameter always exists so the suite reports it as skipped on machines without a GPU.
+ALL_DEVICES = [
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")),
+]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+# Per-dtype tolerance of a kernel output against the fp32 oracle, relative to the value:
+# one rounding of the result to the output dtype (half an ulp: 2^-9 bf16, 2^-12 fp16) plus
+# fp32 accumulation-order differences (< 1e-6 relative for sums of 2^14 positive terms);
+# we allow 2 ulps to cover the cast of intermediate products.
+TOL = {
+    torch.float32: dict(rtol=1e-5, atol=1e-6),
+    torch.float16: dict(rtol=2.0**-10, atol=1e-5),
+    torch.bfloat16: dict(rtol=2.0**-7, atol=1e-5),
+}
+
+
+def needs_cuda(device):
+    if device == "cuda" and not HAS_CUDA:
+        pytest.skip("needs a CUDA GPU")
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(torch.seed() % 2**31)  # fresh draws each run, printed on failure by pytest -l
