@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The GPU check loop, one command on a GPU machine:
+#   build for this GPU -> C++ core tests -> whole pytest suite on CUDA -> compute-sanitizer
+#   (memcheck + racecheck) on every kernel path -> benchmarks -> benchmarks/results/<gpu>/.
+# Logs go to $OUT (or build/gpu-check). Prints the benchmark table last.
+#   bash scripts/gpu_check.sh [--quick] [--no-sanitize] [--no-tests] [--only norm,...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LOG=${OUT:-build/gpu-check}
+mkdir -p "$LOG"
+QUICK="" ; SAN=1 ; TESTS=1 ; ONLY=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=--quick ;;
+    --no-sanitize) SAN=0 ;;
+    --no-tests) TESTS=0 ;;
+    --only) ONLY="--only $2"; shift ;;
+  esac
+  shift
+done
+# Wheels carried to a machine without a registry (matplotlib for the plot): .whl/
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/ltx-site .whl/*.whl >/dev/null 2>&1 && export PYTHONPATH=/tmp/ltx-site:${PYTHONPATH:-}
+fi
+python3 - <<'PY' | tee "$LOG/env.txt"
+import torch, platform
+p = torch.cuda.get_device_properties(0)
+print(f"gpu {p.name} sm_{p.major}{p.minor} {p.multi_processor_count} SMs, L2 {p.L2_cache_size>>20} MiB, "
+      f"{p.total_memory>>30} GiB; torch {torch.__version__}; python {platform.python_version()}")
+PY
+if [ -z "${TORCH_CUDA_ARCH_LIST:-}" ]; then
+  TORCH_CUDA_ARCH_LIST=$(python3 -c "import torch; M, m = torch.cuda.get_device_capability(); print(f'{M}.{m}' + ('a' if M in (9, 10, 12) else ''))")
+  export TORCH_CUDA_ARCH_LIST
+fi
+t0=$(date +%s)
+cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release > "$LOG/build.log" 2>&1 &&
+  cmake --build build/gpu -j "$(nproc)" >> "$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log"; exit 1; }
+echo "build: $(( $(date +%s) - t0 )) s for $TORCH_CUDA_ARCH_LIST"
+VARIANT=$(cat build/gpu/variant.txt)
+export PYTHONPATH="$VARIANT:$PWD/tests:${PYTHONPATH:-}"
+if [ -x build/gpu/ltx_core_tests ]; then build/gpu/ltx_core_tests --gtest_brief=1 2>&1 | tail -3; fi
+status=0
+if [ "$TESTS" = 1 ]; then
+  t0=$(date +%s)
+  python3 -m pytest tests -q -rs -p no:cacheprovider > "$LOG/pytest.log" 2>&1 || status=1
+  echo "pytest ($(( $(date +%s) - t0 )) s): $(tail -1 "$LOG/pytest.log")"
+  [ $status = 0 ] || grep -E "^(FAILED|ERROR)" "$LOG/pytest.log" | head -30
+fi
+if [ "$SAN" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 3 python3 scripts/sanitize_smoke.py > "$LOG/sanitize_$tool.log" 2>&1
+    echo "compute-sanitizer $tool: exit $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$LOG/sanitize_$tool.log") clean summaries; $(tail -1 "$LOG/sanitize_$tool.log"))"
+  done
+fi
+python3 benchmarks/run.py $QUICK $ONLY > "$LOG/bench.log" 2>&1 || { status=1; tail -30 "$LOG/bench.log"; }
+gpu=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import run; print(run.gpu_slug())")
+cp benchmarks/results/"$gpu"/* "$LOG"/ 2>/dev/null
+tail -n +1 "$LOG/bench.log" | grep -v "^$" | tail -80
+exit $status
