@@ -16,6 +16,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 FAMILIES = ["norm"]
+# @family:activation
+# @family:fused_norm
+# @family:rope
 
 
 def gpu_slug() -> str:

@@ -15,5 +15,8 @@ for dtype in [torch.float32, torch.float16, torch.bfloat16]:
         y = lk.rms_norm(x, w)
         y2 = lk.rms_norm(x.contiguous(), None)
         lk.rms_norm(y2, w, out=y2)
+# @family:activation
+# @family:fused_norm
+# @family:rope
 torch.cuda.synchronize()
 print("sanitize smoke: done")

@@ -13,6 +13,15 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
 #ifdef LTX_KERNELS_WITH_CUDA
   ops.impl("rms_norm", c10::DeviceType::CUDA, &rms_norm);
 #endif
+
+  // ---- activation family
+  // @family:activation
+
+  // ---- fused norm family
+  // @family:fused_norm
+
+  // ---- rope family
+  // @family:rope
 }
 
 REGISTER_EXTENSION(TORCH_EXTENSION_NAME)

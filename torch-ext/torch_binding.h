@@ -9,3 +9,12 @@
 // norm family (csrc/torch/norm.cpp)
 void rms_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight,
               double eps);
+
+// activation family (csrc/torch/activation.cpp)
+// @family:activation
+
+// fused norm family (csrc/torch/fused_norm.cpp)
+// @family:fused_norm
+
+// rope family (csrc/torch/rope.cpp)
+// @family:rope

@@ -11,7 +11,12 @@ from ._ops import add_op_namespace_prefix, ops
 from . import reference
 from .norm import *  # noqa: F401,F403
 from .norm import __all__ as _norm_all
-# (family modules: add one import pair per family here)
+# @family:activation
+# @family:fused_norm
+# @family:rope
 from . import layers
 
 __all__ = ["ops", "add_op_namespace_prefix", "layers", "reference", *_norm_all]
+# @family-all:activation
+# @family-all:fused_norm
+# @family-all:rope

@@ -13,3 +13,10 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float 
     if weight is not None:
         y = y * weight.float()
     return y
+
+
+# @family:activation
+
+# @family:fused_norm
+
+# @family:rope
