@@ -14,6 +14,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
+import torch._dynamo
+
+# Each benchmarked shape compiles its own graph of the reference: allow that many.
+torch._dynamo.config.cache_size_limit = 256
+torch._dynamo.config.recompile_limit = 256
 
 
 def l2_bytes() -> int:

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 FAMILIES = ["norm"]
+FAMILIES.append("activation")
 # @family:activation
 # @family:fused_norm
 # @family:rope
@@ -81,7 +82,7 @@ def main():
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
-        "date": datetime.datetime.utcnow().isoformat(timespec="seconds") + "Z",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "copy_ceiling_GBps": round(copy, 1),
         "bf16_matmul_ceiling_TFLOPs": round(mm, 1),
         "method": "CUDA-graph replay, median of 15 replays, inputs rotated past 3x L2",

@@ -42,15 +42,20 @@ export PYTHONPATH="$VARIANT:$PWD/tests:${PYTHONPATH:-}"
 if [ -x build/gpu/ltx_core_tests ]; then build/gpu/ltx_core_tests --gtest_brief=1 2>&1 | tail -3; fi
 status=0
 if [ "$TESTS" = 1 ]; then
-  t0=$(date +%s)
-  python3 -m pytest tests -q -rs -p no:cacheprovider > "$LOG/pytest.log" 2>&1 || status=1
-  echo "pytest ($(( $(date +%s) - t0 )) s): $(tail -1 "$LOG/pytest.log")"
-  [ $status = 0 ] || grep -E "^(FAILED|ERROR)" "$LOG/pytest.log" | head -30
+  # one pytest process per file, so that a crash in one cannot hide the others' results
+  for f in tests/test_*.py; do
+    t0=$(date +%s)
+    name=$(basename "$f" .py)
+    python3 -m pytest "$f" -q -rs -p no:cacheprovider > "$LOG/pytest_$name.log" 2>&1 || status=1
+    echo "pytest $name ($(( $(date +%s) - t0 )) s): $(tail -1 "$LOG/pytest_$name.log")"
+    grep -E "^(FAILED|ERROR)|Fatal Python error" "$LOG/pytest_$name.log" | head -15
+  done
+  cat "$LOG"/pytest_*.log > "$LOG/pytest.log"; rm -f "$LOG"/pytest_*.log
 fi
 if [ "$SAN" = 1 ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 3 python3 scripts/sanitize_smoke.py > "$LOG/sanitize_$tool.log" 2>&1
-    echo "compute-sanitizer $tool: exit $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$LOG/sanitize_$tool.log") clean summaries; $(tail -1 "$LOG/sanitize_$tool.log"))"
+    echo "compute-sanitizer $tool: exit $? ($(grep -E 'SUMMARY' "$LOG/sanitize_$tool.log" | tail -1))"
   done
 fi
 python3 benchmarks/run.py $QUICK $ONLY > "$LOG/bench.log" 2>&1 || { status=1; tail -30 "$LOG/bench.log"; }

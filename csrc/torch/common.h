@@ -27,6 +27,17 @@
 namespace ltx_kernels {
 namespace torch_adapter {
 
+// "[2, 3, 4]": shapes and strides for error messages, formatted here rather than through
+// c10's ArrayRef stream operator.
+inline std::string shape_str(c10::IntArrayRef v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
 inline bool is_float_type(at::ScalarType t) {
   return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
 }
@@ -92,7 +103,7 @@ inline RowLayout output_rows(const at::Tensor& out, const char* op) {
   LTX_CHECK(l.has_value(), op,
             "out must have stride 1 in its last dimension and leading dimensions that collapse "
             "to one row stride (got strides ",
-            out.strides(), ")");
+            shape_str(out.strides()), ")");
   return *l;
 }
 

@@ -22,8 +22,8 @@ void rms_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tens
   LTX_CHECK(x.dim() >= 1, op, "x must have at least one dimension (got a scalar)");
   check_same_dtype(out, x, op, "out", "x");
   check_same_device(out, x, op, "out", "x");
-  LTX_CHECK(out.sizes() == x.sizes(), op, "out must have the shape of x (got ", out.sizes(),
-            " and ", x.sizes(), ")");
+  LTX_CHECK(out.sizes() == x.sizes(), op, "out must have the shape of x (got ", shape_str(out.sizes()),
+            " and ", shape_str(x.sizes()), ")");
   LTX_CHECK(eps >= 0.0, op, "eps must be >= 0 (got ", eps, ")");
   const int64_t cols = x.size(-1);
   if (weight.has_value()) {
@@ -31,7 +31,7 @@ void rms_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tens
     check_same_device(w, x, op, "weight", "x");
     check_same_dtype(w, x, op, "weight", "x");
     LTX_CHECK(w.dim() == 1 && w.size(0) == cols, op,
-              "weight must be 1-D with x.shape[-1] = ", cols, " elements (got shape ", w.sizes(),
+              "weight must be 1-D with x.shape[-1] = ", cols, " elements (got shape ", shape_str(w.sizes()),
               ")");
   }
   if (x.numel() == 0) return;

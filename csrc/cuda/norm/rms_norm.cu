@@ -13,27 +13,25 @@ cudaError_t launch(T* out, int64_t os, const T* x, int64_t xs, const T* w, int64
                    int cols, float eps, cudaStream_t stream) {
   using namespace norm_detail;
   const int nvec = cols / VEC;
-  if (nvec <= 32 * 8) {  // one warp per row, 4 rows per block
+  if (nvec <= 32 * 2) {  // one warp per row, 4 rows per block
     const int64_t grid = std::min<int64_t>((rows + 3) / 4, kMaxGrid);
-    const int per_lane = (nvec + 31) / 32;
 #define LTX_WARP_CASE(NV)                                                                     \
   rms_norm_regs<T, VEC, NV, true><<<unsigned(grid), 128, 0, stream>>>(out, os, x, xs, w, rows, \
                                                                       cols, eps)
-    if (per_lane <= 1) LTX_WARP_CASE(1);
-    else if (per_lane <= 2) LTX_WARP_CASE(2);
-    else if (per_lane <= 4) LTX_WARP_CASE(4);
-    else LTX_WARP_CASE(8);
+    if (nvec <= 32) LTX_WARP_CASE(1);
+    else LTX_WARP_CASE(2);
 #undef LTX_WARP_CASE
-  } else if (nvec <= 256 * 16) {  // one block per row, row in registers
+  } else if (nvec <= 256 * 16) {  // one block of <= 256 threads per row, row in registers
     const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
     auto threads = [&](int nv) { return ((nvec + nv - 1) / nv + 31) / 32 * 32; };
 #define LTX_BLOCK_CASE(NV)                                                                 \
   rms_norm_regs<T, VEC, NV, false><<<grid, threads(NV), 0, stream>>>(out, os, x, xs, w, rows, \
                                                                      cols, eps)
-    if (nvec <= 128 * 4) LTX_BLOCK_CASE(4);
-    else if (nvec <= 128 * 8) LTX_BLOCK_CASE(8);
-    else if (nvec <= 128 * 16) LTX_BLOCK_CASE(16);
-    else LTX_BLOCK_CASE(16);  // up to 256 threads
+    if (nvec <= 256) LTX_BLOCK_CASE(1);
+    else if (nvec <= 256 * 2) LTX_BLOCK_CASE(2);
+    else if (nvec <= 256 * 4) LTX_BLOCK_CASE(4);
+    else if (nvec <= 256 * 8) LTX_BLOCK_CASE(8);
+    else LTX_BLOCK_CASE(16);
 #undef LTX_BLOCK_CASE
   } else {
     const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
