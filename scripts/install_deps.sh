@@ -7,7 +7,7 @@ set -euo pipefail
 PY=${PYTHON:-python3}
 need=()
 $PY -c "import torch; assert torch.__version__.startswith('2.11.0')" 2>/dev/null || need+=("torch==2.11.0")
-for m in pytest kernels kernel_abi_check scikit_build_core; do
+for m in pytest kernels kernel_abi_check scikit_build_core transformers; do
   $PY -c "import $m" 2>/dev/null || need+=("$m")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -16,6 +16,7 @@ if [ ${#need[@]} -gt 0 ]; then
     case "$n" in
       kernel_abi_check) pkgs+=("kernel-abi-check") ;;
       scikit_build_core) pkgs+=("scikit-build-core") ;;
+      transformers) pkgs+=("transformers>=5") ;;
       *) pkgs+=("$n") ;;
     esac
   done

@@ -10,6 +10,9 @@ class RMSNorm(torch.nn.Module):
     """Drop-in forward for RMSNorm modules (torch.nn.RMSNorm, diffusers RMSNorm,
     transformers *RMSNorm): weight may be absent; eps from `eps` or `variance_epsilon`."""
 
+    can_torch_compile = True  # the op has a fake implementation
+    has_backward = False  # inference kernel: no autograd
+
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         weight = getattr(self, "weight", None)
         eps = getattr(self, "variance_epsilon", None)
