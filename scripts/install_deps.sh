@@ -16,7 +16,7 @@ if [ ${#need[@]} -gt 0 ]; then
     case "$n" in
       kernel_abi_check) pkgs+=("kernel-abi-check") ;;
       scikit_build_core) pkgs+=("scikit-build-core") ;;
-      transformers) pkgs+=("transformers>=5") ;;
+      transformers) pkgs+=("transformers==5.17.0") ;;
       *) pkgs+=("$n") ;;
     esac
   done

@@ -48,7 +48,13 @@ def test_kernelize_tiny_llama(tmp_path):
             "cpu": {kernels.Mode.INFERENCE: kernels.LocalLayerRepository(repo_path=repo_root, layer_name="RMSNorm")},
         }
     }
-    # transformers marks its RMSNorm classes with the hub layer name "RMSNorm"
+    # transformers marks its RMSNorm classes with the hub layer name "RMSNorm" when its
+    # supported `kernels` version window matches the installed one; otherwise mark it here
+    # with kernels' own decorator (the same thing transformers does).
+    from transformers.models.llama import modeling_llama
+
+    if getattr(modeling_llama.LlamaRMSNorm, "kernel_layer_name", None) is None:
+        kernels.use_kernel_forward_from_hub("RMSNorm")(modeling_llama.LlamaRMSNorm)
     with kernels.use_kernel_mapping(mapping, inherit_mapping=False):
         model = kernels.kernelize(model, mode=kernels.Mode.INFERENCE, device="cpu")
     norms = [m for m in model.modules() if "RMSNorm" in type(m).__name__]
