@@ -1,0 +1,206 @@
+// Activation kernels. All are memory bound: each input element is read once (streaming
+// loads), each output element written once (streaming stores); the per-head gate of
+// gated_attention is a small table re-read by many threads (read-only cached loads).
+//
+// Bytes per element (T = element size):
+//   act_flat / act_rows     read T, write T
+//   act_and_mul_rows        read 2T, write T            (per output element)
+//   gated_attention_rows    read T + T/head_dim, write T
+//
+// act_flat: dense tensors as one flat array; each thread moves U 16-byte vectors per step
+//     (loads first, then math and stores, so U accesses are in flight per thread).
+// *_rows:   strided rows; a block is TX x TY threads, threadIdx.y picks the row, threadIdx.x
+//     walks the row in steps of TX*U vectors; rows by grid stride (64-bit row offsets).
+// The activation is a template functor (Act::f(float) -> float): one kernel, three activations.
+#pragma once
+
+#include "ltx_kernels/common/vec.cuh"
+
+namespace ltx_kernels {
+namespace act_detail {
+
+// ---- the activations, fp32 in and out ---------------------------------------------------------
+
+struct GeluErf {
+  __device__ __forceinline__ static float f(float x) {
+    return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f));
+  }
+};
+
+// 0.5 x (1 + tanh(u)) == x * sigmoid(2u) == x / (1 + e^(-2u)): one expf and one fast divide
+// instead of tanhf, and no cancellation of 1 + tanh(u) near -1 (so it is at least as accurate
+// as the tanh form the oracle uses). __fdividef(x, y) returns 0 for 2^126 < |y| <= inf, the
+// right limit here (the true value is below 1e-36 in magnitude).
+struct GeluTanh {
+  __device__ __forceinline__ static float f(float x) {
+    const float u = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
+    return __fdividef(x, 1.f + expf(-2.f * u));
+  }
+};
+
+// x / (1 + e^-x): e^-x overflows to inf for x < -88, giving -0, the correct limit.
+struct Silu {
+  __device__ __forceinline__ static float f(float x) { return __fdividef(x, 1.f + expf(-x)); }
+};
+
+// 2 * sigmoid(g), LTX-2's per-head attention gate.
+__device__ __forceinline__ float gate2(float g) { return 2.f / (1.f + expf(-g)); }
+
+// ---- elementwise, dense -----------------------------------------------------------------------
+
+// out, x: [n] contiguous, both 16-byte aligned when VEC > 1. The n % VEC leftover elements are
+// done by the first threads of block 0.
+template <typename T, int VEC, int U, class Act>
+__global__ void __launch_bounds__(256) act_flat(T* __restrict__ out, const T* __restrict__ x,
+                                                int64_t n) {
+  const int64_t nvec = n / VEC;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x * U;
+  for (int64_t base = int64_t(blockIdx.x) * blockDim.x * U + threadIdx.x; base < nvec;
+       base += step) {
+    Packed<T, VEC> v[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      const int64_t i = base + int64_t(k) * blockDim.x;
+      if (i < nvec) v[k] = load_stream<T, VEC>(x + i * VEC);
+    }
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      const int64_t i = base + int64_t(k) * blockDim.x;
+      if (i < nvec) {
+        Packed<T, VEC> o;
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) o.v[j] = from_f32<T>(Act::f(to_f32(v[k].v[j])));
+        store_stream<T, VEC>(out + i * VEC, o);
+      }
+    }
+  }
+  if constexpr (VEC > 1) {
+    const int64_t done = nvec * VEC;
+    if (blockIdx.x == 0 && int64_t(threadIdx.x) < n - done) {
+      const int64_t i = done + threadIdx.x;
+      out[i] = from_f32<T>(Act::f(to_f32(x[i])));
+    }
+  }
+}
+
+// ---- elementwise, strided rows ----------------------------------------------------------------
+
+// out: [rows, cols] stride os; x: [rows, cols] stride xs; cols % VEC == 0 on this path.
+template <typename T, int VEC, int U, class Act>
+__global__ void __launch_bounds__(256) act_rows(T* __restrict__ out, int64_t os,
+                                                const T* __restrict__ x, int64_t xs,
+                                                int64_t rows, int64_t cols) {
+  const int64_t nvec = cols / VEC;
+  const int tx = blockDim.x;
+  for (int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; row < rows;
+       row += int64_t(gridDim.x) * blockDim.y) {
+    const T* xr = x + row * xs;
+    T* orow = out + row * os;
+    for (int64_t c0 = threadIdx.x; c0 < nvec; c0 += int64_t(tx) * U) {
+      Packed<T, VEC> v[U];
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        const int64_t i = c0 + int64_t(k) * tx;
+        if (i < nvec) v[k] = load_stream<T, VEC>(xr + i * VEC);
+      }
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        const int64_t i = c0 + int64_t(k) * tx;
+        if (i < nvec) {
+          Packed<T, VEC> o;
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) o.v[j] = from_f32<T>(Act::f(to_f32(v[k].v[j])));
+          store_stream<T, VEC>(orow + i * VEC, o);
+        }
+      }
+    }
+  }
+}
+
+// ---- act(x[:, act_off + c]) * x[:, mul_off + c] -------------------------------------------------
+
+// out: [rows, d] stride os; x: [rows, 2d] stride xs; (act_off, mul_off) = (0, d) for act_first,
+// (d, 0) for the diffusers order. d % VEC == 0 on this path.
+template <typename T, int VEC, int U, class Act>
+__global__ void __launch_bounds__(256) act_and_mul_rows(T* __restrict__ out, int64_t os,
+                                                        const T* __restrict__ x, int64_t xs,
+                                                        int64_t rows, int64_t d,
+                                                        int64_t act_off, int64_t mul_off) {
+  const int64_t nvec = d / VEC;
+  const int tx = blockDim.x;
+  for (int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; row < rows;
+       row += int64_t(gridDim.x) * blockDim.y) {
+    const T* ar = x + row * xs + act_off;  // (d) activated half
+    const T* br = x + row * xs + mul_off;  // (d) multiplier half
+    T* orow = out + row * os;
+    for (int64_t c0 = threadIdx.x; c0 < nvec; c0 += int64_t(tx) * U) {
+      Packed<T, VEC> a[U], b[U];
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        const int64_t i = c0 + int64_t(k) * tx;
+        if (i < nvec) {
+          a[k] = load_stream<T, VEC>(ar + i * VEC);
+          b[k] = load_stream<T, VEC>(br + i * VEC);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        const int64_t i = c0 + int64_t(k) * tx;
+        if (i < nvec) {
+          Packed<T, VEC> o;
+#pragma unroll
+          for (int j = 0; j < VEC; ++j)
+            o.v[j] = from_f32<T>(Act::f(to_f32(a[k].v[j])) * to_f32(b[k].v[j]));
+          store_stream<T, VEC>(orow + i * VEC, o);
+        }
+      }
+    }
+  }
+}
+
+// ---- x * 2 * sigmoid(gate) per head -----------------------------------------------------------
+
+// out: [rows, cols] stride os; x: [rows, cols] stride xs; g: [rows, cols / head_dim] stride gs.
+// head_dim % VEC == 0 on this path, so a vector never straddles two heads.
+template <typename T, int VEC, int U>
+__global__ void __launch_bounds__(256) gated_attention_rows(T* __restrict__ out, int64_t os,
+                                                            const T* __restrict__ x, int64_t xs,
+                                                            const T* __restrict__ g, int64_t gs,
+                                                            int64_t rows, int64_t cols,
+                                                            int64_t head_dim) {
+  const int64_t nvec = cols / VEC;
+  const int64_t vec_per_head = head_dim / VEC;
+  const int tx = blockDim.x;
+  for (int64_t row = int64_t(blockIdx.x) * blockDim.y + threadIdx.y; row < rows;
+       row += int64_t(gridDim.x) * blockDim.y) {
+    const T* xr = x + row * xs;
+    const T* gr = g + row * gs;
+    T* orow = out + row * os;
+    for (int64_t c0 = threadIdx.x; c0 < nvec; c0 += int64_t(tx) * U) {
+      Packed<T, VEC> v[U];
+      T gl[U];
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        const int64_t i = c0 + int64_t(k) * tx;
+        if (i < nvec) {
+          v[k] = load_stream<T, VEC>(xr + i * VEC);
+          gl[k] = __ldg(gr + int(i) / int(vec_per_head));  // i < nvec < 2^31: 32-bit divide
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        const int64_t i = c0 + int64_t(k) * tx;
+        if (i < nvec) {
+          const float s = gate2(to_f32(gl[k]));
+          Packed<T, VEC> o;
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) o.v[j] = from_f32<T>(to_f32(v[k].v[j]) * s);
+          store_stream<T, VEC>(orow + i * VEC, o);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace act_detail
+}  // namespace ltx_kernels

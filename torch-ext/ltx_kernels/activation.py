@@ -1,0 +1,122 @@
+"""Activation family: functional wrappers and fake implementations.
+
+All take any leading shape, float32/float16/bfloat16, any strides (rows with a uniform stride
+are read in place; other layouts are copied once); arithmetic in fp32; `out=None` allocates.
+"""
+
+from typing import Optional
+
+import torch
+
+from ._common import out_like, register_fake
+from ._ops import ops
+
+__all__ = ["gelu", "gelu_tanh", "silu", "gelu_and_mul", "silu_and_mul", "gated_attention"]
+
+
+def gelu(x: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Exact GELU: `0.5 x (1 + erf(x / sqrt(2)))`. `out` may be `x` itself (in place)."""
+    out = out_like(x, out)
+    ops.gelu(out, x)
+    return out
+
+
+def gelu_tanh(x: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Tanh GELU: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (F.gelu(approximate="tanh"))."""
+    out = out_like(x, out)
+    ops.gelu_tanh(out, x)
+    return out
+
+
+def silu(x: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """SiLU: `x * sigmoid(x)`. `out` may be `x` itself (in place)."""
+    out = out_like(x, out)
+    ops.silu(out, x)
+    return out
+
+
+def _half_shape(x: torch.Tensor):
+    return (*x.shape[:-1], x.shape[-1] // 2) if x.dim() >= 1 else x.shape
+
+
+def gelu_and_mul(
+    x: torch.Tensor,
+    approximate: str = "none",
+    act_first: bool = True,
+    out: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """Gated GELU over x `[..., 2d]` -> `[..., d]`.
+
+    act_first=True (vLLM / kernels-community): `gelu(x[..., :d]) * x[..., d:]`.
+    act_first=False (diffusers GEGLU): `value, gate = x.chunk(2, -1); value * gelu(gate)`.
+    approximate: "none" (erf) or "tanh".
+    """
+    out = out_like(x, out, shape=_half_shape(x))
+    ops.gelu_and_mul(out, x, approximate, bool(act_first))
+    return out
+
+
+def silu_and_mul(
+    x: torch.Tensor, act_first: bool = True, out: Optional[torch.Tensor] = None
+) -> torch.Tensor:
+    """SwiGLU over x `[..., 2d]` -> `[..., d]`: `silu(x[..., :d]) * x[..., d:]` (act_first) or
+    `x[..., :d] * silu(x[..., d:])`."""
+    out = out_like(x, out, shape=_half_shape(x))
+    ops.silu_and_mul(out, x, bool(act_first))
+    return out
+
+
+def gated_attention(
+    x: torch.Tensor, gate_logits: torch.Tensor, out: Optional[torch.Tensor] = None
+) -> torch.Tensor:
+    """LTX-2's per-head attention gate: `x * 2 * sigmoid(gate_logits)` broadcast over the head
+    dimension. x `[..., H * D]`, gate_logits `[..., H]` with the same leading shape and dtype.
+    `out` may be `x` itself (in place)."""
+    out = out_like(x, out)
+    ops.gated_attention(out, x, gate_logits)
+    return out
+
+
+def _fake_same_shape(op):
+    def fake(out, x):
+        torch._check(out.shape == x.shape, lambda: f"ltx_kernels.{op}: out must have the shape of x")
+
+    return fake
+
+
+register_fake("gelu")(_fake_same_shape("gelu"))
+register_fake("gelu_tanh")(_fake_same_shape("gelu_tanh"))
+register_fake("silu")(_fake_same_shape("silu"))
+
+
+def _check_and_mul(op, out, x):
+    torch._check(x.dim() >= 1, lambda: f"ltx_kernels.{op}: x must have at least one dimension")
+    torch._check(x.shape[-1] % 2 == 0, lambda: f"ltx_kernels.{op}: x's last dimension must be even")
+    want = (*x.shape[:-1], x.shape[-1] // 2)
+    torch._check(
+        tuple(out.shape) == tuple(want),
+        lambda: f"ltx_kernels.{op}: out must have shape x.shape[:-1] + [x.shape[-1] / 2]",
+    )
+
+
+@register_fake("gelu_and_mul")
+def _gelu_and_mul_fake(out, x, approximate, act_first):
+    torch._check(
+        approximate in ("none", "tanh"),
+        lambda: "ltx_kernels.gelu_and_mul: approximate must be 'none' or 'tanh'",
+    )
+    _check_and_mul("gelu_and_mul", out, x)
+
+
+@register_fake("silu_and_mul")
+def _silu_and_mul_fake(out, x, act_first):
+    _check_and_mul("silu_and_mul", out, x)
+
+
+@register_fake("gated_attention")
+def _gated_attention_fake(out, x, gate_logits):
+    torch._check(out.shape == x.shape, lambda: "ltx_kernels.gated_attention: out must have the shape of x")
+    torch._check(
+        gate_logits.dim() == x.dim() and gate_logits.shape[:-1] == x.shape[:-1],
+        lambda: "ltx_kernels.gated_attention: gate_logits must be [..., heads] with the leading shape of x",
+    )
