@@ -1,0 +1,172 @@
+// Fused-norm launchers: every op builds one Args and runs the shared kernels of
+// fused_norm.cuh with its Policy. The launch shape follows rms_norm.cu: one warp per row up to
+// 256 accesses, one block per row (row in registers) up to 4096 accesses, a looping kernel
+// beyond. The 16-byte vector path needs every pointer 16-byte aligned and every stride and
+// cols a multiple of the vector width; otherwise the scalar path (VEC = 1) runs.
+#include <algorithm>
+
+#include "ltx_kernels/norm/fused_norm.cuh"
+#include "ltx_kernels/norm/fused_norm.h"
+
+namespace ltx_kernels {
+namespace {
+
+using namespace fused_norm_detail;
+
+constexpr int64_t kMaxGrid = int64_t(1) << 30;  // rows beyond this are covered by grid-stride
+
+template <class P, typename T, int VEC>
+cudaError_t launch(const Args<T>& a, cudaStream_t stream) {
+  const int nvec = a.cols / VEC;
+  if (nvec <= 32 * 8) {  // one warp per row, 4 rows per block
+    const unsigned grid = unsigned(std::min<int64_t>((a.rows + 3) / 4, kMaxGrid));
+    const int per_lane = (nvec + 31) / 32;
+    if (per_lane <= 1) fused_norm_regs<P, T, VEC, 1, true><<<grid, 128, 0, stream>>>(a);
+    else if (per_lane <= 2) fused_norm_regs<P, T, VEC, 2, true><<<grid, 128, 0, stream>>>(a);
+    else if (per_lane <= 4) fused_norm_regs<P, T, VEC, 4, true><<<grid, 128, 0, stream>>>(a);
+    else fused_norm_regs<P, T, VEC, 8, true><<<grid, 128, 0, stream>>>(a);
+  } else if (nvec <= 256 * 16) {  // one block per row, row in registers
+    const unsigned grid = unsigned(std::min<int64_t>(a.rows, kMaxGrid));
+    auto threads = [&](int nv) { return unsigned(((nvec + nv - 1) / nv + 31) / 32 * 32); };
+    if (nvec <= 128 * 4) fused_norm_regs<P, T, VEC, 4, false><<<grid, threads(4), 0, stream>>>(a);
+    else if (nvec <= 128 * 8) fused_norm_regs<P, T, VEC, 8, false><<<grid, threads(8), 0, stream>>>(a);
+    else fused_norm_regs<P, T, VEC, 16, false><<<grid, threads(16), 0, stream>>>(a);  // <= 256 threads
+  } else {
+    const unsigned grid = unsigned(std::min<int64_t>(a.rows, kMaxGrid));
+    fused_norm_loop<P, T, VEC><<<grid, 512, 0, stream>>>(a);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T>
+bool table_vec_ok(const ModTable<T>& t, int v) {
+  return t.data == nullptr || (aligned_to(t.data, 16) && t.stride % v == 0);
+}
+
+template <class P, typename T>
+cudaError_t run(Args<T> a, int64_t cols, cudaStream_t stream) {
+  if (a.rows <= 0 || cols <= 0) return cudaSuccess;
+  if (cols > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
+  a.cols = int(cols);
+  a.inv_cols = 1.f / float(cols);
+  constexpr int V = kVec16<T>;
+  auto ptr_ok = [](const void* p) { return p == nullptr || aligned_to(p, 16); };
+  const bool vec_ok = cols % V == 0 && a.out_stride % V == 0 && a.x_stride % V == 0 &&
+                      a.res_out_stride % V == 0 && a.x2_stride % V == 0 && ptr_ok(a.out) &&
+                      ptr_ok(a.res_out) && ptr_ok(a.x) && ptr_ok(a.x2) && ptr_ok(a.weight) &&
+                      ptr_ok(a.bias) && table_vec_ok(a.gate, V) && table_vec_ok(a.scale, V) &&
+                      table_vec_ok(a.shift, V);
+  if (vec_ok) return launch<P, T, V>(a, stream);
+  return launch<P, T, 1>(a, stream);
+}
+
+template <typename T>
+Args<T> base_args(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T* weight,
+                  const T* bias, int64_t rows, float eps) {
+  Args<T> a{};
+  a.out = out;
+  a.out_stride = out_stride;
+  a.x = x;
+  a.x_stride = x_stride;
+  a.weight = weight;
+  a.bias = bias;
+  a.gate = a.scale = a.shift = ModTable<T>{nullptr, 0, 1};
+  a.rows = rows;
+  a.eps = eps;
+  return a;
+}
+
+bool table_ok(int64_t rpe) { return rpe >= 1; }
+
+}  // namespace
+
+template <typename T>
+cudaError_t add_rms_norm(T* out, int64_t out_stride, T* residual_out, int64_t residual_out_stride,
+                         const T* x, int64_t x_stride, const T* residual, int64_t residual_stride,
+                         const T* weight, int64_t rows, int64_t cols, float eps,
+                         cudaStream_t stream) {
+  Args<T> a = base_args(out, out_stride, x, x_stride, weight, static_cast<const T*>(nullptr),
+                        rows, eps);
+  a.res_out = residual_out;
+  a.res_out_stride = residual_out_stride;
+  a.x2 = residual;
+  a.x2_stride = residual_stride;
+  return run<Policy<Prologue::kAdd, false, false>>(a, cols, stream);
+}
+
+template <typename T>
+cudaError_t layer_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T* weight,
+                       const T* bias, int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
+  return run<Policy<Prologue::kLoad, true, false>>(
+      base_args(out, out_stride, x, x_stride, weight, bias, rows, eps), cols, stream);
+}
+
+template <typename T>
+cudaError_t adaln_rms_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride,
+                           ModTable<T> scale, ModTable<T> shift, const T* weight, int64_t rows,
+                           int64_t cols, float eps, cudaStream_t stream) {
+  if (!table_ok(scale.rows_per_entry) || !table_ok(shift.rows_per_entry))
+    return cudaErrorInvalidValue;
+  Args<T> a = base_args(out, out_stride, x, x_stride, weight, static_cast<const T*>(nullptr),
+                        rows, eps);
+  a.scale = scale;
+  a.shift = shift;
+  return run<Policy<Prologue::kLoad, false, true>>(a, cols, stream);
+}
+
+template <typename T>
+cudaError_t adaln_layer_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride,
+                             ModTable<T> scale, ModTable<T> shift, const T* weight, const T* bias,
+                             int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
+  if (!table_ok(scale.rows_per_entry) || !table_ok(shift.rows_per_entry))
+    return cudaErrorInvalidValue;
+  Args<T> a = base_args(out, out_stride, x, x_stride, weight, bias, rows, eps);
+  a.scale = scale;
+  a.shift = shift;
+  return run<Policy<Prologue::kLoad, true, true>>(a, cols, stream);
+}
+
+template <typename T>
+cudaError_t gated_residual_adaln_rms_norm(T* out, int64_t out_stride, T* h_out,
+                                          int64_t h_out_stride, const T* h, int64_t h_stride,
+                                          const T* y, int64_t y_stride, ModTable<T> gate,
+                                          ModTable<T> scale, ModTable<T> shift, const T* weight,
+                                          int64_t rows, int64_t cols, float eps,
+                                          cudaStream_t stream) {
+  if (!table_ok(gate.rows_per_entry) || !table_ok(scale.rows_per_entry) ||
+      !table_ok(shift.rows_per_entry))
+    return cudaErrorInvalidValue;
+  Args<T> a = base_args(out, out_stride, h, h_stride, weight, static_cast<const T*>(nullptr),
+                        rows, eps);
+  a.res_out = h_out;
+  a.res_out_stride = h_out_stride;
+  a.x2 = y;
+  a.x2_stride = y_stride;
+  a.gate = gate;
+  a.scale = scale;
+  a.shift = shift;
+  return run<Policy<Prologue::kGatedAdd, false, true>>(a, cols, stream);
+}
+
+#define LTX_FUSED_NORM_INSTANTIATE(T)                                                         \
+  template cudaError_t add_rms_norm<T>(T*, int64_t, T*, int64_t, const T*, int64_t, const T*, \
+                                       int64_t, const T*, int64_t, int64_t, float,            \
+                                       cudaStream_t);                                         \
+  template cudaError_t layer_norm<T>(T*, int64_t, const T*, int64_t, const T*, const T*,      \
+                                     int64_t, int64_t, float, cudaStream_t);                  \
+  template cudaError_t adaln_rms_norm<T>(T*, int64_t, const T*, int64_t, ModTable<T>,         \
+                                         ModTable<T>, const T*, int64_t, int64_t, float,      \
+                                         cudaStream_t);                                       \
+  template cudaError_t adaln_layer_norm<T>(T*, int64_t, const T*, int64_t, ModTable<T>,       \
+                                           ModTable<T>, const T*, const T*, int64_t, int64_t, \
+                                           float, cudaStream_t);                              \
+  template cudaError_t gated_residual_adaln_rms_norm<T>(                                      \
+      T*, int64_t, T*, int64_t, const T*, int64_t, const T*, int64_t, ModTable<T>,            \
+      ModTable<T>, ModTable<T>, const T*, int64_t, int64_t, float, cudaStream_t);
+
+LTX_FUSED_NORM_INSTANTIATE(float)
+LTX_FUSED_NORM_INSTANTIATE(__half)
+LTX_FUSED_NORM_INSTANTIATE(__nv_bfloat16)
+#undef LTX_FUSED_NORM_INSTANTIATE
+
+}  // namespace ltx_kernels
