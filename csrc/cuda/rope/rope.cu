@@ -1,0 +1,148 @@
+// RoPE launchers: pick the access path (16-byte vectors when every pointer, stride and the
+// head width allow it, elements otherwise), the register-resident or looping norm kernel and
+// the launch shape. See rope.cuh for the kernels and their byte counts.
+#include <algorithm>
+
+#include "ltx_kernels/rope/rope.cuh"
+#include "ltx_kernels/rope/rope.h"
+
+namespace ltx_kernels {
+namespace {
+
+using rope_detail::Params;
+
+constexpr int64_t kMaxGrid = int64_t(1) << 30;  // rows beyond this are covered by grid-stride
+
+template <typename T, typename TT, bool SPLIT, int N>
+cudaError_t launch_norm_vector(const Params<T, TT>& p, cudaStream_t stream) {
+  using namespace rope_detail;
+  const int nch = chunks_per_row<N, SPLIT>(p.cols);
+  // A split chunk is two accesses: halve the chunks per thread to keep the same registers.
+  constexpr int S = SPLIT ? 2 : 1;
+  if (nch <= 32 * 8 / S) {  // one warp per row, 4 rows per block
+    const unsigned grid = unsigned(std::min<int64_t>((p.rows + 3) / 4, kMaxGrid));
+    const int per_lane = (nch + 31) / 32;
+#define LTX_WARP_CASE(NV) norm_rope_regs<T, TT, SPLIT, N, NV, true><<<grid, 128, 0, stream>>>(p)
+    if (per_lane <= 2 / S) LTX_WARP_CASE(2 / S);
+    else if (per_lane <= 4 / S) LTX_WARP_CASE(4 / S);
+    else LTX_WARP_CASE(8 / S);
+#undef LTX_WARP_CASE
+  } else if (nch <= 256 * 16 / S) {  // one block per row, row in registers
+    const unsigned grid = unsigned(std::min<int64_t>(p.rows, kMaxGrid));
+    auto threads = [&](int nv) { return unsigned(((nch + nv - 1) / nv + 31) / 32 * 32); };
+#define LTX_BLOCK_CASE(NV) \
+  norm_rope_regs<T, TT, SPLIT, N, NV, false><<<grid, threads(NV), 0, stream>>>(p)
+    if (nch <= 128 * 4 / S) LTX_BLOCK_CASE(4 / S);
+    else if (nch <= 128 * 8 / S) LTX_BLOCK_CASE(8 / S);
+    else LTX_BLOCK_CASE(16 / S);  // up to 256 threads
+#undef LTX_BLOCK_CASE
+  } else {
+    const unsigned grid = unsigned(std::min<int64_t>(p.rows, kMaxGrid));
+    norm_rope_loop<T, TT, SPLIT, N, true><<<grid, 512, 0, stream>>>(p);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T, typename TT, bool SPLIT, int N, bool VECTOR>
+cudaError_t launch_norm_loop(const Params<T, TT>& p, cudaStream_t stream) {
+  const int nch = rope_detail::chunks_per_row<N, SPLIT>(p.cols);
+  const unsigned threads = unsigned(std::min(512, std::max(32, (nch + 31) / 32 * 32)));
+  const unsigned grid = unsigned(std::min<int64_t>(p.rows, kMaxGrid));
+  rope_detail::norm_rope_loop<T, TT, SPLIT, N, VECTOR><<<grid, threads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <typename T, typename TT, bool SPLIT, int N, bool VECTOR>
+cudaError_t launch_flat(const Params<T, TT>& p, cudaStream_t stream) {
+  const int64_t total = p.rows * int64_t(rope_detail::chunks_per_row<N, SPLIT>(p.cols));
+  const unsigned grid = unsigned(std::min<int64_t>((total + 255) / 256, kMaxGrid));
+  rope_detail::rope_flat<T, TT, SPLIT, N, VECTOR><<<grid, 256, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+bool strides_divisible(const RopeTableStrides& t, int64_t n) {
+  return t.b % n == 0 && t.h % n == 0 && t.s % n == 0;
+}
+
+template <typename T, typename TT, bool SPLIT>
+cudaError_t run(Params<T, TT> p, bool norm, cudaStream_t stream) {
+  constexpr int V = kVec16<T>;
+  const int unit = SPLIT ? p.head_dim / 2 : p.head_dim;  // elements a chunk may not straddle
+  const bool vec_ok = unit % V == 0 && p.cols % V == 0 && p.out_stride % V == 0 &&
+                      p.x_stride % V == 0 && aligned_to(p.out, 16) && aligned_to(p.x, 16) &&
+                      (p.w == nullptr || aligned_to(p.w, 16)) && aligned_to(p.cos, 16) &&
+                      aligned_to(p.sin, 16) && strides_divisible(p.cs, V) &&
+                      strides_divisible(p.ss, V);
+  constexpr int NE = SPLIT ? 1 : 2;  // element path: one pair per chunk
+  if (norm) {
+    if (vec_ok) return launch_norm_vector<T, TT, SPLIT, V>(p, stream);
+    return launch_norm_loop<T, TT, SPLIT, NE, false>(p, stream);
+  }
+  if (vec_ok) return launch_flat<T, TT, SPLIT, V, true>(p, stream);
+  return launch_flat<T, TT, SPLIT, NE, false>(p, stream);
+}
+
+template <typename T, typename TT>
+cudaError_t dispatch(T* out, int64_t os, const T* x, int64_t xs, const T* w, bool norm, float eps,
+                     const TT* cos, RopeTableStrides cs, const TT* sin, RopeTableStrides ss,
+                     const RopeShape& shape, cudaStream_t stream) {
+  const int64_t rows = shape.batch * shape.seq;
+  if (rows <= 0 || shape.cols <= 0) return cudaSuccess;
+  if (shape.cols > int64_t(INT32_MAX) || shape.head_dim <= 0 || shape.head_dim % 2 != 0 ||
+      shape.cols % shape.head_dim != 0)
+    return cudaErrorInvalidValue;
+  Params<T, TT> p{out, os, x, xs, norm ? w : nullptr, cos, cs, sin, ss, rows, shape.seq,
+                  int(shape.cols), int(shape.head_dim), eps};
+  return shape.split ? run<T, TT, true>(p, norm, stream) : run<T, TT, false>(p, norm, stream);
+}
+
+}  // namespace
+
+template <typename T, typename TT>
+cudaError_t rms_norm_rope(T* out, int64_t out_stride, const T* x, int64_t x_stride,
+                          const T* weight, const TT* cos, RopeTableStrides cos_strides,
+                          const TT* sin, RopeTableStrides sin_strides, int64_t batch, int64_t seq,
+                          int64_t cols, float eps, cudaStream_t stream) {
+  const RopeShape shape{batch, seq, cols, cols, false};
+  return dispatch<T, TT>(out, out_stride, x, x_stride, weight, true, eps, cos, cos_strides, sin,
+                         sin_strides, shape, stream);
+}
+
+template <typename T, typename TT>
+cudaError_t rms_norm_split_rope(T* out, int64_t out_stride, const T* x, int64_t x_stride,
+                                const T* weight, const TT* cos, RopeTableStrides cos_strides,
+                                const TT* sin, RopeTableStrides sin_strides, int64_t batch,
+                                int64_t seq, int64_t cols, int64_t head_dim, float eps,
+                                cudaStream_t stream) {
+  const RopeShape shape{batch, seq, cols, head_dim, true};
+  return dispatch<T, TT>(out, out_stride, x, x_stride, weight, true, eps, cos, cos_strides, sin,
+                         sin_strides, shape, stream);
+}
+
+template <typename T, typename TT>
+cudaError_t apply_rope(T* out, int64_t out_stride, const T* x, int64_t x_stride, const TT* cos,
+                       RopeTableStrides cos_strides, const TT* sin, RopeTableStrides sin_strides,
+                       const RopeShape& shape, cudaStream_t stream) {
+  return dispatch<T, TT>(out, out_stride, x, x_stride, nullptr, false, 0.f, cos, cos_strides, sin,
+                         sin_strides, shape, stream);
+}
+
+#define LTX_ROPE_INSTANTIATE(T, TT)                                                              \
+  template cudaError_t rms_norm_rope<T, TT>(T*, int64_t, const T*, int64_t, const T*, const TT*, \
+                                            RopeTableStrides, const TT*, RopeTableStrides,       \
+                                            int64_t, int64_t, int64_t, float, cudaStream_t);     \
+  template cudaError_t rms_norm_split_rope<T, TT>(                                               \
+      T*, int64_t, const T*, int64_t, const T*, const TT*, RopeTableStrides, const TT*,          \
+      RopeTableStrides, int64_t, int64_t, int64_t, int64_t, float, cudaStream_t);                \
+  template cudaError_t apply_rope<T, TT>(T*, int64_t, const T*, int64_t, const TT*,              \
+                                         RopeTableStrides, const TT*, RopeTableStrides,          \
+                                         const RopeShape&, cudaStream_t);
+
+LTX_ROPE_INSTANTIATE(float, float)
+LTX_ROPE_INSTANTIATE(__half, __half)
+LTX_ROPE_INSTANTIATE(__half, float)
+LTX_ROPE_INSTANTIATE(__nv_bfloat16, __nv_bfloat16)
+LTX_ROPE_INSTANTIATE(__nv_bfloat16, float)
+#undef LTX_ROPE_INSTANTIATE
+
+}  // namespace ltx_kernels
