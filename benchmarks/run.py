@@ -19,6 +19,8 @@ FAMILIES = ["norm"]
 FAMILIES.append("activation")
 # @family:activation
 # @family:fused_norm
+FAMILIES.append("fused_norm")
+FAMILIES.append("rope")
 # @family:rope
 
 
@@ -104,10 +106,11 @@ def main():
         results[fam] = rows
         write_json(os.path.join(out, f"{fam}.json"), rows, meta)
         md.append(f"\n## {fam}\n\n" + markdown_table(rows))
-    with open(os.path.join(out, "results.md"), "w") as f:
-        f.write("\n".join(md))
-    plot(results, os.path.join(out, "plot.png"))
-    print("\n".join(md))
+        print(md[-1], flush=True)
+        # written after every family, so a time limit still leaves what was measured
+        with open(os.path.join(out, "results.md"), "w") as f:
+            f.write("\n".join(md))
+        plot(results, os.path.join(out, "plot.png"))
     return 0
 
 

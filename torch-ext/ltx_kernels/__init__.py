@@ -11,12 +11,21 @@ from ._ops import add_op_namespace_prefix, ops
 from . import reference
 from .norm import *  # noqa: F401,F403
 from .norm import __all__ as _norm_all
+from .activation import *  # noqa: F401,F403
+from .activation import __all__ as _activation_all
 # @family:activation
 # @family:fused_norm
+from .fused_norm import *  # noqa: F401,F403
+from .fused_norm import __all__ as _fused_norm_all
+from .rope import *  # noqa: F401,F403
+from .rope import __all__ as _rope_all
 # @family:rope
 from . import layers
 
 __all__ = ["ops", "add_op_namespace_prefix", "layers", "reference", *_norm_all]
+__all__ += _activation_all
 # @family-all:activation
 # @family-all:fused_norm
+__all__ += _fused_norm_all
+__all__ += _rope_all
 # @family-all:rope

@@ -8,35 +8,56 @@ namespace {
 
 constexpr int64_t kMaxGrid = int64_t(1) << 30;  // rows beyond this are covered by grid-stride
 
+template <typename T, int VEC, int NV, bool PRELOAD_W>
+void warp_rows(T* out, int64_t os, const T* x, int64_t xs, const T* w, int64_t rows, int cols,
+               float eps, cudaStream_t stream) {
+  const int64_t grid = std::min<int64_t>((rows + 3) / 4, kMaxGrid);  // 4 rows per block
+  norm_detail::rms_norm_regs<T, VEC, NV, true, PRELOAD_W>
+      <<<unsigned(grid), 128, 0, stream>>>(out, os, x, xs, w, rows, cols, eps);
+}
+
+template <typename T, int VEC, int NV, bool PRELOAD_W>
+void block_rows(T* out, int64_t os, const T* x, int64_t xs, const T* w, int64_t rows, int cols,
+                float eps, cudaStream_t stream) {
+  const int nvec = cols / VEC;
+  const unsigned threads = unsigned(((nvec + NV - 1) / NV + 31) / 32 * 32);
+  const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
+  norm_detail::rms_norm_regs<T, VEC, NV, false, PRELOAD_W>
+      <<<grid, threads, 0, stream>>>(out, os, x, xs, w, rows, cols, eps);
+}
+
+// Two launch shapes, chosen by problem size (measured on the H200, benchmarks/results/h200):
+//  - small problems (x <= 32 MB: one wave or less, latency bound): spread each row over as
+//    many threads as possible (<= 256) with the weight issued alongside x;
+//  - large problems (bandwidth bound): fewer threads per row with 4-16 accesses each and the
+//    weight loaded at the store, which keeps registers low and bf16 near the copy ceiling.
 template <typename T, int VEC>
 cudaError_t launch(T* out, int64_t os, const T* x, int64_t xs, const T* w, int64_t rows,
                    int cols, float eps, cudaStream_t stream) {
-  using namespace norm_detail;
   const int nvec = cols / VEC;
-  if (nvec <= 32 * 2) {  // one warp per row, 4 rows per block
-    const int64_t grid = std::min<int64_t>((rows + 3) / 4, kMaxGrid);
-#define LTX_WARP_CASE(NV)                                                                     \
-  rms_norm_regs<T, VEC, NV, true><<<unsigned(grid), 128, 0, stream>>>(out, os, x, xs, w, rows, \
-                                                                      cols, eps)
-    if (nvec <= 32) LTX_WARP_CASE(1);
-    else LTX_WARP_CASE(2);
-#undef LTX_WARP_CASE
-  } else if (nvec <= 256 * 16) {  // one block of <= 256 threads per row, row in registers
+  const bool small = rows * int64_t(cols) * int64_t(sizeof(T)) <= (int64_t(32) << 20);
+#define LTX_ARGS out, os, x, xs, w, rows, cols, eps, stream
+  if (nvec > 256 * 16) {  // too wide for registers: two passes
     const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
-    auto threads = [&](int nv) { return ((nvec + nv - 1) / nv + 31) / 32 * 32; };
-#define LTX_BLOCK_CASE(NV)                                                                 \
-  rms_norm_regs<T, VEC, NV, false><<<grid, threads(NV), 0, stream>>>(out, os, x, xs, w, rows, \
-                                                                     cols, eps)
-    if (nvec <= 256) LTX_BLOCK_CASE(1);
-    else if (nvec <= 256 * 2) LTX_BLOCK_CASE(2);
-    else if (nvec <= 256 * 4) LTX_BLOCK_CASE(4);
-    else if (nvec <= 256 * 8) LTX_BLOCK_CASE(8);
-    else LTX_BLOCK_CASE(16);
-#undef LTX_BLOCK_CASE
+    norm_detail::rms_norm_loop<T, VEC><<<grid, 512, 0, stream>>>(out, os, x, xs, w, rows, cols, eps);
+  } else if (small) {
+    if (nvec <= 32) warp_rows<T, VEC, 1, true>(LTX_ARGS);
+    else if (nvec <= 64) warp_rows<T, VEC, 2, true>(LTX_ARGS);
+    else if (nvec <= 256) block_rows<T, VEC, 1, true>(LTX_ARGS);
+    else if (nvec <= 512) block_rows<T, VEC, 2, true>(LTX_ARGS);
+    else if (nvec <= 1024) block_rows<T, VEC, 4, true>(LTX_ARGS);
+    else if (nvec <= 2048) block_rows<T, VEC, 8, true>(LTX_ARGS);
+    else block_rows<T, VEC, 16, false>(LTX_ARGS);
   } else {
-    const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
-    rms_norm_loop<T, VEC><<<grid, 512, 0, stream>>>(out, os, x, xs, w, rows, cols, eps);
+    if (nvec <= 32) warp_rows<T, VEC, 1, false>(LTX_ARGS);
+    else if (nvec <= 64) warp_rows<T, VEC, 2, false>(LTX_ARGS);
+    else if (nvec <= 128) warp_rows<T, VEC, 4, false>(LTX_ARGS);
+    else if (nvec <= 256) warp_rows<T, VEC, 8, false>(LTX_ARGS);
+    else if (nvec <= 128 * 4) block_rows<T, VEC, 4, false>(LTX_ARGS);
+    else if (nvec <= 128 * 8) block_rows<T, VEC, 8, false>(LTX_ARGS);
+    else block_rows<T, VEC, 16, false>(LTX_ARGS);  // up to 256 threads
   }
+#undef LTX_ARGS
   return cudaGetLastError();
 }
 

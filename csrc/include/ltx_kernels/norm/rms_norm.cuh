@@ -2,12 +2,9 @@
 // read once per block and kept in registers across the rows a block visits).
 //
 // rms_norm_regs: the whole row lives in registers (NV accesses of VEC elements per thread), so
-//     x is read from memory exactly once; one warp per row for short rows (<= 64 accesses),
-//     one block of <= 256 threads per row otherwise (<= 4096 accesses), with as few accesses
-//     per thread as that allows: many small rows-in-flight overlap reads and writes better
-//     than few long ones (measured on the H200: benchmarks/results). The weight is re-read
-//     per row through the read-only path, issued together with x: it stays in L1/L2 and
-//     costs no DRAM traffic.
+//     x is read from memory exactly once; one warp per row (4 rows per block) or one block
+//     per row. The weight is re-read per row through the read-only path: it stays in L1/L2
+//     and costs no DRAM traffic. The launcher (rms_norm.cu) picks the shape.
 // rms_norm_loop: rows too wide for registers: two passes, the second mostly from L2.
 #pragma once
 
@@ -19,7 +16,7 @@ namespace norm_detail {
 
 // Threads per row is 32 (WARP_ROWS) or blockDim.x. Each thread owns accesses
 // tid + k * threads_per_row, k < NV, each of VEC elements.
-template <typename T, int VEC, int NV, bool WARP_ROWS>
+template <typename T, int VEC, int NV, bool WARP_ROWS, bool PRELOAD_W>
 __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256) rms_norm_regs(T* __restrict__ out, int64_t out_stride,
                                                       const T* __restrict__ x, int64_t x_stride,
                                                       const T* __restrict__ w, int64_t rows,
@@ -35,9 +32,10 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256) rms_norm_regs(T* __rest
        row += int64_t(gridDim.x) * rows_per_block) {
     const T* xr = x + row * x_stride;
     Packed<T, VEC> v[NV];
-    // The weight is issued with x, so no dependent load sits between reduce and store; for
-    // the widest rows (NV = 16) registers are short and it is loaded at the store instead.
-    constexpr bool kPreloadW = NV <= 8;
+    // PRELOAD_W: the weight is issued with x, so no dependent load sits between reduce and
+    // store (pays on small problems, which are latency bound); otherwise it is loaded at the
+    // store, which keeps registers (and occupancy) for the bandwidth-bound large problems.
+    constexpr bool kPreloadW = PRELOAD_W;
     Packed<T, VEC> wv[NV];
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
