@@ -58,18 +58,20 @@ void run_rows(const Args<T>& a, int64_t row_begin, int64_t row_end) {
         res[c] = rounded;
       }
     }
+    // Row sums accumulate in double: a sequential fp32 sum over thousands of terms loses
+    // more than the GPU's tree reduction does (the reference backend must not be the noisier).
     float mean = 0.f, var;
     if constexpr (LAYER_NORM) {
-      float s = 0.f;
+      double s = 0.0;
       for (int64_t c = 0; c < C; ++c) s += v[c];
-      mean = s / float(C);
-      float d = 0.f;
-      for (int64_t c = 0; c < C; ++c) d += (v[c] - mean) * (v[c] - mean);
-      var = d / float(C);
+      mean = float(s / double(C));
+      double d = 0.0;
+      for (int64_t c = 0; c < C; ++c) d += double(v[c] - mean) * double(v[c] - mean);
+      var = float(d / double(C));
     } else {
-      float s = 0.f;
-      for (int64_t c = 0; c < C; ++c) s += v[c] * v[c];
-      var = s / float(C);
+      double s = 0.0;
+      for (int64_t c = 0; c < C; ++c) s += double(v[c]) * double(v[c]);
+      var = float(s / double(C));
     }
     const float rstd = 1.f / std::sqrt(var + a.eps);
     T* orow = a.out + r * a.out_stride;

@@ -12,12 +12,12 @@ void rms_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T*
   std::vector<float> row(static_cast<size_t>(cols));  // x may alias out: read the row first
   for (int64_t r = row_begin; r < row_end; ++r) {
     const T* xr = x + r * x_stride;
-    float ss = 0.f;
+    double ss = 0.0;  // double: a sequential fp32 sum is noisier than the GPU's tree
     for (int64_t c = 0; c < cols; ++c) {
       row[c] = to_float(xr[c]);
-      ss += row[c] * row[c];
+      ss += double(row[c]) * double(row[c]);
     }
-    const float rstd = 1.f / std::sqrt(ss / float(cols) + eps);
+    const float rstd = 1.f / std::sqrt(float(ss / double(cols)) + eps);
     T* orow = out + r * out_stride;
     for (int64_t c = 0; c < cols; ++c) {
       const float w = weight != nullptr ? to_float(weight[c]) : 1.f;

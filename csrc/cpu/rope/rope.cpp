@@ -16,13 +16,13 @@ void rope_rows(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T
   std::vector<float> y(static_cast<size_t>(cols));  // x may alias out: read the row first
   for (int64_t r = row_begin; r < row_end; ++r) {
     const T* xr = x + r * x_stride;
-    float sumsq = 0.f;
+    double sumsq = 0.0;  // double: a sequential fp32 sum is noisier than the GPU's tree
     for (int64_t c = 0; c < cols; ++c) {
       y[c] = to_float(xr[c]);
-      sumsq += y[c] * y[c];
+      sumsq += double(y[c]) * double(y[c]);
     }
     if (norm) {
-      const float rstd = 1.f / std::sqrt(sumsq / float(cols) + eps);
+      const float rstd = 1.f / std::sqrt(float(sumsq / double(cols)) + eps);
       for (int64_t c = 0; c < cols; ++c)
         y[c] = y[c] * rstd * (weight != nullptr ? to_float(weight[c]) : 1.f);
     }
