@@ -91,8 +91,9 @@ cudaError_t dispatch(T* out, int64_t os, const T* x, int64_t xs, const T* w, boo
   if (shape.cols > int64_t(INT32_MAX) || shape.head_dim <= 0 || shape.head_dim % 2 != 0 ||
       shape.cols % shape.head_dim != 0)
     return cudaErrorInvalidValue;
+  const bool s_major = shape.batch > 1 && cs.b == 0 && ss.b == 0;
   Params<T, TT> p{out, os, x, xs, norm ? w : nullptr, cos, cs, sin, ss, rows, shape.seq,
-                  int(shape.cols), int(shape.head_dim), eps};
+                  int(shape.cols), int(shape.head_dim), eps, shape.batch, s_major};
   return shape.split ? run<T, TT, true>(p, norm, stream) : run<T, TT, false>(p, norm, stream);
 }
 

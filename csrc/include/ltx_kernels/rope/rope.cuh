@@ -40,7 +40,25 @@ struct Params {
   int cols;
   int head_dim;
   float eps;
+  int64_t batch;  // rows / seq
+  bool s_major;   // tables shared by the batch (stride 0): visit the B rows of one position
+                  // one after another, so the table row is read from DRAM once, not B times
 };
+
+// Work item i -> (x row, batch index, position). s_major orders items position-first.
+template <typename T, typename TT>
+__device__ __forceinline__ void row_coords(const Params<T, TT>& p, int64_t i, int64_t& row,
+                                           int64_t& b, int64_t& s) {
+  if (p.s_major) {
+    s = i / p.batch;
+    b = i - s * p.batch;
+    row = b * p.seq + s;
+  } else {
+    b = i / p.seq;
+    s = i - b * p.seq;
+    row = i;
+  }
+}
 
 // Where chunk k of a row lives: x offset of its (first) part, offset of the second part
 // (split only), head index and table offset inside the head.
@@ -181,8 +199,10 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256) norm_rope_regs(const Pa
   const int nch = chunks_per_row<N, SPLIT>(p.cols);
 
   // Uniform per block in the block-per-row case (barriers inside block_sum).
-  for (int64_t row = int64_t(blockIdx.x) * rows_per_block + row_in_block; row < p.rows;
-       row += int64_t(gridDim.x) * rows_per_block) {
+  for (int64_t item = int64_t(blockIdx.x) * rows_per_block + row_in_block; item < p.rows;
+       item += int64_t(gridDim.x) * rows_per_block) {
+    int64_t row, b, s;
+    row_coords(p, item, row, b, s);
     const T* xr = p.x + row * p.x_stride;
     Packed<T, N> va[NV];
     Packed<T, N> vb[SPLIT ? NV : 1];
@@ -202,8 +222,6 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256) norm_rope_regs(const Pa
     }
     ss = WARP_ROWS ? warp_sum(ss) : block_sum(ss, smem);
     const float rstd = rsqrtf(ss / float(p.cols) + p.eps);
-    const int64_t b = row / p.seq;
-    const int64_t s = row - b * p.seq;
     const TT* crow = p.cos + b * p.cs.b + s * p.cs.s;
     const TT* srow = p.sin + b * p.ss.b + s * p.ss.s;
     T* orow = p.out + row * p.out_stride;
@@ -223,7 +241,9 @@ template <typename T, typename TT, bool SPLIT, int N, bool VECTOR>
 __global__ void __launch_bounds__(512) norm_rope_loop(const Params<T, TT> p) {
   __shared__ float smem[32];
   const int nch = chunks_per_row<N, SPLIT>(p.cols);
-  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {  // uniform per block
+  for (int64_t item = blockIdx.x; item < p.rows; item += gridDim.x) {  // uniform per block
+    int64_t row, b, s;
+    row_coords(p, item, row, b, s);
     const T* xr = p.x + row * p.x_stride;
     float ss = 0.f;
     for (int i = threadIdx.x; i < nch; i += blockDim.x) {
@@ -233,8 +253,6 @@ __global__ void __launch_bounds__(512) norm_rope_loop(const Params<T, TT> p) {
     }
     ss = block_sum(ss, smem);  // ends with a barrier: all reads above precede any write below
     const float rstd = rsqrtf(ss / float(p.cols) + p.eps);
-    const int64_t b = row / p.seq;
-    const int64_t s = row - b * p.seq;
     const TT* crow = p.cos + b * p.cs.b + s * p.cs.s;
     const TT* srow = p.sin + b * p.ss.b + s * p.ss.s;
     T* orow = p.out + row * p.out_stride;
@@ -255,10 +273,10 @@ __global__ void __launch_bounds__(256) rope_flat(const Params<T, TT> p) {
   const int64_t total = p.rows * int64_t(nch);
   for (int64_t g = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; g < total;
        g += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t row = g / nch;
-    const int k = int(g - row * nch);
-    const int64_t b = row / p.seq;
-    const int64_t s = row - b * p.seq;
+    const int64_t item = g / nch;
+    const int k = int(g - item * nch);
+    int64_t row, b, s;
+    row_coords(p, item, row, b, s);
     const ChunkPos<SPLIT, N> c(k, p.head_dim);
     const T* xr = p.x + row * p.x_stride;
     const Packed<T, N> a = load_x<T, N, VECTOR, true>(xr + c.x0);
