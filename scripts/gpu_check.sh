@@ -55,10 +55,11 @@ if [ "$TESTS" = 1 ]; then
     name=$(basename "$f" .py)
     python3 -m pytest "$f" -q -rs -p no:cacheprovider ${KSEL:+-k "$KSEL"} > "$LOG/pytest_$name.log" 2>&1
     rc=$?; [ $rc = 0 ] || [ $rc = 5 ] || status=1  # 5: no test selected
-    echo "pytest $name ($(( $(date +%s) - t0 )) s): $(tail -1 "$LOG/pytest_$name.log")"
+    echo "pytest $name ($(( $(date +%s) - t0 )) s): $(tail -1 "$LOG/pytest_$name.log")" | tee -a "$LOG/pytest_summary.txt"
     grep -E "^(FAILED|ERROR)|Fatal Python error" "$LOG/pytest_$name.log" | head -15
   done
-  cat "$LOG"/pytest_*.log > "$LOG/pytest.log"; rm -f "$LOG"/pytest_*.log
+  cat "$LOG/pytest_summary.txt" "$LOG"/pytest_test_*.log > "$LOG/pytest.log"
+  rm -f "$LOG"/pytest_test_*.log "$LOG/pytest_summary.txt"
 fi
 if [ "$SAN" = 1 ] && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
@@ -66,11 +67,16 @@ if [ "$SAN" = 1 ] && command -v compute-sanitizer >/dev/null; then
     echo "compute-sanitizer $tool: exit $? ($(grep -E 'SUMMARY' "$LOG/sanitize_$tool.log" | tail -1))"
   done
 fi
-timeout "${BENCH_TIMEOUT:-1200}" python3 benchmarks/run.py $QUICK $ONLY > "$LOG/bench.log" 2>&1 || { status=1; tail -30 "$LOG/bench.log"; }
+# The benchmarks write a fresh folder (so only what this run measured comes back), then it is
+# copied over benchmarks/results/<gpu>/.
+RES="$LOG/results"
+rm -rf "$RES"
+timeout "${BENCH_TIMEOUT:-1200}" python3 benchmarks/run.py $QUICK $ONLY --out "$RES" > "$LOG/bench.log" 2>&1 || { status=1; tail -30 "$LOG/bench.log"; }
 gpu=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import run; print(run.gpu_slug())")
-cp benchmarks/results/"$gpu"/* "$LOG"/ 2>/dev/null
-# few files back: checks.log holds the environment, build and sanitizer logs
-cat "$LOG"/env.txt "$LOG"/build.log "$LOG"/sanitize_*.log > "$LOG/checks.log" 2>/dev/null
+mkdir -p benchmarks/results/"$gpu" && cp "$RES"/* benchmarks/results/"$gpu"/ 2>/dev/null
+# few files back: checks.log holds the environment, build, sanitizer and benchmark logs
+cat "$LOG"/env.txt "$LOG"/build.log "$LOG"/sanitize_*.log "$LOG"/bench.log > "$LOG/checks.log" 2>/dev/null
 rm -f "$LOG"/env.txt "$LOG"/build.log "$LOG"/sanitize_*.log
 grep -E "^\| |ceilings" "$LOG/bench.log" | tail -120
+rm -f "$LOG"/bench.log
 exit $status
