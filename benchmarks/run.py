@@ -21,6 +21,8 @@ FAMILIES.append("activation")
 # @family:fused_norm
 FAMILIES.append("fused_norm")
 FAMILIES.append("rope")
+# @family:fp8
+# @family:lowbit
 # @family:rope
 
 

@@ -77,5 +77,7 @@ for dtype in [torch.float32, torch.float16, torch.bfloat16]:
             lk.apply_rope(x2, cs, ss, False, out=x2)
             lk.rms_norm_split_rope(x2, cs, ss, w, out=x2)
 # @family:rope
+# @family:fp8
+# @family:lowbit
 torch.cuda.synchronize()
 print("sanitize smoke: done")

@@ -83,6 +83,12 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.impl("apply_rope", c10::DeviceType::CUDA, &apply_rope);
 #endif
   // @family:rope
+
+  // ---- fp8 family
+  // @family:fp8
+
+  // ---- lowbit (NVFP4, FP6) family
+  // @family:lowbit
 }
 
 REGISTER_EXTENSION(TORCH_EXTENSION_NAME)

@@ -45,3 +45,7 @@ void rms_norm_split_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor&
 void apply_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                 bool interleaved);
 // @family:rope
+
+// @family:fp8
+
+// @family:lowbit

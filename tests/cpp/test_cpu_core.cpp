@@ -118,3 +118,74 @@ TEST(CpuNorm, RmsNormInPlaceBf16) {
   for (int64_t c = 0; c < cols; ++c)
     EXPECT_NEAR(to_float(x[c]), xf[c] * rstd * 0.5, 1e-2 * (1 + std::fabs(xf[c] * rstd)));
 }
+
+// ---- FP8 codecs (ltx_kernels/common/formats.h) against a brute-force nearest search over the
+// decoded code table, with ties to the even code and saturation: independent of the encoder.
+#include "ltx_kernels/common/formats.h"
+
+namespace {
+
+template <class F>
+uint8_t brute_encode(float x) {
+  if (std::isnan(x)) return uint8_t((std::signbit(x) ? 0x80 : 0) | F::kNaN);
+  const uint8_t sign = std::signbit(x) ? 0x80 : 0;
+  const double a = std::fabs(double(x));
+  if (a >= double(F::kMax)) return uint8_t(sign | F::kMaxCode);  // saturation (incl. Inf)
+  int best = -1;
+  double best_err = 0;
+  for (int c = 0; c <= F::kMaxCode; ++c) {
+    const double v = minifloat_decode<F>(uint8_t(c));
+    const double err = std::fabs(v - a);
+    if (best < 0 || err < best_err || (err == best_err && (c & 1) == 0)) {
+      best = c;
+      best_err = err;
+    }
+  }
+  return uint8_t(sign | best);
+}
+
+template <class F>
+void check_all_16bit_patterns() {
+  for (uint32_t b = 0; b < 65536; ++b) {
+    for (float x : {to_float(half_t{uint16_t(b)}), to_float(bfloat16_t{uint16_t(b)})}) {
+      const uint8_t got = minifloat_encode<F>(x);
+      const uint8_t want = brute_encode<F>(x);
+      if (std::isnan(x)) {
+        ASSERT_TRUE(std::isnan(minifloat_decode<F>(got))) << x;
+      } else {
+        ASSERT_EQ(int(got), int(want)) << "x=" << x << " pattern " << b;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Formats, Fp8KnownValues) {
+  EXPECT_EQ(minifloat_decode<E4M3>(0x7e), 448.f);
+  EXPECT_EQ(minifloat_decode<E4M3>(0x38), 1.f);
+  EXPECT_EQ(minifloat_decode<E4M3>(0x08), std::ldexp(1.f, -6));
+  EXPECT_EQ(minifloat_decode<E4M3>(0x01), std::ldexp(1.f, -9));
+  EXPECT_EQ(minifloat_decode<E4M3>(0xb8), -1.f);
+  EXPECT_TRUE(std::isnan(minifloat_decode<E4M3>(0x7f)));
+  EXPECT_EQ(minifloat_decode<E5M2>(0x7b), 57344.f);
+  EXPECT_EQ(minifloat_decode<E5M2>(0x3c), 1.f);
+  EXPECT_EQ(minifloat_decode<E5M2>(0x01), std::ldexp(1.f, -16));
+  EXPECT_TRUE(std::isinf(minifloat_decode<E5M2>(0x7c)));
+  EXPECT_EQ(minifloat_encode<E4M3>(1e6f), 0x7e);   // saturates
+  EXPECT_EQ(minifloat_encode<E4M3>(-INFINITY), 0xfe);
+  EXPECT_EQ(minifloat_encode<E5M2>(INFINITY), 0x7b);
+  EXPECT_EQ(minifloat_encode<E4M3>(std::ldexp(1.f, -10)), 0x00);  // tie between 0 and 2^-9: even
+  EXPECT_EQ(minifloat_encode<E4M3>(std::ldexp(3.f, -10)), 0x02);  // 1.5 units: tie to even (2)
+  EXPECT_EQ(minifloat_encode<E4M3>(std::ldexp(3.f, -11)), 0x01);  // 0.75 units: up to 1
+}
+
+TEST(Formats, Fp8DecodeIsMonotonic) {
+  for (int c = 1; c <= E4M3::kMaxCode; ++c)
+    EXPECT_LT(minifloat_decode<E4M3>(uint8_t(c - 1)), minifloat_decode<E4M3>(uint8_t(c)));
+  for (int c = 1; c <= E5M2::kMaxCode; ++c)
+    EXPECT_LT(minifloat_decode<E5M2>(uint8_t(c - 1)), minifloat_decode<E5M2>(uint8_t(c)));
+}
+
+TEST(Formats, E4M3EncodeAll16BitPatterns) { check_all_16bit_patterns<E4M3>(); }
+TEST(Formats, E5M2EncodeAll16BitPatterns) { check_all_16bit_patterns<E5M2>(); }

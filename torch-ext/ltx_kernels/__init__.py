@@ -20,6 +20,8 @@ from .fused_norm import __all__ as _fused_norm_all
 from .rope import *  # noqa: F401,F403
 from .rope import __all__ as _rope_all
 # @family:rope
+# @family:fp8
+# @family:lowbit
 from . import layers
 
 __all__ = ["ops", "add_op_namespace_prefix", "layers", "reference", *_norm_all]
@@ -29,3 +31,5 @@ __all__ += _activation_all
 __all__ += _fused_norm_all
 __all__ += _rope_all
 # @family-all:rope
+# @family-all:fp8
+# @family-all:lowbit

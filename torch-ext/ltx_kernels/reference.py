@@ -166,3 +166,7 @@ def rms_norm_split_rope(x, cos, sin, weight=None, eps: float = 1e-6):
 
 
 # @family:rope
+
+# @family:fp8
+
+# @family:lowbit
