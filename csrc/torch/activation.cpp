@@ -51,9 +51,8 @@ void elementwise(at::Tensor& out, const at::Tensor& x, Act act, const char* op) 
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  LTX_CHECK(x.is_cuda(), op, "x must be a CPU or CUDA tensor (got ", x.device(), ")");
-  const c10::cuda::CUDAGuard guard(x.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+  const CudaScope scope(x, op);
+  const cudaStream_t stream = scope.stream;
   LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
     auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
     auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
@@ -72,7 +71,7 @@ void elementwise(at::Tensor& out, const at::Tensor& x, Act act, const char* op) 
     check_cuda(err, op);
   });
 #else
-  LTX_CHECK(false, op, "this build has no CUDA backend (got a tensor on ", x.device(), ")");
+  no_cuda_backend(x, op);
 #endif
 }
 
@@ -113,9 +112,8 @@ void and_mul(at::Tensor& out, const at::Tensor& x, Act act, bool act_first, cons
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  LTX_CHECK(x.is_cuda(), op, "x must be a CPU or CUDA tensor (got ", x.device(), ")");
-  const c10::cuda::CUDAGuard guard(x.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+  const CudaScope scope(x, op);
+  const cudaStream_t stream = scope.stream;
   LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
     auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
     auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
@@ -128,7 +126,7 @@ void and_mul(at::Tensor& out, const at::Tensor& x, Act act, bool act_first, cons
     check_cuda(err, op);
   });
 #else
-  LTX_CHECK(false, op, "this build has no CUDA backend (got a tensor on ", x.device(), ")");
+  no_cuda_backend(x, op);
 #endif
 }
 
@@ -197,9 +195,8 @@ void gated_attention(at::Tensor& out, const at::Tensor& x, const at::Tensor& gat
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  LTX_CHECK(x.is_cuda(), op, "x must be a CPU or CUDA tensor (got ", x.device(), ")");
-  const c10::cuda::CUDAGuard guard(x.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+  const CudaScope scope(x, op);
+  const cudaStream_t stream = scope.stream;
   LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
     auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
     auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
@@ -209,6 +206,6 @@ void gated_attention(at::Tensor& out, const at::Tensor& x, const at::Tensor& gat
                op);
   });
 #else
-  LTX_CHECK(false, op, "this build has no CUDA backend (got a tensor on ", x.device(), ")");
+  no_cuda_backend(x, op);
 #endif
 }

@@ -136,7 +136,28 @@ inline void check_rows_fit(const RowLayout& l, const char* op) {
 inline void check_cuda(cudaError_t err, const char* op) {
   LTX_CHECK(err == cudaSuccess, op, "CUDA error: ", cudaGetErrorString(err));
 }
+
+inline const at::Tensor& checked_cuda(const at::Tensor& t, const char* op) {
+  LTX_CHECK(t.is_cuda(), op, "x must be a CPU or CUDA tensor (got ", t.device(), ")");
+  return t;
+}
+
+// For the CUDA branch of an adapter: checks the tensor is on a CUDA device, makes that device
+// current for the scope, and names the stream to launch on (PyTorch's current stream).
+struct CudaScope {
+  c10::cuda::CUDAGuard guard;
+  cudaStream_t stream;
+  CudaScope(const at::Tensor& t, const char* op)
+      : guard(checked_cuda(t, op).device()),
+        stream(c10::cuda::getCurrentCUDAStream(t.device().index()).stream()) {}
+};
 #endif
+
+// The non-CPU branch of an adapter in a build without CUDA.
+[[noreturn]] inline void no_cuda_backend(const at::Tensor& t, const char* op) {
+  LTX_CHECK(false, op, "this build has no CUDA backend (got a tensor on ", t.device(), ")");
+  throw;  // unreachable: LTX_CHECK(false, ...) throws
+}
 
 }  // namespace torch_adapter
 }  // namespace ltx_kernels

@@ -119,18 +119,6 @@ const U* ptr_or_null(const at::Tensor& t) {
   return t.defined() ? reinterpret_cast<const U*>(t.data_ptr()) : nullptr;
 }
 
-#ifdef LTX_KERNELS_WITH_CUDA
-cudaStream_t cuda_stream(const at::Tensor& x, const char* op) {
-  LTX_CHECK(x.is_cuda(), op, "x must be a CPU or CUDA tensor (got ", x.device(), ")");
-  return c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
-}
-#endif
-
-[[noreturn]] void no_cuda(const at::Tensor& x, const char* op) {
-  LTX_CHECK(false, op, "this build has no CUDA backend (got a tensor on ", x.device(), ")");
-  throw;  // unreachable
-}
-
 }  // namespace
 
 void add_rms_norm(at::Tensor& out, at::Tensor& residual_out, const at::Tensor& x,
@@ -171,8 +159,8 @@ void add_rms_norm(at::Tensor& out, at::Tensor& residual_out, const at::Tensor& x
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const cudaStream_t stream = cuda_stream(x, op);
-  const c10::cuda::CUDAGuard guard(x.device());
+  const CudaScope scope(x, op);
+  const cudaStream_t stream = scope.stream;
   LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
     check_cuda(ltx_kernels::add_rms_norm<cuda_t>(
                    reinterpret_cast<cuda_t*>(out.data_ptr()), ol.stride,
@@ -182,7 +170,7 @@ void add_rms_norm(at::Tensor& out, at::Tensor& residual_out, const at::Tensor& x
                op);
   });
 #else
-  no_cuda(x, op);
+  no_cuda_backend(x, op);
 #endif
 }
 
@@ -215,8 +203,8 @@ void layer_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Te
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const cudaStream_t stream = cuda_stream(x, op);
-  const c10::cuda::CUDAGuard guard(x.device());
+  const CudaScope scope(x, op);
+  const cudaStream_t stream = scope.stream;
   LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
     check_cuda(ltx_kernels::layer_norm<cuda_t>(reinterpret_cast<cuda_t*>(out.data_ptr()),
                                                ol.stride, ptr_or_null<cuda_t>(xh), xl.stride,
@@ -225,7 +213,7 @@ void layer_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Te
                op);
   });
 #else
-  no_cuda(x, op);
+  no_cuda_backend(x, op);
 #endif
 }
 
@@ -272,8 +260,8 @@ void adaln_impl(const char* op, bool layer, at::Tensor& out, const at::Tensor& x
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const cudaStream_t stream = cuda_stream(x, op);
-  const c10::cuda::CUDAGuard guard(x.device());
+  const CudaScope scope(x, op);
+  const cudaStream_t stream = scope.stream;
   LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
     auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
     const auto st = mod_table<cuda_t>(sc), ht = mod_table<cuda_t>(sh);
@@ -287,7 +275,7 @@ void adaln_impl(const char* op, bool layer, at::Tensor& out, const at::Tensor& x
                op);
   });
 #else
-  no_cuda(x, op);
+  no_cuda_backend(x, op);
 #endif
 }
 
@@ -357,8 +345,8 @@ void gated_residual_adaln_rms_norm(at::Tensor& out, at::Tensor& h_out, const at:
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const cudaStream_t stream = cuda_stream(h, op);
-  const c10::cuda::CUDAGuard guard(h.device());
+  const CudaScope scope(h, op);
+  const cudaStream_t stream = scope.stream;
   LTX_DISPATCH_FLOAT(h.scalar_type(), op, {
     check_cuda(ltx_kernels::gated_residual_adaln_rms_norm<cuda_t>(
                    reinterpret_cast<cuda_t*>(out.data_ptr()), ol.stride,
@@ -369,6 +357,6 @@ void gated_residual_adaln_rms_norm(at::Tensor& out, at::Tensor& h_out, const at:
                op);
   });
 #else
-  no_cuda(h, op);
+  no_cuda_backend(h, op);
 #endif
 }

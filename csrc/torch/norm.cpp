@@ -56,9 +56,8 @@ void rms_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tens
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  LTX_CHECK(x.is_cuda(), op, "x must be a CPU or CUDA tensor (got ", x.device(), ")");
-  const c10::cuda::CUDAGuard guard(x.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+  const CudaScope scope(x, op);
+  const cudaStream_t stream = scope.stream;
   LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
     auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
     auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
@@ -68,6 +67,6 @@ void rms_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tens
                op);
   });
 #else
-  LTX_CHECK(false, op, "this build has no CUDA backend (got a tensor on ", x.device(), ")");
+  no_cuda_backend(x, op);
 #endif
 }

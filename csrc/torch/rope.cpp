@@ -115,9 +115,8 @@ void run(const char* op, at::Tensor& out3, const at::Tensor& x3, const at::Tenso
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  LTX_CHECK(x3.is_cuda(), op, "x must be a CPU or CUDA tensor (got ", x3.device(), ")");
-  const c10::cuda::CUDAGuard guard(x3.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x3.device().index()).stream();
+  const CudaScope scope(x3, op);
+  const cudaStream_t stream = scope.stream;
   LTX_DISPATCH_FLOAT(x3.scalar_type(), op, {
     auto* o = reinterpret_cast<cuda_t*>(out3.data_ptr());
     auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
@@ -144,7 +143,7 @@ void run(const char* op, at::Tensor& out3, const at::Tensor& x3, const at::Tenso
     else go(static_cast<cuda_t*>(nullptr));
   });
 #else
-  LTX_CHECK(false, op, "this build has no CUDA backend (got a tensor on ", x3.device(), ")");
+  no_cuda_backend(x3, op);
 #endif
 }
 
