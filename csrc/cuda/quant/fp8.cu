@@ -1,0 +1,191 @@
+// FP8 quantization launchers: vector width, register-resident or looping kernel, launch shape.
+// See fp8.cuh for the kernels and their byte counts, common/fp8_util.h for the element rule.
+#include <algorithm>
+
+#include "ltx_kernels/quant/fp8.cuh"
+#include "ltx_kernels/quant/fp8.h"
+
+namespace ltx_kernels {
+namespace {
+
+using namespace fp8_detail;
+
+constexpr int64_t kMaxGrid = int64_t(1) << 30;  // beyond this, grid-stride loops cover the rest
+constexpr int kThreads = 256;
+
+int64_t blocks_for(int64_t work, int64_t per_block) {
+  return std::max<int64_t>(1, std::min<int64_t>((work + per_block - 1) / per_block, kMaxGrid));
+}
+
+template <typename T, class F, int VEC, int NV, int TPG>
+void group_regs(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t scc, const T* x, int64_t xs,
+                int64_t rows, int64_t gpr, int group, cudaStream_t st) {
+  const int64_t per_block = (kThreads / 32) * (32 / TPG);  // groups per CTA
+  quant_group_regs<T, F, VEC, NV, TPG><<<unsigned(blocks_for(rows * gpr, per_block)), kThreads, 0, st>>>(
+      q, qs, sc, sr, scc, x, xs, rows, gpr, group);
+}
+
+template <typename T, class F, int VEC>
+cudaError_t group_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t scc, const T* x,
+                         int64_t xs, int64_t rows, int64_t cols, int group, cudaStream_t st) {
+  const int64_t gpr = cols / group;
+  const int nvec = group / VEC;
+#define LTX_ARGS q, qs, sc, sr, scc, x, xs, rows, gpr, group, st
+  if (nvec <= 1) group_regs<T, F, VEC, 1, 1>(LTX_ARGS);
+  else if (nvec <= 2) group_regs<T, F, VEC, 1, 2>(LTX_ARGS);
+  else if (nvec <= 4) group_regs<T, F, VEC, 1, 4>(LTX_ARGS);
+  else if (nvec <= 8) group_regs<T, F, VEC, 1, 8>(LTX_ARGS);
+  else if (nvec <= 16) group_regs<T, F, VEC, 1, 16>(LTX_ARGS);
+  else if (nvec <= 32) group_regs<T, F, VEC, 1, 32>(LTX_ARGS);
+  else if (nvec <= 64) group_regs<T, F, VEC, 2, 32>(LTX_ARGS);
+  else if (nvec <= 128) group_regs<T, F, VEC, 4, 32>(LTX_ARGS);
+  else if (nvec <= 256) group_regs<T, F, VEC, 8, 32>(LTX_ARGS);
+  else
+    quant_group_loop<T, F, VEC><<<unsigned(blocks_for(rows * gpr, kThreads / 32)), kThreads, 0, st>>>(
+        q, qs, sc, sr, scc, x, xs, rows, gpr, group);
+#undef LTX_ARGS
+  return cudaGetLastError();
+}
+
+template <typename T, class F, int VEC>
+cudaError_t block_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t scc, const T* w,
+                         int64_t ws, BlockArgs a, cudaStream_t st) {
+  // accesses in a full tile, clipped to the matrix (a small matrix needs no 128 x 128 CTA)
+  const int64_t chunks = std::min(a.bn, a.rows) * (std::min(a.bk, a.cols) / VEC);
+  const unsigned grid = unsigned(std::min<int64_t>(a.tiles, kMaxGrid));
+  auto threads_for = [&](int nv) { return unsigned(std::max<int64_t>(32, ((chunks + nv - 1) / nv + 31) / 32 * 32)); };
+  if (chunks <= 8 * 512) {  // e.g. 128 x 128 bf16: 256 threads; fp32: 512
+    quant_block_regs<T, F, VEC, 8><<<grid, threads_for(8), 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
+  } else if (VEC <= 4 && chunks <= 16 * 512) {  // (VEC 8 x 16 accesses would spill)
+    if constexpr (VEC <= 4)
+      quant_block_regs<T, F, VEC, 16><<<grid, threads_for(16), 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
+  } else {
+    quant_block_loop<T, F, VEC><<<grid, kThreads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T, class F, int VEC>
+cudaError_t tensor_launch(uint8_t* q, float* scale, const T* x, int64_t n, bool compute,
+                          cudaStream_t st) {
+  const unsigned grid = unsigned(std::min<int64_t>(blocks_for(n / VEC, kThreads), 132 * 8));
+  if (compute) {
+    cudaError_t e = cudaMemsetAsync(scale, 0, sizeof(float), st);
+    if (e != cudaSuccess) return e;
+    amax_kernel<T, VEC><<<grid, kThreads, 0, st>>>(reinterpret_cast<unsigned int*>(scale), x, n);
+    finalize_scale<F><<<1, 1, 0, st>>>(scale);
+  }
+  quant_scaled<T, F, VEC><<<grid, kThreads, 0, st>>>(q, scale, x, n);
+  return cudaGetLastError();
+}
+
+template <typename T, class F, int VEC>
+cudaError_t dequant_launch(T* out, int64_t os, const uint8_t* q, int64_t qs, const float* sc,
+                           int64_t sr, int64_t scc, int64_t rows, int64_t cols, int64_t br,
+                           int64_t bc, cudaStream_t st) {
+  const unsigned grid = unsigned(blocks_for(rows * (cols / VEC), kThreads));
+  dequant<T, F, VEC><<<grid, kThreads, 0, st>>>(out, os, q, qs, sc, sr, scc, rows, cols, br, bc);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t quantize_fp8_per_token_group(uint8_t* q, int64_t q_stride, float* scales, int64_t s_row,
+                                         int64_t s_col, const T* x, int64_t x_stride, int64_t rows,
+                                         int64_t cols, int64_t group, Fp8Format fmt,
+                                         cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  if (group <= 0 || cols % group != 0 || group > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
+  constexpr int V = kVec16<T>;
+  const bool vec_ok = group % V == 0 && x_stride % V == 0 && q_stride % V == 0 &&
+                      aligned_to(x, 16) && aligned_to(q, V);
+  const int g = int(group);
+  if (fmt == Fp8Format::E5M2) {
+    if (vec_ok) return group_launch<T, E5M2, V>(q, q_stride, scales, s_row, s_col, x, x_stride, rows, cols, g, stream);
+    return group_launch<T, E5M2, 1>(q, q_stride, scales, s_row, s_col, x, x_stride, rows, cols, g, stream);
+  }
+  if (vec_ok) return group_launch<T, E4M3, V>(q, q_stride, scales, s_row, s_col, x, x_stride, rows, cols, g, stream);
+  return group_launch<T, E4M3, 1>(q, q_stride, scales, s_row, s_col, x, x_stride, rows, cols, g, stream);
+}
+
+template <typename T>
+cudaError_t quantize_fp8_block(uint8_t* q, int64_t q_stride, float* scales, int64_t s_row,
+                               int64_t s_col, const T* w, int64_t w_stride, int64_t rows,
+                               int64_t cols, int64_t block_n, int64_t block_k, Fp8Format fmt,
+                               cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  if (block_n <= 0 || block_k <= 0) return cudaErrorInvalidValue;
+  BlockArgs a;
+  a.rows = rows;
+  a.cols = cols;
+  a.bn = block_n;
+  a.bk = block_k;
+  a.tiles_k = (cols + block_k - 1) / block_k;
+  a.tiles = ((rows + block_n - 1) / block_n) * a.tiles_k;
+  constexpr int V = kVec16<T>;
+  const bool vec_ok = cols % V == 0 && block_k % V == 0 && w_stride % V == 0 && q_stride % V == 0 &&
+                      aligned_to(w, 16) && aligned_to(q, V);
+  if (fmt == Fp8Format::E5M2) {
+    if (vec_ok) return block_launch<T, E5M2, V>(q, q_stride, scales, s_row, s_col, w, w_stride, a, stream);
+    return block_launch<T, E5M2, 1>(q, q_stride, scales, s_row, s_col, w, w_stride, a, stream);
+  }
+  if (vec_ok) return block_launch<T, E4M3, V>(q, q_stride, scales, s_row, s_col, w, w_stride, a, stream);
+  return block_launch<T, E4M3, 1>(q, q_stride, scales, s_row, s_col, w, w_stride, a, stream);
+}
+
+template <typename T>
+cudaError_t quantize_fp8_per_tensor(uint8_t* q, float* scale, const T* x, int64_t n,
+                                    bool compute_scale, Fp8Format fmt, cudaStream_t stream) {
+  if (n <= 0) {
+    if (compute_scale) return cudaMemsetAsync(scale, 0, sizeof(float), stream);
+    return cudaSuccess;
+  }
+  constexpr int V = kVec16<T>;
+  const bool vec_ok = n % V == 0 && aligned_to(x, 16) && aligned_to(q, V);
+  if (fmt == Fp8Format::E5M2) {
+    if (vec_ok) return tensor_launch<T, E5M2, V>(q, scale, x, n, compute_scale, stream);
+    return tensor_launch<T, E5M2, 1>(q, scale, x, n, compute_scale, stream);
+  }
+  if (vec_ok) return tensor_launch<T, E4M3, V>(q, scale, x, n, compute_scale, stream);
+  return tensor_launch<T, E4M3, 1>(q, scale, x, n, compute_scale, stream);
+}
+
+template <typename T>
+cudaError_t dequantize_fp8(T* out, int64_t out_stride, const uint8_t* q, int64_t q_stride,
+                           const float* scales, int64_t s_row, int64_t s_col, int64_t rows,
+                           int64_t cols, int64_t block_rows, int64_t block_cols, Fp8Format fmt,
+                           cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  if (block_rows <= 0 || block_cols <= 0) return cudaErrorInvalidValue;
+  constexpr int V = kVec16<T>;
+  const bool vec_ok = cols % V == 0 && block_cols % V == 0 && out_stride % V == 0 &&
+                      q_stride % V == 0 && aligned_to(out, 16) && aligned_to(q, V);
+#define LTX_ARGS out, out_stride, q, q_stride, scales, s_row, s_col, rows, cols, block_rows, block_cols, stream
+  if (fmt == Fp8Format::E5M2) {
+    if (vec_ok) return dequant_launch<T, E5M2, V>(LTX_ARGS);
+    return dequant_launch<T, E5M2, 1>(LTX_ARGS);
+  }
+  if (vec_ok) return dequant_launch<T, E4M3, V>(LTX_ARGS);
+  return dequant_launch<T, E4M3, 1>(LTX_ARGS);
+#undef LTX_ARGS
+}
+
+#define LTX_INSTANTIATE(T)                                                                          \
+  template cudaError_t quantize_fp8_per_token_group<T>(uint8_t*, int64_t, float*, int64_t, int64_t, \
+                                                       const T*, int64_t, int64_t, int64_t,         \
+                                                       int64_t, Fp8Format, cudaStream_t);           \
+  template cudaError_t quantize_fp8_block<T>(uint8_t*, int64_t, float*, int64_t, int64_t, const T*, \
+                                             int64_t, int64_t, int64_t, int64_t, int64_t,           \
+                                             Fp8Format, cudaStream_t);                              \
+  template cudaError_t quantize_fp8_per_tensor<T>(uint8_t*, float*, const T*, int64_t, bool,        \
+                                                  Fp8Format, cudaStream_t);                         \
+  template cudaError_t dequantize_fp8<T>(T*, int64_t, const uint8_t*, int64_t, const float*,        \
+                                         int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,      \
+                                         Fp8Format, cudaStream_t);
+LTX_INSTANTIATE(float)
+LTX_INSTANTIATE(__half)
+LTX_INSTANTIATE(__nv_bfloat16)
+#undef LTX_INSTANTIATE
+
+}  // namespace ltx_kernels

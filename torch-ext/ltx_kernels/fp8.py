@@ -1,0 +1,186 @@
+"""FP8 family: block-scaled FP8 quantization (DeepGEMM "1D2D" recipe) and its inverses.
+
+Rule (one for every granularity, CPU and CUDA bit-identical):
+  s = amax / fmax         fp32 DEQUANT scale; amax ignores NaN; fmax = 448 (e4m3fn) or 57344 (e5m2)
+  q = encode(x / s)       a true fp32 division (not x * (1/s)); round to nearest even, saturating;
+                          NaN elements encode to NaN (sign kept)
+  s == 0 (all-zero group) q = encode(x): exact zero codes, never NaN/inf; scale 0
+  NaN / +-inf elements    q = encode(x): NaN (sign kept) / +-max; an inf element makes its
+                          group's scale inf (the group's finite elements then encode to +-0)
+Dequantization: y = out_dtype(decode(q) * s), the product in fp32, one rounding to out_dtype.
+"""
+
+import math
+from typing import Optional, Tuple
+
+import torch
+
+from ._common import register_fake
+from ._ops import ops
+
+__all__ = [
+    "quantize_fp8_per_token_group",
+    "quantize_fp8_block",
+    "quantize_fp8_per_tensor",
+    "dequantize_fp8_per_token_group",
+    "dequantize_fp8_block",
+    "dequantize_fp8_per_tensor",
+    "mn_major_scales",
+]
+
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+def _check_fp8_dtype(op: str, dtype) -> None:
+    if dtype not in _FP8:
+        raise RuntimeError(f"ltx_kernels.{op}: fp8_dtype must be torch.float8_e4m3fn or torch.float8_e5m2 (got {dtype})")
+
+
+def mn_major_scales(m: int, groups: int, device=None) -> torch.Tensor:
+    """A zero-filled fp32 [m, groups] tensor in the DeepGEMM/LTX-2 M-major layout: strides
+    (1, m_pad) with m_pad = m rounded up to a multiple of 4; the padding entries stay 0."""
+    m_pad = (m + 3) // 4 * 4
+    return torch.zeros(groups, m_pad, dtype=torch.float32, device=device).t()[:m]
+
+
+def quantize_fp8_per_token_group(
+    x: torch.Tensor,
+    group_size: int = 128,
+    scale_layout: str = "row",
+    fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+    out: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """x [..., K] (fp32/fp16/bf16; leading dims flattened to M), K % group_size == 0.
+
+    Returns (q of x's shape in fp8_dtype, scales fp32 [M, K / group_size]). scale_layout "row":
+    row-major scales; "mn_major": stored M-major with M padded to a multiple of 4, strides
+    (1, M_pad), padding entries 0 (the layout DeepGEMM and cuBLASLt's VEC128 scaling read).
+    """
+    op = "quantize_fp8_per_token_group"
+    if scale_layout not in ("row", "mn_major"):
+        raise RuntimeError(f"ltx_kernels.{op}: scale_layout must be 'row' or 'mn_major' (got {scale_layout!r})")
+    _check_fp8_dtype(op, fp8_dtype)
+    if out is not None:
+        q, scales = out
+    else:
+        k = x.shape[-1] if x.dim() > 0 else 1
+        m = math.prod(x.shape[:-1])
+        g = k // group_size if group_size > 0 else 0
+        q = torch.empty(x.shape, dtype=fp8_dtype, device=x.device)
+        if scale_layout == "row":
+            scales = torch.empty(m, g, dtype=torch.float32, device=x.device)
+        else:
+            scales = mn_major_scales(m, g, x.device)
+    ops.quantize_fp8_per_token_group(q, scales, x, int(group_size), scale_layout)
+    return q, scales
+
+
+def quantize_fp8_block(
+    w: torch.Tensor,
+    block: Tuple[int, int] = (128, 128),
+    fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+    out: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """w [N, K] -> (q [N, K] fp8, scales fp32 [ceil(N / bn), ceil(K / bk)] row-major); one
+    scale per (bn x bk) tile, tiles at the edges cover what exists."""
+    _check_fp8_dtype("quantize_fp8_block", fp8_dtype)
+    bn, bk = int(block[0]), int(block[1])
+    if out is not None:
+        q, scales = out
+    else:
+        q = torch.empty(w.shape, dtype=fp8_dtype, device=w.device)
+        n, k = (w.shape[0], w.shape[1]) if w.dim() == 2 else (0, 0)
+        tn = -(-n // bn) if bn > 0 else 0
+        tk = -(-k // bk) if bk > 0 else 0
+        scales = torch.empty(tn, tk, dtype=torch.float32, device=w.device)
+    ops.quantize_fp8_block(q, scales, w, bn, bk)
+    return q, scales
+
+
+def quantize_fp8_per_tensor(
+    x: torch.Tensor,
+    scale: Optional[torch.Tensor] = None,
+    fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+    out: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """x (any shape) -> (q fp8 of x's shape, scale fp32 0-dim). scale None: amax / fmax (0 for
+    an all-zero x); otherwise the given fp32 one-element tensor is used as is (and returned)."""
+    _check_fp8_dtype("quantize_fp8_per_tensor", fp8_dtype)
+    if out is not None:
+        q, s = out
+    else:
+        q = torch.empty(x.shape, dtype=fp8_dtype, device=x.device)
+        s = torch.empty((), dtype=torch.float32, device=x.device)
+    ops.quantize_fp8_per_tensor(q, s, x, scale)
+    return q, s
+
+
+def dequantize_fp8_per_token_group(
+    q: torch.Tensor,
+    scales: torch.Tensor,
+    group_size: int = 128,
+    out_dtype: torch.dtype = torch.bfloat16,
+    out: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """q [..., K] fp8, scales [M, K / group_size] (either layout) -> decode(q) * s in out_dtype."""
+    if out is None:
+        out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
+    ops.dequantize_fp8_per_token_group(out, q, scales, int(group_size))
+    return out
+
+
+def dequantize_fp8_block(
+    q: torch.Tensor,
+    scales: torch.Tensor,
+    block: Tuple[int, int] = (128, 128),
+    out_dtype: torch.dtype = torch.bfloat16,
+    out: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """q [N, K] fp8, scales [ceil(N / bn), ceil(K / bk)] -> decode(q) * s in out_dtype."""
+    if out is None:
+        out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
+    ops.dequantize_fp8_block(out, q, scales, int(block[0]), int(block[1]))
+    return out
+
+
+def dequantize_fp8_per_tensor(
+    q: torch.Tensor,
+    scale: torch.Tensor,
+    out_dtype: torch.dtype = torch.bfloat16,
+    out: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """q fp8 (any shape), scale one fp32 element -> decode(q) * scale in out_dtype."""
+    if out is None:
+        out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
+    ops.dequantize_fp8_per_tensor(out, q, scale)
+    return out
+
+
+@register_fake("quantize_fp8_per_token_group")
+def _quantize_fp8_per_token_group_fake(q, scales, x, group_size, scale_layout):
+    torch._check(q.shape == x.shape, lambda: "ltx_kernels.quantize_fp8_per_token_group: q must have the shape of x")
+
+
+@register_fake("quantize_fp8_block")
+def _quantize_fp8_block_fake(q, scales, w, block_n, block_k):
+    torch._check(q.shape == w.shape, lambda: "ltx_kernels.quantize_fp8_block: q must have the shape of w")
+
+
+@register_fake("quantize_fp8_per_tensor")
+def _quantize_fp8_per_tensor_fake(q, scale, x, given_scale):
+    torch._check(q.shape == x.shape, lambda: "ltx_kernels.quantize_fp8_per_tensor: q must have the shape of x")
+
+
+@register_fake("dequantize_fp8_per_token_group")
+def _dequantize_fp8_per_token_group_fake(out, q, scales, group_size):
+    torch._check(out.shape == q.shape, lambda: "ltx_kernels.dequantize_fp8_per_token_group: out must have the shape of q")
+
+
+@register_fake("dequantize_fp8_block")
+def _dequantize_fp8_block_fake(out, q, scales, block_n, block_k):
+    torch._check(out.shape == q.shape, lambda: "ltx_kernels.dequantize_fp8_block: out must have the shape of q")
+
+
+@register_fake("dequantize_fp8_per_tensor")
+def _dequantize_fp8_per_tensor_fake(out, q, scale):
+    torch._check(out.shape == q.shape, lambda: "ltx_kernels.dequantize_fp8_per_tensor: out must have the shape of q")
