@@ -1,0 +1,362 @@
+// Torch adapter for the low-bit family (LTX-2 FP6, OCP FP6, NVFP4): checks that name the op
+// and the rule, contiguous layouts, dtype dispatch, then the CPU backend or the CUDA core.
+// Inputs of any layout are read through a contiguous copy when needed; outputs must be
+// contiguous (the Python wrappers allocate them so).
+#include "common.h"
+#include "ltx_kernels/cpu/lowbit.h"
+#include "torch_binding.h"
+
+#ifdef LTX_KERNELS_WITH_CUDA
+#include "ltx_kernels/quant/lowbit.h"
+#endif
+
+namespace {
+using namespace ltx_kernels;
+using namespace ltx_kernels::torch_adapter;
+
+constexpr int64_t kCpuGrain = 1 << 14;  // elements / groups per CPU task
+constexpr int64_t kCpuRowGrain = 16;    // rows per CPU task
+
+void check_dtype(const at::Tensor& t, at::ScalarType want, const char* op, const char* name) {
+  LTX_CHECK(t.scalar_type() == want, op, name, " must be ", want, " (got ", t.scalar_type(), ")");
+}
+
+void check_out(const at::Tensor& out, const at::Tensor& x, const char* op, const char* name) {
+  check_same_device(out, x, op, name, "the input");
+  LTX_CHECK(out.is_contiguous(), op, name, " must be contiguous (got strides ",
+            shape_str(out.strides()), ")");
+}
+
+void check_shape(const at::Tensor& t, c10::IntArrayRef want, const char* op, const char* name) {
+  LTX_CHECK(t.sizes() == want, op, name, " must have shape ", shape_str(want), " (got ",
+            shape_str(t.sizes()), ")");
+}
+
+std::vector<int64_t> with_last(const at::Tensor& t, int64_t last) {
+  std::vector<int64_t> s(t.sizes().begin(), t.sizes().end());
+  s.back() = last;
+  return s;
+}
+
+void check_device(const at::Tensor& x, const char* op) {
+  LTX_CHECK(x.is_cpu() || x.is_cuda(), op, "tensors must be on a CPU or CUDA device (got ",
+            x.device(), ")");
+#ifndef LTX_KERNELS_WITH_CUDA
+  LTX_CHECK(x.is_cpu(), op, "this build has no CUDA backend (got a tensor on ", x.device(), ")");
+#endif
+}
+
+int parse_fp6_fmt(c10::string_view fmt, const char* op) {
+  if (fmt == "e2m3") return 0;
+  if (fmt == "e3m2") return 1;
+  LTX_CHECK(false, op, "fmt must be \"e2m3\" or \"e3m2\" (got \"", std::string(fmt), "\")");
+  return -1;
+}
+
+void check_block(int64_t br, int64_t bc, const char* op) {
+  LTX_CHECK(br > 0 && bc > 0 && bc % 4 == 0 && br * bc <= (int64_t(1) << 24), op,
+            "block must be positive with block_cols % 4 == 0 and at most 2^24 elements (got (", br,
+            ", ", bc, "))");
+}
+
+const uint8_t* u8(const at::Tensor& t) { return static_cast<const uint8_t*>(t.data_ptr()); }
+uint8_t* u8(at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
+
+#ifdef LTX_KERNELS_WITH_CUDA
+cudaStream_t stream_of(const at::Tensor& x) {
+  return c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+}
+#endif
+
+}  // namespace
+
+void fp6_pack(at::Tensor& out, const at::Tensor& x) {
+  constexpr const char* op = "fp6_pack";
+  check_dtype(x, at::kFloat8_e4m3fn, op, "x");
+  check_dtype(out, at::kByte, op, "out");
+  LTX_CHECK(x.dim() >= 1, op, "x must have at least one dimension (got a scalar)");
+  const int64_t n = x.size(-1);
+  LTX_CHECK(n % 4 == 0, op, "x.shape[-1] must be a multiple of 4 (got ", n, ")");
+  check_out(out, x, op, "out");
+  check_shape(out, with_last(x, n / 4 * 3), op, "out");
+  check_device(x, op);
+  if (x.numel() == 0) return;
+  const at::Tensor xc = x.contiguous();
+  const int64_t groups = xc.numel() / 4;
+  if (x.is_cpu()) {
+    at::parallel_for(0, groups, kCpuGrain, [&](int64_t b, int64_t e) {
+      cpu::fp6_pack(u8(out), u8(xc), b, e);
+    });
+    return;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  const c10::cuda::CUDAGuard guard(x.device());
+  check_cuda(ltx_kernels::fp6_pack(u8(out), u8(xc), groups, stream_of(x)), op);
+#endif
+}
+
+void fp6_unpack(at::Tensor& out, const at::Tensor& packed) {
+  constexpr const char* op = "fp6_unpack";
+  check_dtype(packed, at::kByte, op, "packed");
+  check_dtype(out, at::kFloat8_e4m3fn, op, "out");
+  LTX_CHECK(packed.dim() >= 1, op, "packed must have at least one dimension (got a scalar)");
+  LTX_CHECK(out.dim() >= 1 && out.size(-1) % 4 == 0, op,
+            "n = out.shape[-1] must be a multiple of 4 (got shape ", shape_str(out.sizes()), ")");
+  const int64_t n = out.size(-1);
+  LTX_CHECK(packed.size(-1) == n / 4 * 3, op, "packed.shape[-1] must be 3 n / 4 = ", n / 4 * 3,
+            " for n = ", n, " (got ", packed.size(-1), ")");
+  check_out(out, packed, op, "out");
+  check_shape(out, with_last(packed, n), op, "out");
+  check_device(packed, op);
+  if (packed.numel() == 0) return;
+  const at::Tensor pc = packed.contiguous();
+  const int64_t groups = out.numel() / 4;
+  if (packed.is_cpu()) {
+    at::parallel_for(0, groups, kCpuGrain, [&](int64_t b, int64_t e) {
+      cpu::fp6_unpack(u8(out), u8(pc), b, e);
+    });
+    return;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  const c10::cuda::CUDAGuard guard(packed.device());
+  check_cuda(ltx_kernels::fp6_unpack(u8(out), u8(pc), groups, stream_of(packed)), op);
+#endif
+}
+
+void quantize_fp6_block(at::Tensor& packed, at::Tensor& scales, const at::Tensor& w,
+                        int64_t block_rows, int64_t block_cols) {
+  constexpr const char* op = "quantize_fp6_block";
+  check_float_type(w, op, "w");
+  LTX_CHECK(w.dim() == 2, op, "w must be 2-D [N, K] (got shape ", shape_str(w.sizes()), ")");
+  check_block(block_rows, block_cols, op);
+  const int64_t rows = w.size(0), cols = w.size(1);
+  LTX_CHECK(cols % 4 == 0, op, "w.shape[1] must be a multiple of 4 (got ", cols, ")");
+  check_dtype(packed, at::kByte, op, "packed");
+  check_dtype(scales, at::kFloat, op, "scales");
+  check_out(packed, w, op, "packed");
+  check_out(scales, w, op, "scales");
+  const int64_t nbr = (rows + block_rows - 1) / block_rows;
+  const int64_t nbc = (cols + block_cols - 1) / block_cols;
+  check_shape(packed, {rows, cols / 4 * 3}, op, "packed");
+  check_shape(scales, {nbr, nbc}, op, "scales");
+  check_device(w, op);
+  if (w.numel() == 0) return;
+  const at::Tensor wc = w.contiguous();
+  const int br = int(block_rows), bc = int(block_cols);
+  if (w.is_cpu()) {
+    LTX_DISPATCH_FLOAT(w.scalar_type(), op, {
+      auto* wp = reinterpret_cast<const scalar_t*>(wc.data_ptr());
+      at::parallel_for(0, nbr, 1, [&](int64_t b, int64_t e) {
+        cpu::quantize_fp6_block<scalar_t>(u8(packed), scales.data_ptr<float>(), wp, rows, cols,
+                                          br, bc, b, e);
+      });
+    });
+    return;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  const c10::cuda::CUDAGuard guard(w.device());
+  LTX_DISPATCH_FLOAT(w.scalar_type(), op, {
+    auto* wp = reinterpret_cast<const cuda_t*>(wc.data_ptr());
+    check_cuda(ltx_kernels::quantize_fp6_block<cuda_t>(u8(packed), scales.data_ptr<float>(), wp,
+                                                       rows, cols, br, bc, stream_of(w)),
+               op);
+  });
+#endif
+}
+
+void dequantize_fp6_block(at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
+                          int64_t block_rows, int64_t block_cols) {
+  constexpr const char* op = "dequantize_fp6_block";
+  check_float_type(out, op, "out");
+  check_dtype(packed, at::kByte, op, "packed");
+  check_dtype(scales, at::kFloat, op, "scales");
+  LTX_CHECK(out.dim() == 2, op, "out must be 2-D [N, K] (got shape ", shape_str(out.sizes()), ")");
+  check_block(block_rows, block_cols, op);
+  const int64_t rows = out.size(0), cols = out.size(1);
+  LTX_CHECK(cols % 4 == 0, op, "n = out.shape[1] must be a multiple of 4 (got ", cols, ")");
+  check_same_device(scales, packed, op, "scales", "packed");
+  check_out(out, packed, op, "out");
+  const int64_t nbr = (rows + block_rows - 1) / block_rows;
+  const int64_t nbc = (cols + block_cols - 1) / block_cols;
+  check_shape(packed, {rows, cols / 4 * 3}, op, "packed");
+  check_shape(scales, {nbr, nbc}, op, "scales");
+  check_device(packed, op);
+  if (out.numel() == 0) return;
+  const at::Tensor pc = packed.contiguous(), sc = scales.contiguous();
+  const int br = int(block_rows), bc = int(block_cols);
+  if (packed.is_cpu()) {
+    LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
+      auto* o = reinterpret_cast<scalar_t*>(out.data_ptr());
+      at::parallel_for(0, rows, kCpuRowGrain, [&](int64_t b, int64_t e) {
+        cpu::dequantize_fp6_block<scalar_t>(o, u8(pc), sc.data_ptr<float>(), rows, cols, br, bc,
+                                            b, e);
+      });
+    });
+    return;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  const c10::cuda::CUDAGuard guard(packed.device());
+  LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
+    auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
+    check_cuda(ltx_kernels::dequantize_fp6_block<cuda_t>(o, u8(pc), sc.data_ptr<float>(), rows,
+                                                         cols, br, bc, stream_of(packed)),
+               op);
+  });
+#endif
+}
+
+void quantize_fp6(at::Tensor& out, const at::Tensor& x, c10::string_view fmt) {
+  constexpr const char* op = "quantize_fp6";
+  const int f = parse_fp6_fmt(fmt, op);
+  check_float_type(x, op, "x");
+  check_dtype(out, at::kByte, op, "out");
+  check_out(out, x, op, "out");
+  check_shape(out, x.sizes(), op, "out");
+  check_device(x, op);
+  if (x.numel() == 0) return;
+  const at::Tensor xc = x.contiguous();
+  const int64_t n = xc.numel();
+  if (x.is_cpu()) {
+    LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
+      auto* xp = reinterpret_cast<const scalar_t*>(xc.data_ptr());
+      at::parallel_for(0, n, kCpuGrain, [&](int64_t b, int64_t e) {
+        cpu::quantize_fp6<scalar_t>(u8(out), xp, f, b, e);
+      });
+    });
+    return;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  const c10::cuda::CUDAGuard guard(x.device());
+  LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
+    auto* xp = reinterpret_cast<const cuda_t*>(xc.data_ptr());
+    check_cuda(ltx_kernels::quantize_fp6<cuda_t>(u8(out), xp, n, f, stream_of(x)), op);
+  });
+#endif
+}
+
+void dequantize_fp6(at::Tensor& out, const at::Tensor& codes, c10::string_view fmt) {
+  constexpr const char* op = "dequantize_fp6";
+  const int f = parse_fp6_fmt(fmt, op);
+  check_dtype(codes, at::kByte, op, "codes");
+  check_float_type(out, op, "out");
+  check_out(out, codes, op, "out");
+  check_shape(out, codes.sizes(), op, "out");
+  check_device(codes, op);
+  if (codes.numel() == 0) return;
+  const at::Tensor cc = codes.contiguous();
+  const int64_t n = cc.numel();
+  if (codes.is_cpu()) {
+    LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
+      auto* o = reinterpret_cast<scalar_t*>(out.data_ptr());
+      at::parallel_for(0, n, kCpuGrain, [&](int64_t b, int64_t e) {
+        cpu::dequantize_fp6<scalar_t>(o, u8(cc), f, b, e);
+      });
+    });
+    return;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  const c10::cuda::CUDAGuard guard(codes.device());
+  LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
+    auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
+    check_cuda(ltx_kernels::dequantize_fp6<cuda_t>(o, u8(cc), n, f, stream_of(codes)), op);
+  });
+#endif
+}
+
+namespace {
+void check_tensor_scale(const at::Tensor& s, const at::Tensor& x, const char* op) {
+  check_dtype(s, at::kFloat, op, "per_tensor_scale");
+  LTX_CHECK(s.numel() == 1, op, "per_tensor_scale must hold one element (got shape ",
+            shape_str(s.sizes()), ")");
+  check_same_device(s, x, op, "per_tensor_scale", "x");
+}
+
+std::vector<int64_t> nvfp4_scale_shape(int64_t rows, int64_t cols) {
+  return {(rows + 127) / 128 * 128, (cols / 16 + 3) / 4 * 4};
+}
+}  // namespace
+
+void quantize_nvfp4(at::Tensor& packed, at::Tensor& block_scales, const at::Tensor& x,
+                    const at::Tensor& per_tensor_scale, bool hi_first) {
+  constexpr const char* op = "quantize_nvfp4";
+  check_float_type(x, op, "x");
+  LTX_CHECK(x.dim() >= 1, op, "x must have at least one dimension (got a scalar)");
+  const int64_t cols = x.size(-1);
+  LTX_CHECK(cols % 16 == 0, op, "x.shape[-1] must be a multiple of 16 (got ", cols, ")");
+  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+  check_tensor_scale(per_tensor_scale, x, op);
+  check_dtype(packed, at::kByte, op, "packed");
+  check_dtype(block_scales, at::kByte, op, "block_scales");
+  check_out(packed, x, op, "packed");
+  check_out(block_scales, x, op, "block_scales");
+  check_shape(packed, with_last(x, cols / 2), op, "packed");
+  check_shape(block_scales, nvfp4_scale_shape(rows, cols), op, "block_scales");
+  check_device(x, op);
+  if (x.numel() == 0) return;
+  const at::Tensor xc = x.contiguous();
+  if (x.is_cpu()) {
+    const float s_t = per_tensor_scale.item<float>();
+    const int64_t prows = (rows + 127) / 128 * 128;
+    LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
+      auto* xp = reinterpret_cast<const scalar_t*>(xc.data_ptr());
+      at::parallel_for(0, prows, kCpuRowGrain, [&](int64_t b, int64_t e) {
+        cpu::quantize_nvfp4<scalar_t>(u8(packed), u8(block_scales), xp, s_t, rows, cols,
+                                      hi_first, b, e);
+      });
+    });
+    return;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  const c10::cuda::CUDAGuard guard(x.device());
+  const at::Tensor st = per_tensor_scale.contiguous();
+  LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
+    auto* xp = reinterpret_cast<const cuda_t*>(xc.data_ptr());
+    check_cuda(ltx_kernels::quantize_nvfp4<cuda_t>(u8(packed), u8(block_scales), xp,
+                                                   st.data_ptr<float>(), rows, cols, hi_first,
+                                                   stream_of(x)),
+               op);
+  });
+#endif
+}
+
+void dequantize_nvfp4(at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
+                      const at::Tensor& per_tensor_scale, bool hi_first) {
+  constexpr const char* op = "dequantize_nvfp4";
+  check_float_type(out, op, "out");
+  check_dtype(packed, at::kByte, op, "packed");
+  check_dtype(block_scales, at::kByte, op, "block_scales");
+  LTX_CHECK(out.dim() >= 1 && out.size(-1) % 16 == 0, op,
+            "k = out.shape[-1] must be a multiple of 16 (got shape ", shape_str(out.sizes()), ")");
+  const int64_t cols = out.size(-1);
+  const int64_t rows = cols == 0 ? 0 : out.numel() / cols;
+  check_tensor_scale(per_tensor_scale, packed, op);
+  check_same_device(block_scales, packed, op, "block_scales", "packed");
+  check_out(out, packed, op, "out");
+  LTX_CHECK(packed.dim() == out.dim(), op, "packed must have out's rank (got shape ",
+            shape_str(packed.sizes()), ")");
+  check_shape(packed, with_last(out, cols / 2), op, "packed");
+  check_shape(block_scales, nvfp4_scale_shape(rows, cols), op, "block_scales");
+  check_device(packed, op);
+  if (out.numel() == 0) return;
+  const at::Tensor pc = packed.contiguous(), sc = block_scales.contiguous();
+  if (packed.is_cpu()) {
+    const float s_t = per_tensor_scale.item<float>();
+    LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
+      auto* o = reinterpret_cast<scalar_t*>(out.data_ptr());
+      at::parallel_for(0, rows, kCpuRowGrain, [&](int64_t b, int64_t e) {
+        cpu::dequantize_nvfp4<scalar_t>(o, u8(pc), u8(sc), s_t, cols, hi_first, b, e);
+      });
+    });
+    return;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  const c10::cuda::CUDAGuard guard(packed.device());
+  const at::Tensor st = per_tensor_scale.contiguous();
+  LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
+    auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
+    check_cuda(ltx_kernels::dequantize_nvfp4<cuda_t>(o, u8(pc), u8(sc), st.data_ptr<float>(),
+                                                     rows, cols, hi_first, stream_of(packed)),
+               op);
+  });
+#endif
+}
