@@ -40,7 +40,8 @@ if [ -n "$PREBUILT" ]; then
   echo "prebuilt: $VARIANT"
 else
   t0=$(date +%s)
-  cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release > "$LOG/build.log" 2>&1 &&
+  cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_KERNELS_EXPERIMENTAL_QUANT_CUDA=ON \
+    > "$LOG/build.log" 2>&1 &&
     cmake --build build/gpu -j "$(nproc)" >> "$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log"; exit 1; }
   echo "build: $(( $(date +%s) - t0 )) s for $TORCH_CUDA_ARCH_LIST"
   VARIANT=$(cat build/gpu/variant.txt)

@@ -77,7 +77,56 @@ for dtype in [torch.float32, torch.float16, torch.bfloat16]:
             lk.apply_rope(x2, cs, ss, False, out=x2)
             lk.rms_norm_split_rope(x2, cs, ss, w, out=x2)
 # @family:rope
-# @family:fp8
-# @family:lowbit
+# fp8 / lowbit: only when this build registered their CUDA kernels (not yet GPU-validated; see
+# LTX_KERNELS_EXPERIMENTAL_QUANT_CUDA)
+if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("quantize_fp8_block"), "CUDA"):
+    # @family:fp8
+    # fp8: per-token groups (register path for several group widths, loop path, scalar/misaligned),
+    # both scale layouts, block tiles (regs NV 8/16, loop, ragged edges), per tensor (computed and
+    # given scale, vector and scalar), and the dequantizers
+    for dtype in [torch.float32, torch.float16, torch.bfloat16]:
+        for f8 in [torch.float8_e4m3fn, torch.float8_e5m2]:
+            for rows, cols, group in [(1, 128, 128), (7, 384, 64), (5, 8192, 4096), (3, 96, 32), (2, 16, 16)]:
+                x = torch.randn(rows, cols + 8, device=dev, dtype=dtype)
+                for xv in [x[:, :cols], x.reshape(-1)[1 : 1 + rows * cols].view(rows, cols)]:
+                    for layout in ["row", "mn_major"]:
+                        q, s = lk.quantize_fp8_per_token_group(xv, group, layout, f8)
+                        lk.dequantize_fp8_per_token_group(q, s, group, dtype)
+            for n, k, blk in [(1, 128, (128, 128)), (129, 300, (128, 128)), (300, 256, (256, 128)), (64, 512, (64, 512)), (5, 7, (2, 3))]:
+                w = torch.randn(n, k, device=dev, dtype=dtype)
+                q, s = lk.quantize_fp8_block(w, blk, f8)
+                lk.dequantize_fp8_block(q, s, blk, dtype)
+            for shape in [(1,), (7, 3), (129, 384)]:
+                x = torch.randn(shape, device=dev, dtype=dtype)
+                q, s = lk.quantize_fp8_per_tensor(x, fp8_dtype=f8)
+                lk.quantize_fp8_per_tensor(x, torch.tensor(0.5, device=dev), f8)
+                lk.dequantize_fp8_per_tensor(q, s, dtype)
+    # @family:lowbit
+    # lowbit: fp6 pack/unpack (vector + tail + misaligned scalar), per-block FP6 (ragged tiles,
+    # aligned and misaligned), OCP FP6 codecs, NVFP4 (padded scale tiles, both nibble orders,
+    # vector and scalar paths)
+    for groups in [1, 5, 67]:
+        e = torch.randint(0, 0x7E, (groups * 4 + 1,), dtype=torch.uint8, device=dev)
+        for src in [e[: groups * 4], e[1:]]:
+            p = lk.fp6_pack(src.view(torch.float8_e4m3fn))
+            lk.fp6_unpack(p, groups * 4)
+            lk.fp6_unpack(torch.cat([p.new_zeros(1), p])[1:], groups * 4)
+    for dtype in [torch.float32, torch.float16, torch.bfloat16]:
+        for n, k in [(1, 4), (130, 260), (7, 132)]:
+            w = torch.randn(n * k + 1, device=dev, dtype=dtype)
+            for ww in [w[: n * k].view(n, k), w[1:].view(n, k)]:
+                p, s = lk.quantize_fp6_block(ww)
+                lk.dequantize_fp6_block(p, s, k, out_dtype=dtype)
+            lk.dequantize_fp6_block(p, s, k, out_dtype=dtype, out=torch.empty(n * k + 1, device=dev, dtype=dtype)[1:].view(n, k))
+            for fmt in ["e2m3", "e3m2"]:
+                lk.dequantize_fp6(lk.quantize_fp6(ww, fmt), fmt, dtype)
+        for rows, k in [(1, 16), (129, 80), (3, 272)]:
+            x = torch.randn(rows * k + 8, device=dev, dtype=dtype)
+            st = lk.nvfp4_per_tensor_scale(x)
+            for xx in [x[: rows * k].view(rows, k), x[1 : 1 + rows * k].view(rows, k)]:
+                for hf in [True, False]:
+                    p, s = lk.quantize_nvfp4(xx, st, hi_first=hf)
+                    lk.dequantize_nvfp4(p, s, st, k, dtype, hi_first=hf)
+                    lk.dequantize_nvfp4(torch.cat([p.new_zeros(1), p.view(-1)])[1:].view(rows, k // 2), s, st, k, dtype, hi_first=hf)
 torch.cuda.synchronize()
 print("sanitize smoke: done")

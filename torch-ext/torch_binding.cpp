@@ -85,10 +85,72 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // @family:rope
 
   // ---- fp8 family
+  // The fp8 and lowbit CUDA kernels compile but have not yet run on a GPU: their CUDA
+  // registration is off unless the build sets LTX_KERNELS_EXPERIMENTAL_QUANT_CUDA
+  // (scripts/gpu_check.sh does, to validate them). Without it a CUDA tensor gets PyTorch's
+  // "could not run ... with arguments from the 'CUDA' backend" error, never an unchecked result.
   // @family:fp8
+  // x [..., K] -> q (x's shape, float8 dtype of q), scales [M, K/group] fp32 = amax/fmax per group;
+  // q = encode(x / s); scale_layout 'row' (strides (G, 1)) or 'mn_major' (strides (1, M_pad))
+  ops.def("quantize_fp8_per_token_group(Tensor! q, Tensor! scales, Tensor x, int group_size, str scale_layout) -> ()");
+  ops.impl("quantize_fp8_per_token_group", c10::DeviceType::CPU, &quantize_fp8_per_token_group);
+  // w [N, K] -> q, scales [ceil(N/bn), ceil(K/bk)] fp32, one per (bn x bk) tile (ragged edges)
+  ops.def("quantize_fp8_block(Tensor! q, Tensor! scales, Tensor w, int block_n, int block_k) -> ()");
+  ops.impl("quantize_fp8_block", c10::DeviceType::CPU, &quantize_fp8_block);
+  // x (any shape) -> q, scale (one fp32) = amax/fmax, or the given scale used as is
+  ops.def("quantize_fp8_per_tensor(Tensor! q, Tensor! scale, Tensor x, Tensor? given_scale) -> ()");
+  ops.impl("quantize_fp8_per_tensor", c10::DeviceType::CPU, &quantize_fp8_per_tensor);
+  // out = decode(q) * s, one rounding to out's dtype; scales as the quantizers write them
+  ops.def("dequantize_fp8_per_token_group(Tensor! out, Tensor q, Tensor scales, int group_size) -> ()");
+  ops.impl("dequantize_fp8_per_token_group", c10::DeviceType::CPU, &dequantize_fp8_per_token_group);
+  ops.def("dequantize_fp8_block(Tensor! out, Tensor q, Tensor scales, int block_n, int block_k) -> ()");
+  ops.impl("dequantize_fp8_block", c10::DeviceType::CPU, &dequantize_fp8_block);
+  ops.def("dequantize_fp8_per_tensor(Tensor! out, Tensor q, Tensor scale) -> ()");
+  ops.impl("dequantize_fp8_per_tensor", c10::DeviceType::CPU, &dequantize_fp8_per_tensor);
+#if defined(LTX_KERNELS_WITH_CUDA) && defined(LTX_KERNELS_EXPERIMENTAL_QUANT_CUDA)
+  ops.impl("quantize_fp8_per_token_group", c10::DeviceType::CUDA, &quantize_fp8_per_token_group);
+  ops.impl("quantize_fp8_block", c10::DeviceType::CUDA, &quantize_fp8_block);
+  ops.impl("quantize_fp8_per_tensor", c10::DeviceType::CUDA, &quantize_fp8_per_tensor);
+  ops.impl("dequantize_fp8_per_token_group", c10::DeviceType::CUDA, &dequantize_fp8_per_token_group);
+  ops.impl("dequantize_fp8_block", c10::DeviceType::CUDA, &dequantize_fp8_block);
+  ops.impl("dequantize_fp8_per_tensor", c10::DeviceType::CUDA, &dequantize_fp8_per_tensor);
+#endif
 
   // ---- lowbit (NVFP4, FP6) family
   // @family:lowbit
+  // LTX-2 FP6: E4M3 [..., n] -> drop bits 6..5 -> 4 values in 3 bytes, big-endian -> uint8 [..., 3n/4]
+  ops.def("fp6_pack(Tensor! out, Tensor x) -> ()");
+  ops.impl("fp6_pack", c10::DeviceType::CPU, &fp6_pack);
+  // uint8 [..., 3n/4] -> E4M3 [..., n] (zeros in bits 6..5); n = out.shape[-1]
+  ops.def("fp6_unpack(Tensor! out, Tensor packed) -> ()");
+  ops.impl("fp6_unpack", c10::DeviceType::CPU, &fp6_unpack);
+  // w [N, K] -> packed [N, 3K/4], scales [ceil(N/br), ceil(K/bc)] = amax / 0.1171875
+  ops.def("quantize_fp6_block(Tensor! packed, Tensor! scales, Tensor w, int block_rows, int block_cols) -> ()");
+  ops.impl("quantize_fp6_block", c10::DeviceType::CPU, &quantize_fp6_block);
+  // out [N, K] = e4m3(unpack(packed)) * scales[block]
+  ops.def("dequantize_fp6_block(Tensor! out, Tensor packed, Tensor scales, int block_rows, int block_cols) -> ()");
+  ops.impl("dequantize_fp6_block", c10::DeviceType::CPU, &dequantize_fp6_block);
+  // OCP FP6 (fmt "e2m3" | "e3m2"), one code per byte, RNE, saturating, NaN -> +0
+  ops.def("quantize_fp6(Tensor! out, Tensor x, str fmt) -> ()");
+  ops.impl("quantize_fp6", c10::DeviceType::CPU, &quantize_fp6);
+  ops.def("dequantize_fp6(Tensor! out, Tensor codes, str fmt) -> ()");
+  ops.impl("dequantize_fp6", c10::DeviceType::CPU, &dequantize_fp6);
+  // NVFP4: x [..., K] -> packed [..., K/2], block_scales (E4M3 bytes, cuBLASLt 128x4 swizzle)
+  ops.def("quantize_nvfp4(Tensor! packed, Tensor! block_scales, Tensor x, Tensor per_tensor_scale, bool hi_first) -> ()");
+  ops.impl("quantize_nvfp4", c10::DeviceType::CPU, &quantize_nvfp4);
+  // out [..., K] = q * s_b * s_t
+  ops.def("dequantize_nvfp4(Tensor! out, Tensor packed, Tensor block_scales, Tensor per_tensor_scale, bool hi_first) -> ()");
+  ops.impl("dequantize_nvfp4", c10::DeviceType::CPU, &dequantize_nvfp4);
+#if defined(LTX_KERNELS_WITH_CUDA) && defined(LTX_KERNELS_EXPERIMENTAL_QUANT_CUDA)
+  ops.impl("fp6_pack", c10::DeviceType::CUDA, &fp6_pack);
+  ops.impl("fp6_unpack", c10::DeviceType::CUDA, &fp6_unpack);
+  ops.impl("quantize_fp6_block", c10::DeviceType::CUDA, &quantize_fp6_block);
+  ops.impl("dequantize_fp6_block", c10::DeviceType::CUDA, &dequantize_fp6_block);
+  ops.impl("quantize_fp6", c10::DeviceType::CUDA, &quantize_fp6);
+  ops.impl("dequantize_fp6", c10::DeviceType::CUDA, &dequantize_fp6);
+  ops.impl("quantize_nvfp4", c10::DeviceType::CUDA, &quantize_nvfp4);
+  ops.impl("dequantize_nvfp4", c10::DeviceType::CUDA, &dequantize_nvfp4);
+#endif
 }
 
 REGISTER_EXTENSION(TORCH_EXTENSION_NAME)

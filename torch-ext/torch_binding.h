@@ -47,5 +47,30 @@ void apply_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, con
 // @family:rope
 
 // @family:fp8
+// fp8 family (csrc/torch/fp8.cpp)
+void quantize_fp8_per_token_group(at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
+                                  int64_t group_size, c10::string_view scale_layout);
+void quantize_fp8_block(at::Tensor& q, at::Tensor& scales, const at::Tensor& w, int64_t block_n,
+                        int64_t block_k);
+void quantize_fp8_per_tensor(at::Tensor& q, at::Tensor& scale, const at::Tensor& x,
+                             const std::optional<at::Tensor>& given_scale);
+void dequantize_fp8_per_token_group(at::Tensor& out, const at::Tensor& q, const at::Tensor& scales,
+                                    int64_t group_size);
+void dequantize_fp8_block(at::Tensor& out, const at::Tensor& q, const at::Tensor& scales,
+                          int64_t block_n, int64_t block_k);
+void dequantize_fp8_per_tensor(at::Tensor& out, const at::Tensor& q, const at::Tensor& scale);
 
 // @family:lowbit
+// lowbit family (csrc/torch/lowbit.cpp)
+void fp6_pack(at::Tensor& out, const at::Tensor& x);
+void fp6_unpack(at::Tensor& out, const at::Tensor& packed);
+void quantize_fp6_block(at::Tensor& packed, at::Tensor& scales, const at::Tensor& w,
+                        int64_t block_rows, int64_t block_cols);
+void dequantize_fp6_block(at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
+                          int64_t block_rows, int64_t block_cols);
+void quantize_fp6(at::Tensor& out, const at::Tensor& x, c10::string_view fmt);
+void dequantize_fp6(at::Tensor& out, const at::Tensor& codes, c10::string_view fmt);
+void quantize_nvfp4(at::Tensor& packed, at::Tensor& block_scales, const at::Tensor& x,
+                    const at::Tensor& per_tensor_scale, bool hi_first);
+void dequantize_nvfp4(at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
+                      const at::Tensor& per_tensor_scale, bool hi_first);

@@ -21,7 +21,11 @@ from .rope import *  # noqa: F401,F403
 from .rope import __all__ as _rope_all
 # @family:rope
 # @family:fp8
+from .fp8 import *  # noqa: F401,F403
+from .fp8 import __all__ as _fp8_all
 # @family:lowbit
+from .lowbit import *  # noqa: F401,F403
+from .lowbit import __all__ as _lowbit_all
 from . import layers
 
 __all__ = ["ops", "add_op_namespace_prefix", "layers", "reference", *_norm_all]
@@ -32,4 +36,6 @@ __all__ += _fused_norm_all
 __all__ += _rope_all
 # @family-all:rope
 # @family-all:fp8
+__all__ += _fp8_all
 # @family-all:lowbit
+__all__ += _lowbit_all

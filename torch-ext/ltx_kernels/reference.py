@@ -168,5 +168,299 @@ def rms_norm_split_rope(x, cos, sin, weight=None, eps: float = 1e-6):
 # @family:rope
 
 # @family:fp8
+# ---- FP8 (OCP E4M3 "e4m3fn" and E5M2), from the bit fields. Encoding: nearest entry of the
+# table of finite magnitudes, decided exactly in float64 against the midpoints, ties to the
+# even code, saturating (|v| >= max and +-inf give +-max), NaN -> NaN with its sign.
+# Quantization rule: s = amax / fmax (amax ignores NaN), q = encode(x / s) (fp32 division),
+# q = encode(x) when s == 0 and for NaN / +-inf elements.
+FP8_FORMATS = {
+    # dtype: (exponent bits, mantissa bits, bias, largest finite code, NaN code, has inf)
+    torch.float8_e4m3fn: (4, 3, 7, 0x7E, 0x7F, False),
+    torch.float8_e5m2: (5, 2, 15, 0x7B, 0x7F, True),
+}
+
+
+def fp8_max(fp8_dtype=torch.float8_e4m3fn) -> float:
+    return float(fp8_decode_table(fp8_dtype)[FP8_FORMATS[fp8_dtype][3]])
+
+
+def fp8_decode_table(fp8_dtype=torch.float8_e4m3fn) -> torch.Tensor:
+    """float64 value of every byte 0..255 (NaN / +-inf where the format has them)."""
+    eb, mb, bias, _, nan_code, has_inf = FP8_FORMATS[fp8_dtype]
+    c = torch.arange(256, dtype=torch.int64)
+    sign = torch.where(c >= 128, -1.0, 1.0).double()
+    e = (c >> mb) & (2**eb - 1)
+    m = (c & (2**mb - 1)).double()
+    normal = (1.0 + m / 2**mb) * torch.pow(2.0, (e - bias).double())
+    sub = (m / 2**mb) * 2.0 ** (1 - bias)
+    v = sign * torch.where(e == 0, sub, normal)
+    top = e == 2**eb - 1
+    if has_inf:
+        v = torch.where(top & (m == 0), sign * float("inf"), v)
+        v = torch.where(top & (m != 0), float("nan"), v)
+    else:
+        v = torch.where((c & 0x7F) == nan_code, float("nan"), v)
+    return v
+
+
+def fp8_encode(v: torch.Tensor, fp8_dtype=torch.float8_e4m3fn) -> torch.Tensor:
+    """fp32 values -> uint8 codes: round to nearest, ties to even code, saturating."""
+    _, _, _, max_code, nan_code, _ = FP8_FORMATS[fp8_dtype]
+    mags = fp8_decode_table(fp8_dtype)[: max_code + 1]  # increasing, codes 0..max_code
+    a = v.float().abs().double()
+    hi = torch.searchsorted(mags, a.clamp(max=float(mags[-1])).reshape(-1)).reshape(a.shape)
+    hi = hi.clamp(min=1, max=max_code)
+    lo = hi - 1
+    mid = (mags[lo] + mags[hi]) / 2  # exact in float64
+    code = torch.where(a < mid, lo, torch.where(a > mid, hi, torch.where(lo % 2 == 0, lo, hi)))
+    code = torch.where(a == 0, torch.zeros_like(code), code)
+    code = torch.where(a >= float(mags[-1]), torch.full_like(code, max_code), code)
+    code = torch.where(torch.isnan(a), torch.full_like(code, nan_code), code)
+    code = code | torch.where(torch.signbit(v.float()), 0x80, 0)
+    return code.to(torch.uint8)
+
+
+def fp8_decode(q: torch.Tensor) -> torch.Tensor:
+    """fp8 tensor (or uint8 codes with fp8_dtype e4m3fn) -> fp32 values."""
+    dtype = q.dtype if q.dtype in FP8_FORMATS else torch.float8_e4m3fn
+    codes = q.view(torch.uint8) if q.dtype in FP8_FORMATS else q
+    return fp8_decode_table(dtype)[codes.long()].float()
+
+
+def _fp8_quantize_with(xf: torch.Tensor, s: torch.Tensor, fp8_dtype) -> torch.Tensor:
+    direct = (s == 0) | ~torch.isfinite(xf)  # NaN keeps its sign, +-inf saturates
+    v = torch.where(direct, xf, xf / torch.where(s == 0, torch.ones_like(s), s))
+    return fp8_encode(v, fp8_dtype).view(fp8_dtype)
+
+
+def _nan_abs(xf: torch.Tensor) -> torch.Tensor:
+    return torch.where(torch.isnan(xf), torch.zeros_like(xf), xf.abs())
+
+
+def quantize_fp8_per_token_group(x: torch.Tensor, group_size: int = 128, fp8_dtype=torch.float8_e4m3fn):
+    """x [..., K] -> (q of x's shape, scales fp32 [M, K / group_size], contiguous)."""
+    k = x.shape[-1]
+    xf = x.float().reshape(-1, k // group_size, group_size)
+    s = _nan_abs(xf).amax(dim=-1, keepdim=True) / torch.tensor(fp8_max(fp8_dtype), dtype=torch.float32)
+    q = _fp8_quantize_with(xf, s, fp8_dtype).reshape(x.shape)
+    return q, s.squeeze(-1).contiguous()
+
+
+def quantize_fp8_block(w: torch.Tensor, block=(128, 128), fp8_dtype=torch.float8_e4m3fn):
+    """w [N, K] -> (q, scales fp32 [ceil(N/bn), ceil(K/bk)]); edge tiles cover what exists."""
+    bn, bk = block
+    n, k = w.shape
+    tn, tk = -(-n // bn), -(-k // bk)
+    wf = torch.zeros(tn * bn, tk * bk, dtype=torch.float32, device=w.device)
+    wf[:n, :k] = w.float()  # zero padding leaves every amax unchanged
+    tiles = wf.reshape(tn, bn, tk, bk)
+    s = _nan_abs(tiles).amax(dim=(1, 3), keepdim=True) / torch.tensor(fp8_max(fp8_dtype), dtype=torch.float32)
+    q = _fp8_quantize_with(tiles, s, fp8_dtype).reshape(tn * bn, tk * bk)[:n, :k].contiguous()
+    return q, s.reshape(tn, tk).contiguous()
+
+
+def quantize_fp8_per_tensor(x: torch.Tensor, scale=None, fp8_dtype=torch.float8_e4m3fn):
+    xf = x.float()
+    if scale is None:
+        amax = _nan_abs(xf).max() if xf.numel() else torch.zeros((), dtype=torch.float32)
+        s = amax / torch.tensor(fp8_max(fp8_dtype), dtype=torch.float32)
+    else:
+        s = scale.float().reshape(())
+    return _fp8_quantize_with(xf, s, fp8_dtype), s
+
+
+def dequantize_fp8_per_token_group(q: torch.Tensor, scales: torch.Tensor, group_size: int = 128) -> torch.Tensor:
+    k = q.shape[-1]
+    v = fp8_decode(q).reshape(-1, k // group_size, group_size) * scales.float().unsqueeze(-1)
+    return v.reshape(q.shape)
+
+
+def dequantize_fp8_block(q: torch.Tensor, scales: torch.Tensor, block=(128, 128)) -> torch.Tensor:
+    n, k = q.shape
+    s = scales.float().repeat_interleave(block[0], 0).repeat_interleave(block[1], 1)[:n, :k]
+    return fp8_decode(q) * s
+
+
+def dequantize_fp8_per_tensor(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return fp8_decode(q) * scale.float().reshape(())
+
 
 # @family:lowbit
+# ---- low-bit formats, from the bit fields. Codecs: a table of every code's magnitude built
+# from (exponent, mantissa, bias); encoding picks the nearest table entry in float64 (exact),
+# ties to the even code, saturating at the largest finite code.
+def minifloat_table(exp_bits: int, man_bits: int, bias: int) -> torch.Tensor:
+    """float64 magnitudes of the codes 0 .. 2^(exp+man) - 1 (sign bit excluded)."""
+    c = torch.arange(2 ** (exp_bits + man_bits), dtype=torch.int64)
+    e = c >> man_bits
+    m = (c & (2**man_bits - 1)).double()
+    sub = m * 2.0 ** (1 - bias - man_bits)
+    nrm = (2**man_bits + m) * torch.pow(2.0, (e - bias - man_bits).double())
+    return torch.where(e == 0, sub, nrm)
+
+
+_FORMATS = {  # name: (exp_bits, man_bits, bias, largest finite magnitude code)
+    "e4m3": (4, 3, 7, 0x7E),
+    "e2m1": (2, 1, 1, 0x7),
+    "e2m3": (2, 3, 1, 0x1F),
+    "e3m2": (3, 2, 3, 0x1F),
+}
+
+
+def minifloat_encode(x: torch.Tensor, fmt: str) -> torch.Tensor:
+    """Codes (int64: sign << (exp+man) | magnitude code), RNE, saturating. NaN -> the
+    sign | all-ones code for e4m3 (its NaN), 0 for the formats without NaN."""
+    eb, mb, bias, max_code = _FORMATS[fmt]
+    table = minifloat_table(eb, mb, bias)[: max_code + 1].to(x.device)
+    xf = x.float()
+    nan = torch.isnan(xf)
+    a = xf.abs().double().nan_to_num(0.0).clamp(max=table[-1].item()).contiguous()
+    hi = torch.searchsorted(table, a).clamp(max=max_code)
+    lo = (hi - 1).clamp(min=0)
+    dlo = a - table[lo]
+    dhi = table[hi] - a
+    pick_hi = (dhi < dlo) | ((dhi == dlo) & (hi % 2 == 0))
+    mag = torch.where(pick_hi, hi, lo)
+    sign = torch.signbit(xf).long() << (eb + mb)
+    code = sign | mag
+    if fmt == "e4m3":
+        return torch.where(nan, sign | 0x7F, code)
+    return torch.where(nan, torch.zeros_like(code), code)
+
+
+def minifloat_decode(codes: torch.Tensor, fmt: str) -> torch.Tensor:
+    """fp32 values of codes (e4m3: S.1111.111 is NaN)."""
+    eb, mb, bias, _ = _FORMATS[fmt]
+    table = minifloat_table(eb, mb, bias).float().to(codes.device)
+    c = codes.long()
+    mag = table[c & (2 ** (eb + mb) - 1)]
+    v = torch.where(((c >> (eb + mb)) & 1) == 1, -mag, mag)
+    if fmt == "e4m3":
+        v = torch.where((c & 0x7F) == 0x7F, torch.full_like(v, float("nan")), v)
+    return v
+
+
+FP6_E4M3_MAX = 0.1171875
+
+
+def fp6_pack(x_e4m3: torch.Tensor) -> torch.Tensor:
+    """E4M3 [..., n] -> uint8 [..., 3n/4]: v = sign << 5 | bits 4..0; 4 values in 3 bytes."""
+    b = x_e4m3.view(torch.uint8).long()
+    v = ((b >> 7) << 5) | (b & 0x1F)
+    v = v.unflatten(-1, (-1, 4))
+    v0, v1, v2, v3 = v.unbind(-1)
+    b0 = (v0 << 2) | (v1 >> 4)
+    b1 = ((v1 << 4) | (v2 >> 2)) & 0xFF
+    b2 = ((v2 << 6) | v3) & 0xFF
+    return torch.stack([b0, b1, b2], -1).flatten(-2).to(torch.uint8)
+
+
+def fp6_unpack(packed: torch.Tensor, n: int) -> torch.Tensor:
+    """uint8 [..., 3n/4] -> E4M3 [..., n] with zeros in bits 6..5."""
+    b = packed.long().unflatten(-1, (-1, 3))
+    b0, b1, b2 = b.unbind(-1)
+    v = torch.stack([b0 >> 2, ((b0 & 3) << 4) | (b1 >> 4), ((b1 & 0xF) << 2) | (b2 >> 6), b2 & 0x3F], -1)
+    v = v.flatten(-2)
+    e = ((v >> 5) << 7) | (v & 0x1F)
+    return e.to(torch.uint8).view(torch.float8_e4m3fn)
+
+
+def _block_expand(s: torch.Tensor, rows: int, cols: int, br: int, bc: int) -> torch.Tensor:
+    return s.repeat_interleave(br, 0)[:rows].repeat_interleave(bc, 1)[:, :cols]
+
+
+def fp6_block_scales(w: torch.Tensor, block=(128, 128)) -> torch.Tensor:
+    """amax(|block|) (NaN ignored) / 0.1171875 in fp32, [ceil(N/br), ceil(K/bc)]."""
+    br, bc = block
+    n, k = w.shape
+    a = w.float().abs().nan_to_num(nan=0.0)
+    pad = torch.zeros(-(-n // br) * br, -(-k // bc) * bc, dtype=torch.float32, device=w.device)
+    pad[:n, :k] = a
+    amax = pad.unflatten(0, (-1, br)).unflatten(2, (-1, bc)).amax(dim=(1, 3))
+    return amax / torch.tensor(FP6_E4M3_MAX, dtype=torch.float32)
+
+
+def quantize_fp6_block(w: torch.Tensor, block=(128, 128)):
+    """(packed, scales): codes e4m3_rne(w / s) (|w / s| clamped to 0.1171875; s == 0 or NaN
+    -> code 0), then fp6_pack."""
+    n, k = w.shape
+    s = fp6_block_scales(w, block)
+    se = _block_expand(s, n, k, *block)
+    q = w.float() / se
+    q = q.clamp(-FP6_E4M3_MAX, FP6_E4M3_MAX)
+    codes = minifloat_encode(q, "e4m3")
+    codes = torch.where((se > 0) & ~torch.isnan(q), codes, torch.zeros_like(codes))
+    return fp6_pack(codes.to(torch.uint8).view(torch.float8_e4m3fn)), s
+
+
+def dequantize_fp6_block(packed, scales, n: int, out_dtype=torch.bfloat16, block=(128, 128)):
+    e = fp6_unpack(packed, n).view(torch.uint8)
+    v = minifloat_decode(e, "e4m3")
+    return (v * _block_expand(scales.float(), v.shape[0], n, *block)).to(out_dtype)
+
+
+def quantize_fp6(x: torch.Tensor, fmt: str = "e2m3") -> torch.Tensor:
+    return minifloat_encode(x, fmt).to(torch.uint8)
+
+
+def dequantize_fp6(codes: torch.Tensor, fmt: str = "e2m3", out_dtype=torch.bfloat16) -> torch.Tensor:
+    return minifloat_decode(codes.long() & 0x3F, fmt).to(out_dtype)
+
+
+def nvfp4_per_tensor_scale(x: torch.Tensor) -> torch.Tensor:
+    a = x.float().abs().nan_to_num(nan=0.0)
+    amax = a.max() if a.numel() else torch.zeros((), device=x.device)
+    return amax / torch.tensor(448.0 * 6.0, dtype=torch.float32, device=x.device)
+
+
+def nvfp4_swizzle_offsets(rows: int, k: int) -> torch.Tensor:
+    """[roundup(rows,128), roundup(k/16,4)] int64 byte offsets of the cuBLASLt 128x4 layout."""
+    pr, pc = -(-rows // 128) * 128, -(-(k // 16) // 4) * 4
+    r = torch.arange(pr).unsqueeze(1)
+    c = torch.arange(pc).unsqueeze(0)
+    tile = (r // 128) * (pc // 4) + c // 4
+    return tile * 512 + (r % 32) * 16 + ((r % 128) // 32) * 4 + c % 4
+
+
+def nvfp4_block_scale_codes(x: torch.Tensor, s_t: torch.Tensor) -> torch.Tensor:
+    """Logical [rows, k/16] E4M3 codes: e4m3_rne(min((amax16 / 6) / s_t, 448)); a NaN or
+    non-positive ratio gives 0."""
+    k = x.shape[-1]
+    xb = x.float().reshape(-1, k // 16, 16)
+    amax = xb.abs().nan_to_num(nan=0.0).amax(-1)
+    r = (amax / torch.tensor(6.0)) / s_t.float().cpu()
+    r = torch.where(r > 0, torch.clamp(r, max=448.0), torch.zeros_like(r))
+    return minifloat_encode(r, "e4m3")
+
+
+def quantize_nvfp4(x: torch.Tensor, s_t: torch.Tensor, hi_first: bool = True):
+    """(packed uint8 [..., k/2], swizzled block scales uint8); data e2m1(x / (s_t * s_b))."""
+    x = x.cpu()
+    k = x.shape[-1]
+    sb = nvfp4_block_scale_codes(x, s_t)  # [rows, k/16]
+    rows = sb.shape[0]
+    d = s_t.float().cpu() * minifloat_decode(sb, "e4m3")  # one fp32 product
+    xb = x.float().reshape(rows, k // 16, 16)
+    q = xb / d.unsqueeze(-1)
+    q = torch.where(d.unsqueeze(-1) != 0, q, torch.zeros_like(q))
+    codes = minifloat_encode(q, "e2m1").reshape(rows, k // 2, 2)
+    first, second = codes[..., 0], codes[..., 1]
+    byte = (first << 4 | second) if hi_first else (second << 4 | first)
+    off = nvfp4_swizzle_offsets(rows, k)
+    flat = torch.zeros(off.numel(), dtype=torch.int64)
+    flat[off[:rows, : k // 16].reshape(-1)] = sb.reshape(-1)
+    return byte.to(torch.uint8).reshape(*x.shape[:-1], k // 2), flat.to(torch.uint8).reshape(off.shape)
+
+
+def dequantize_nvfp4(packed, block_scales, s_t, k: int, out_dtype=torch.bfloat16, hi_first: bool = True):
+    packed = packed.cpu()
+    rows = packed.numel() // (k // 2) if k else 0
+    off = nvfp4_swizzle_offsets(rows, k)[:rows, : k // 16]
+    sb = minifloat_decode(block_scales.cpu().reshape(-1)[off.reshape(-1)].reshape(rows, k // 16), "e4m3")
+    b = packed.long().reshape(rows, k // 2)
+    hi, lo = b >> 4, b & 0xF
+    first, second = (hi, lo) if hi_first else (lo, hi)
+    q = minifloat_decode(torch.stack([first, second], -1).reshape(rows, k // 16, 16), "e2m1")
+    v = (q * sb.unsqueeze(-1)) * s_t.float().cpu()
+    return v.reshape(*packed.shape[:-1], k).to(out_dtype)
+
