@@ -17,28 +17,13 @@
 #pragma once
 
 #include "ltx_kernels/common/fp8_util.h"
+#include "ltx_kernels/common/reduce.cuh"
 #include "ltx_kernels/common/vec.cuh"
 
 namespace ltx_kernels {
 namespace fp8_detail {
 
-__device__ __forceinline__ float warp_max(float v, int width) {
-  for (int o = width >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-// Max over the block (blockDim.x a multiple of 32); every thread gets it. Ends with a barrier.
-__device__ __forceinline__ float block_max(float v, float* smem) {
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  v = warp_max(v, 32);
-  if (lane == 0) smem[warp] = v;
-  __syncthreads();
-  float t = lane < int(blockDim.x >> 5) ? smem[lane] : 0.f;
-  t = warp_max(t, 32);
-  __syncthreads();
-  return t;
-}
+// warp_max / block_max: common/reduce.cuh
 
 template <int VEC>
 __device__ __forceinline__ void store_codes(uint8_t* p, const Packed<uint8_t, VEC>& c) {

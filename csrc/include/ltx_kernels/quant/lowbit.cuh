@@ -12,30 +12,13 @@
 #include <cstdint>
 
 #include "ltx_kernels/common/formats_lowbit.h"
+#include "ltx_kernels/common/reduce.cuh"
 #include "ltx_kernels/common/vec.cuh"
 
 namespace ltx_kernels {
 namespace lowbit_detail {
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-// Max over the block (blockDim.x a multiple of 32); every thread gets it; ends with a barrier.
-__device__ __forceinline__ float block_max(float v, float* smem) {
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int nwarps = blockDim.x >> 5;
-  v = warp_max(v);
-  if (lane == 0) smem[warp] = v;
-  __syncthreads();
-  float t = lane < nwarps ? smem[lane] : 0.f;
-  t = warp_max(t);
-  __syncthreads();
-  return t;
-}
+// warp_max / block_max: common/reduce.cuh
 
 // ---- LTX-2 FP6 pack / unpack: one thread per 4 groups (16 E4M3 bytes <-> 12 packed bytes).
 // VEC: x 16-byte aligned and out 4-byte aligned (pack) / the reverse (unpack).
