@@ -29,12 +29,6 @@ void check_scale_tensor(const at::Tensor& s, const at::Tensor& x, const char* op
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-#ifdef LTX_KERNELS_WITH_CUDA
-cudaStream_t stream_for(const at::Tensor& t) {
-  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
-}
-#endif
-
 void check_device(const at::Tensor& x, const char* op) {
 #ifdef LTX_KERNELS_WITH_CUDA
   LTX_CHECK(x.is_cpu() || x.is_cuda(), op, "x must be a CPU or CUDA tensor (got ", x.device(), ")");
@@ -97,12 +91,12 @@ void quantize_fp8_per_token_group(at::Tensor& q, at::Tensor& scales, const at::T
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(x.device());
+  const CudaScope scope(x, op);
   LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
     auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
     check_cuda(ltx_kernels::quantize_fp8_per_token_group<cuda_t>(qp, ql.stride, sp, sr, sc, xp,
                                                                  xl.stride, xl.rows, xl.cols,
-                                                                 group_size, fmt, stream_for(x)),
+                                                                 group_size, fmt, scope.stream),
                op);
   });
 #endif
@@ -145,11 +139,11 @@ void quantize_fp8_block(at::Tensor& q, at::Tensor& scales, const at::Tensor& w, 
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(w.device());
+  const CudaScope scope(w, op);
   LTX_DISPATCH_FLOAT(w.scalar_type(), op, {
     auto* wp = reinterpret_cast<const cuda_t*>(wh.data_ptr());
     check_cuda(ltx_kernels::quantize_fp8_block<cuda_t>(qp, ql.stride, sp, sr, sc, wp, wl.stride, N,
-                                                       K, block_n, block_k, fmt, stream_for(w)),
+                                                       K, block_n, block_k, fmt, scope.stream),
                op);
   });
 #endif
@@ -198,8 +192,8 @@ void quantize_fp8_per_tensor(at::Tensor& q, at::Tensor& scale, const at::Tensor&
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(x.device());
-  const cudaStream_t stream = stream_for(x);
+  const CudaScope scope(x, op);
+  const cudaStream_t stream = scope.stream;
   if (given_scale.has_value()) {
     const at::Tensor g = given_scale->contiguous();
     check_cuda(cudaMemcpyAsync(sp, g.data_ptr<float>(), sizeof(float), cudaMemcpyDeviceToDevice, stream), op);
@@ -239,11 +233,11 @@ void dequant_common(at::Tensor& out, const at::Tensor& q, const at::Tensor& scal
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(q.device());
+  const CudaScope scope(q, op);
   LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
     auto* o = reinterpret_cast<cuda_t*>(o1.data_ptr());
     check_cuda(ltx_kernels::dequantize_fp8<cuda_t>(o, ol.stride, qp, ql.stride, sp, sr, sc, ql.rows,
-                                                   ql.cols, br, bc, fmt, stream_for(q)),
+                                                   ql.cols, br, bc, fmt, scope.stream),
                op);
   });
 #endif

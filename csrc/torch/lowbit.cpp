@@ -62,12 +62,6 @@ void check_block(int64_t br, int64_t bc, const char* op) {
 const uint8_t* u8(const at::Tensor& t) { return static_cast<const uint8_t*>(t.data_ptr()); }
 uint8_t* u8(at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
 
-#ifdef LTX_KERNELS_WITH_CUDA
-cudaStream_t stream_of(const at::Tensor& x) {
-  return c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
-}
-#endif
-
 }  // namespace
 
 void fp6_pack(at::Tensor& out, const at::Tensor& x) {
@@ -90,8 +84,8 @@ void fp6_pack(at::Tensor& out, const at::Tensor& x) {
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(x.device());
-  check_cuda(ltx_kernels::fp6_pack(u8(out), u8(xc), groups, stream_of(x)), op);
+  const CudaScope scope(x, op);
+  check_cuda(ltx_kernels::fp6_pack(u8(out), u8(xc), groups, scope.stream), op);
 #endif
 }
 
@@ -118,8 +112,8 @@ void fp6_unpack(at::Tensor& out, const at::Tensor& packed) {
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(packed.device());
-  check_cuda(ltx_kernels::fp6_unpack(u8(out), u8(pc), groups, stream_of(packed)), op);
+  const CudaScope scope(packed, op);
+  check_cuda(ltx_kernels::fp6_unpack(u8(out), u8(pc), groups, scope.stream), op);
 #endif
 }
 
@@ -154,11 +148,11 @@ void quantize_fp6_block(at::Tensor& packed, at::Tensor& scales, const at::Tensor
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(w.device());
+  const CudaScope scope(w, op);
   LTX_DISPATCH_FLOAT(w.scalar_type(), op, {
     auto* wp = reinterpret_cast<const cuda_t*>(wc.data_ptr());
     check_cuda(ltx_kernels::quantize_fp6_block<cuda_t>(u8(packed), scales.data_ptr<float>(), wp,
-                                                       rows, cols, br, bc, stream_of(w)),
+                                                       rows, cols, br, bc, scope.stream),
                op);
   });
 #endif
@@ -195,11 +189,11 @@ void dequantize_fp6_block(at::Tensor& out, const at::Tensor& packed, const at::T
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(packed.device());
+  const CudaScope scope(packed, op);
   LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
     auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
     check_cuda(ltx_kernels::dequantize_fp6_block<cuda_t>(o, u8(pc), sc.data_ptr<float>(), rows,
-                                                         cols, br, bc, stream_of(packed)),
+                                                         cols, br, bc, scope.stream),
                op);
   });
 #endif
@@ -226,10 +220,10 @@ void quantize_fp6(at::Tensor& out, const at::Tensor& x, c10::string_view fmt) {
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(x.device());
+  const CudaScope scope(x, op);
   LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
     auto* xp = reinterpret_cast<const cuda_t*>(xc.data_ptr());
-    check_cuda(ltx_kernels::quantize_fp6<cuda_t>(u8(out), xp, n, f, stream_of(x)), op);
+    check_cuda(ltx_kernels::quantize_fp6<cuda_t>(u8(out), xp, n, f, scope.stream), op);
   });
 #endif
 }
@@ -255,10 +249,10 @@ void dequantize_fp6(at::Tensor& out, const at::Tensor& codes, c10::string_view f
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(codes.device());
+  const CudaScope scope(codes, op);
   LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
     auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
-    check_cuda(ltx_kernels::dequantize_fp6<cuda_t>(o, u8(cc), n, f, stream_of(codes)), op);
+    check_cuda(ltx_kernels::dequantize_fp6<cuda_t>(o, u8(cc), n, f, scope.stream), op);
   });
 #endif
 }
@@ -307,13 +301,13 @@ void quantize_nvfp4(at::Tensor& packed, at::Tensor& block_scales, const at::Tens
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(x.device());
+  const CudaScope scope(x, op);
   const at::Tensor st = per_tensor_scale.contiguous();
   LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
     auto* xp = reinterpret_cast<const cuda_t*>(xc.data_ptr());
     check_cuda(ltx_kernels::quantize_nvfp4<cuda_t>(u8(packed), u8(block_scales), xp,
                                                    st.data_ptr<float>(), rows, cols, hi_first,
-                                                   stream_of(x)),
+                                                   scope.stream),
                op);
   });
 #endif
@@ -350,12 +344,12 @@ void dequantize_nvfp4(at::Tensor& out, const at::Tensor& packed, const at::Tenso
     return;
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  const c10::cuda::CUDAGuard guard(packed.device());
+  const CudaScope scope(packed, op);
   const at::Tensor st = per_tensor_scale.contiguous();
   LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
     auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
     check_cuda(ltx_kernels::dequantize_nvfp4<cuda_t>(o, u8(pc), u8(sc), st.data_ptr<float>(),
-                                                     rows, cols, hi_first, stream_of(packed)),
+                                                     rows, cols, hi_first, scope.stream),
                op);
   });
 #endif
