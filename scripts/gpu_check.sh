@@ -3,19 +3,22 @@
 #   build for this GPU -> C++ core tests -> whole pytest suite on CUDA -> compute-sanitizer
 #   (memcheck + racecheck) on every kernel path -> benchmarks -> benchmarks/results/<gpu>/.
 # Logs go to $OUT (or build/gpu-check). Prints the benchmark table last.
-#   bash scripts/gpu_check.sh [--quick] [--no-sanitize] [--no-tests] [--only norm,...]
+#   bash scripts/gpu_check.sh [--quick] [--no-sanitize] [--no-tests] [--only norm,...] [--tests FILES]
+#                             [--cuda-only] [--prebuilt build/<variant>]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG=${OUT:-build/gpu-check}
 mkdir -p "$LOG"
-QUICK="" ; SAN=1 ; TESTS=1 ; ONLY="" ; PREBUILT="" ; KSEL=""
+QUICK="" ; SAN=1 ; TESTS=1 ; ONLY="" ; PREBUILT="" ; KSEL="" ; TFILES="tests/test_*.py" ; SANTOOLS="memcheck racecheck"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=--quick ;;
     --no-sanitize) SAN=0 ;;
+    --memcheck-only) SANTOOLS="memcheck" ;;
     --no-tests) TESTS=0 ;;
     --cuda-only) KSEL="cuda" ;;  # only the CUDA cases (CI covers the CPU ones)
     --only) ONLY="--only $2"; shift ;;
+    --tests) TFILES="$2"; shift ;;  # e.g. "tests/test_fp8.py tests/test_lowbit.py"
     --prebuilt) PREBUILT="$2"; shift ;;  # a build/<variant>/ made elsewhere (skips the build)
   esac
   shift
@@ -40,7 +43,7 @@ if [ -n "$PREBUILT" ]; then
   echo "prebuilt: $VARIANT"
 else
   t0=$(date +%s)
-  cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_KERNELS_EXPERIMENTAL_QUANT_CUDA=ON \
+  cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
     > "$LOG/build.log" 2>&1 &&
     cmake --build build/gpu -j "$(nproc)" >> "$LOG/build.log" 2>&1 || { tail -40 "$LOG/build.log"; exit 1; }
   echo "build: $(( $(date +%s) - t0 )) s for $TORCH_CUDA_ARCH_LIST"
@@ -51,10 +54,10 @@ if [ -x build/gpu/ltx_core_tests ]; then build/gpu/ltx_core_tests --gtest_brief=
 status=0
 if [ "$TESTS" = 1 ]; then
   # one pytest process per file, so that a crash in one cannot hide the others' results
-  for f in tests/test_*.py; do
+  for f in $TFILES; do
     t0=$(date +%s)
     name=$(basename "$f" .py)
-    python3 -m pytest "$f" -q -rs -p no:cacheprovider ${KSEL:+-k "$KSEL"} > "$LOG/pytest_$name.log" 2>&1
+    timeout "${TEST_TIMEOUT:-900}" python3 -m pytest "$f" -q -rs -p no:cacheprovider ${KSEL:+-k "$KSEL"} > "$LOG/pytest_$name.log" 2>&1
     rc=$?; [ $rc = 0 ] || [ $rc = 5 ] || status=1  # 5: no test selected
     echo "pytest $name ($(( $(date +%s) - t0 )) s): $(tail -1 "$LOG/pytest_$name.log")" | tee -a "$LOG/pytest_summary.txt"
     grep -E "^(FAILED|ERROR)|Fatal Python error" "$LOG/pytest_$name.log" | head -15
@@ -63,7 +66,7 @@ if [ "$TESTS" = 1 ]; then
   rm -f "$LOG"/pytest_test_*.log "$LOG/pytest_summary.txt"
 fi
 if [ "$SAN" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
+  for tool in $SANTOOLS; do
     compute-sanitizer --tool $tool --error-exitcode 3 python3 scripts/sanitize_smoke.py > "$LOG/sanitize_$tool.log" 2>&1
     echo "compute-sanitizer $tool: exit $? ($(grep -E 'SUMMARY' "$LOG/sanitize_$tool.log" | tail -1))"
   done

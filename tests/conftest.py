@@ -37,8 +37,7 @@ def _seed():
 
 
 def has_cuda_kernel(op_name: str) -> bool:
-    """Whether this build registered a CUDA kernel for the op (the fp8/lowbit ones are
-    registered only with LTX_KERNELS_EXPERIMENTAL_QUANT_CUDA until validated on a GPU)."""
+    """Whether this build registered a CUDA kernel for the op."""
     return torch._C._dispatch_has_kernel_for_dispatch_key(ltx_kernels.add_op_namespace_prefix(op_name), "CUDA")
 
 
@@ -46,4 +45,4 @@ def skip_cuda_without_kernel(request, op_name: str):
     params = getattr(getattr(request.node, "callspec", None), "params", {})
     wants_cuda = params.get("device") == "cuda" or "cuda" in request.node.name
     if HAS_CUDA and wants_cuda and not has_cuda_kernel(op_name):
-        pytest.skip(f"{op_name}: CUDA kernel not registered in this build (LTX_KERNELS_EXPERIMENTAL_QUANT_CUDA off)")
+        pytest.skip(f"{op_name}: CUDA kernel not registered in this build ")

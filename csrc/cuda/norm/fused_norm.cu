@@ -1,7 +1,8 @@
 // Fused-norm launchers: every op builds one Args and runs the shared kernels of
-// fused_norm.cuh with its Policy. The launch shape follows rms_norm.cu: one warp per row up to
-// 256 accesses, one block per row (row in registers) up to 4096 accesses, a looping kernel
-// beyond. The 16-byte vector path needs every pointer 16-byte aligned and every stride and
+// fused_norm.cuh with its Policy. The launch shape follows rms_norm.cu: small problems (<= 32 MB,
+// rows <= 512 accesses) spread a row over up to 256 threads with the epilogue operands preloaded;
+// otherwise one warp per row up to 256 accesses, one block per row (row in registers) up to 4096
+// accesses, a looping kernel beyond. The 16-byte vector path needs every pointer 16-byte aligned and every stride and
 // cols a multiple of the vector width; otherwise the scalar path (VEC = 1) runs.
 #include <algorithm>
 
@@ -18,6 +19,25 @@ constexpr int64_t kMaxGrid = int64_t(1) << 30;  // rows beyond this are covered 
 template <class P, typename T, int VEC>
 cudaError_t launch(const Args<T>& a, cudaStream_t stream) {
   const int nvec = a.cols / VEC;
+  // Small problems (x <= 32 MB: about a wave, latency bound; rms_norm.cu measured the same):
+  // each row over as many threads as possible, epilogue operands issued with the row.
+  // Measured: it pays for the residual ops and per-token tables, not for per-sample tables
+  // (adaln_*_norm per sample), which keep the warp-per-row shape.
+  const bool small = a.rows * int64_t(a.cols) * int64_t(sizeof(T)) <= (int64_t(32) << 20);
+  const bool per_sample = P::kModulate && a.scale.rows_per_entry > 1;
+  if (small && nvec <= 512 && (P::kWritesResidual || !per_sample)) {
+    const unsigned grid = unsigned(std::min<int64_t>(a.rows, kMaxGrid));
+    auto threads = [&](int nv) { return unsigned(((nvec + nv - 1) / nv + 31) / 32 * 32); };
+    if (nvec <= 32) {
+      fused_norm_regs<P, T, VEC, 1, true, true>
+          <<<unsigned(std::min<int64_t>((a.rows + 3) / 4, kMaxGrid)), 128, 0, stream>>>(a);
+    } else if (nvec <= 256) {
+      fused_norm_regs<P, T, VEC, 1, false, true><<<grid, threads(1), 0, stream>>>(a);
+    } else {
+      fused_norm_regs<P, T, VEC, 2, false, true><<<grid, threads(2), 0, stream>>>(a);
+    }
+    return cudaGetLastError();
+  }
   if (nvec <= 32 * 8) {  // one warp per row, 4 rows per block
     const unsigned grid = unsigned(std::min<int64_t>((a.rows + 3) / 4, kMaxGrid));
     const int per_lane = (nvec + 31) / 32;

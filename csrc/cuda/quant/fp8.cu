@@ -83,8 +83,13 @@ template <typename T, class F, int VEC>
 cudaError_t dequant_launch(T* out, int64_t os, const uint8_t* q, int64_t qs, const float* sc,
                            int64_t sr, int64_t scc, int64_t rows, int64_t cols, int64_t br,
                            int64_t bc, cudaStream_t st) {
-  const unsigned grid = unsigned(blocks_for(rows * (cols / VEC), kThreads));
-  dequant<T, F, VEC><<<grid, kThreads, 0, st>>>(out, os, q, qs, sc, sr, scc, rows, cols, br, bc);
+  if (cols > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
+  bc = std::min(bc, cols);  // c / bc == c / cols == 0 for every column when bc >= cols
+  const int64_t cpr = cols / VEC;
+  const unsigned gx = unsigned(std::min<int64_t>((cpr + kThreads - 1) / kThreads, 65535));
+  const unsigned gy = unsigned(std::min<int64_t>(rows, 65535));
+  dequant<T, F, VEC><<<dim3(gx, gy), kThreads, 0, st>>>(out, os, q, qs, sc, sr, scc, rows, int(cols), br,
+                                                         int(bc));
   return cudaGetLastError();
 }
 

@@ -9,14 +9,18 @@
 //     so a group holding only zeros and NaNs gets scale 0, zero codes and NaN codes, never inf.
 //   - fp8_encode_fast: an integer formulation of minifloat_encode (round to nearest even,
 //     saturating, NaN keeps its sign), bit-identical to it for all 2^32 float inputs (checked
-//     exhaustively when it was written); the GPU uses it because it is cheaper than the
-//     frexp/ldexp formulation.
+//     exhaustively when it was written); GPUs before sm_89 use it because it is cheaper than the
+//     frexp/ldexp formulation, sm_89+ the hardware conversion (fp8_encode_device).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
 #include "ltx_kernels/common/formats.h"
+
+#if defined(__CUDACC__)
+#include <cuda_fp8.h>
+#endif
 
 namespace ltx_kernels {
 
@@ -58,6 +62,22 @@ LTX_HD uint8_t fp8_encode_fast(float x) {
   return uint8_t(sign | units);  // units <= 2^M: 2^M is the smallest normal's code
 }
 
+#if defined(__CUDACC__)
+// The hardware conversion (cvt.rn.satfinite.{e4m3,e5m2}x2.f32 on sm_89+): round to nearest even,
+// saturating to +-max (Inf too), so bit-identical to fp8_encode_fast except that it returns a
+// canonical NaN; the sign of a NaN is put back. tests/test_fp8.py checks every fp16/bf16 pattern
+// and random fp32 quotients on the GPU against the CPU codec. Older GPUs use fp8_encode_fast.
+template <class F>
+__device__ __forceinline__ uint8_t fp8_encode_device(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  const uint8_t c = uint8_t(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, F::kExp == 4 ? __NV_E4M3 : __NV_E5M2));
+  return v != v ? uint8_t(((__float_as_uint(v) >> 24) & 0x80u) | F::kNaN) : c;
+#else
+  return fp8_encode_fast<F>(v);
+#endif
+}
+#endif
+
 template <class F>
 LTX_HD float fp8_scale_from_amax(float amax) {
   return amax / F::kMax;
@@ -70,8 +90,50 @@ LTX_HD uint8_t fp8_quantize_value(float x, float s) {
   // a division, x86 the operand), Inf saturates to +-max.
   const bool direct = s == 0.f || !(fabsf(x) <= 3.402823466e38f);
   const float v = direct ? x : x / s;
+#if defined(__CUDA_ARCH__)
+  if (FAST) return fp8_encode_device<F>(v);
+#endif
   return FAST ? fp8_encode_fast<F>(v) : minifloat_encode<F>(v);
 }
+
+#if defined(__CUDACC__)
+// x / s for a whole group at the cost of a multiply and two FMAs per element, still correctly
+// rounded: with r = RN(1/s) and q0 = RN(x r), the residual e = x - q0 s is exact (FMA) and
+// q = RN(q0 + e r) = RN(x / s) (Markstein's correction step; the hardware's own div.rn fast path
+// is this step with a less accurate reciprocal). Ranges: for s in [2^-80, 2^100], r is normal; a
+// quotient that overflows stays +-Inf (it saturates, as x / s would); a residual can only be
+// subnormal when |x| < 2^-102, i.e. for a quotient below 2^-22, which encodes to zero either way
+// (the smallest FP8 subnormal is 2^-9 for E4M3, 2^-16 for E5M2). Other scales use the IEEE
+// division. Checked on the host against x / s for 2e8 random pairs (all-ones significands and
+// powers of two included): 0 differences.
+struct Fp8Divisor {
+  float s, r;
+  bool ieee;
+};
+__device__ __forceinline__ Fp8Divisor fp8_divisor(float s) {
+  Fp8Divisor d;
+  d.s = s;
+  d.ieee = !(s >= 0x1p-80f && s <= 0x1p100f);  // also catches 0, negative and NaN scales
+  d.r = d.ieee ? 0.f : __frcp_rn(s);
+  return d;
+}
+// fp8_quantize_value<F, true>(x, d.s), bit for bit.
+template <class F>
+__device__ __forceinline__ uint8_t fp8_quantize_div(float x, const Fp8Divisor& d) {
+  float v;
+  if (d.ieee) {
+    v = (d.s == 0.f || !(fabsf(x) <= 3.402823466e38f)) ? x : x / d.s;
+  } else {
+    const float q0 = x * d.r;
+    const float q = fmaf(fmaf(-q0, d.s, x), d.r, q0);
+    // NaN / Inf bypass the division; a quotient that overflows (a given per-tensor scale far
+    // below |x| / max) stays +-Inf and saturates, as x / s would
+    // (copysign: the FMAs turn -0 and negative quotients that underflow into +0; s > 0 here)
+    v = fabsf(x) <= 3.402823466e38f ? (fabsf(q0) <= 3.402823466e38f ? copysignf(q, x) : q0) : x;
+  }
+  return fp8_encode_device<F>(v);
+}
+#endif
 
 // NaN-ignoring max of |x| (fmaxf returns the other operand when one is NaN).
 LTX_HD float fp8_absmax(float m, float x) { return fmaxf(m, fabsf(x)); }

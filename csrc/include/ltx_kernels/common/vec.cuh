@@ -23,6 +23,14 @@ constexpr int kVec16 = 16 / int(sizeof(T));
 __device__ __forceinline__ float to_f32(float x) { return x; }
 __device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
 __device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+// Like to_f32, but a NaN keeps its sign: the hardware fp16 -> fp32 conversion returns a canonical
+// (positive) NaN, which quantizers that promise "NaN keeps its sign" must not see.
+__device__ __forceinline__ float to_f32_keep_nan_sign(float x) { return x; }
+__device__ __forceinline__ float to_f32_keep_nan_sign(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f32_keep_nan_sign(__half x) {
+  const float f = __half2float(x);
+  return (__half_as_ushort(x) & 0x8000u) ? copysignf(f, -1.f) : f;
+}
 
 template <typename T>
 __device__ __forceinline__ T from_f32(float x);

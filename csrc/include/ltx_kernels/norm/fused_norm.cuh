@@ -152,7 +152,46 @@ __device__ __forceinline__ Packed<T, VEC> prologue(const RowPtrs<T>& r, int64_t 
   }
 }
 
-// Normalise, affine, modulate, store one access.
+// The epilogue's per-element operands of one access (weight, bias, scale, shift).
+template <typename T, int VEC>
+struct EpiOperands {
+  Packed<T, VEC> w, b, sc, sh;
+};
+
+template <class P, typename T, int VEC>
+__device__ __forceinline__ EpiOperands<T, VEC> load_epilogue(const Args<T>& a, const RowPtrs<T>& r,
+                                                             int64_t off) {
+  EpiOperands<T, VEC> e;
+  if (a.weight != nullptr) e.w = load_cached<T, VEC>(a.weight + off);
+  if (a.bias != nullptr) e.b = load_cached<T, VEC>(a.bias + off);
+  if constexpr (P::kModulate) {
+    e.sc = load_table<T, VEC>(r.scale, off);
+    e.sh = load_table<T, VEC>(r.shift, off);
+  }
+  return e;
+}
+
+// The same with its operands already loaded (the PRELOAD row kernel).
+template <class P, typename T, int VEC>
+__device__ __forceinline__ void epilogue_with(const Args<T>& a, const RowPtrs<T>& r, int64_t off,
+                                              const Packed<T, VEC>& v, float mean, float rstd,
+                                              const EpiOperands<T, VEC>& e) {
+  Packed<T, VEC> o;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) {
+    float f = to_f32(v.v[j]);
+    if constexpr (P::kLayerNorm) f -= mean;
+    f *= rstd;
+    if (a.weight != nullptr) f *= to_f32(e.w.v[j]);
+    if (a.bias != nullptr) f += to_f32(e.b.v[j]);
+    if constexpr (P::kModulate) f = f * (1.f + to_f32(e.sc.v[j])) + to_f32(e.sh.v[j]);
+    o.v[j] = from_f32<T>(f);
+  }
+  store_stream<T, VEC>(r.out + off, o);
+}
+
+// Normalise, affine, modulate, store one access (operands loaded here, after the reduction:
+// fewer registers, which the bandwidth-bound large problems need).
 template <class P, typename T, int VEC>
 __device__ __forceinline__ void epilogue(const Args<T>& a, const RowPtrs<T>& r, int64_t off,
                                          const Packed<T, VEC>& v, float mean, float rstd) {
@@ -180,8 +219,10 @@ __device__ __forceinline__ void epilogue(const Args<T>& a, const RowPtrs<T>& r, 
 // The row in registers. Threads per row: 32 (WARP_ROWS, 4 rows per 128-thread block) or
 // blockDim.x (one row per block, <= 256 threads). Thread `tid` owns accesses tid + k * tpr,
 // k < NV, of VEC elements each; every read happens before the reduction, every write after
-// (res_out: same thread, same element as its inputs).
-template <class P, typename T, int VEC, int NV, bool WARP_ROWS>
+// (res_out: same thread, same element as its inputs). PRELOAD: the epilogue's operands (weight,
+// bias, scale, shift) are issued with the row, so no dependent load sits between the reduction
+// and the stores (latency-bound small problems; costs registers, so only for NV <= 2).
+template <class P, typename T, int VEC, int NV, bool WARP_ROWS, bool PRELOAD = false>
 __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256) fused_norm_regs(const Args<T> a) {
   __shared__ float smem[32];
   const int tpr = WARP_ROWS ? 32 : blockDim.x;
@@ -198,10 +239,14 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256) fused_norm_regs(const A
        row += int64_t(gridDim.x) * rows_per_block) {
     const RowPtrs<T> r = row_ptrs<P>(a, row);
     Packed<T, VEC> v[NV];  // (NV, VEC) this thread's share of the row
+    EpiOperands<T, VEC> e[PRELOAD ? NV : 1];
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int i = tid + k * tpr;
-      if (i < nvec) v[k] = prologue<P, T, VEC, true, true>(r, int64_t(i) * VEC);
+      if (i < nvec) {
+        v[k] = prologue<P, T, VEC, true, true>(r, int64_t(i) * VEC);
+        if constexpr (PRELOAD) e[k] = load_epilogue<P, T, VEC>(a, r, int64_t(i) * VEC);
+      }
     }
     float s = 0.f;
 #pragma unroll
@@ -235,7 +280,10 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256) fused_norm_regs(const A
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int i = tid + k * tpr;
-      if (i < nvec) epilogue<P, T, VEC>(a, r, int64_t(i) * VEC, v[k], mean, rstd);
+      if (i < nvec) {
+        if constexpr (PRELOAD) epilogue_with<P, T, VEC>(a, r, int64_t(i) * VEC, v[k], mean, rstd, e[k]);
+        else epilogue<P, T, VEC>(a, r, int64_t(i) * VEC, v[k], mean, rstd);
+      }
     }
   }
 }

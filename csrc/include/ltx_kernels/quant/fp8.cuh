@@ -25,6 +25,12 @@ namespace fp8_detail {
 
 // warp_max / block_max: common/reduce.cuh
 
+// a / b for non-negative a, b; 32-bit when the kernel's index space fits (a 64-bit division
+// costs ~70 instructions, more than quantizing the 8-16 elements it locates).
+__device__ __forceinline__ int64_t div_idx(int64_t a, int64_t b, bool fits32) {
+  return fits32 ? int64_t(uint32_t(a) / uint32_t(b)) : a / b;
+}
+
 template <int VEC>
 __device__ __forceinline__ void store_codes(uint8_t* p, const Packed<uint8_t, VEC>& c) {
   *reinterpret_cast<Packed<uint8_t, VEC>*>(p) = c;
@@ -44,12 +50,13 @@ __global__ void __launch_bounds__(256)
   const int64_t total = rows * gpr;
   const int64_t wpb = blockDim.x >> 5;
   const int64_t step = int64_t(gridDim.x) * wpb * GPW;
+  const bool fits32 = total + step <= int64_t(UINT32_MAX);
   // `base` is warp-uniform, so every lane reaches the shuffles together.
   for (int64_t base = (int64_t(blockIdx.x) * wpb + (threadIdx.x >> 5)) * GPW; base < total;
        base += step) {
     const int64_t g = base + sub;
     const bool valid = g < total;
-    const int64_t r = valid ? g / gpr : 0;
+    const int64_t r = valid ? div_idx(g, gpr, fits32) : 0;
     const int64_t gi = valid ? g - r * gpr : 0;
     const T* xg = x + r * xs + gi * group;
     Packed<T, VEC> v[NV];
@@ -65,6 +72,7 @@ __global__ void __launch_bounds__(256)
     }
     m = warp_max(m, TPG);
     const float s = fp8_scale_from_amax<F>(m);
+    const Fp8Divisor dv = fp8_divisor(s);
     if (valid) {
       uint8_t* qg = q + r * qs + gi * group;
 #pragma unroll
@@ -73,7 +81,7 @@ __global__ void __launch_bounds__(256)
         if (i < nvec) {
           Packed<uint8_t, VEC> c;
 #pragma unroll
-          for (int j = 0; j < VEC; ++j) c.v[j] = fp8_quantize_value<F, true>(to_f32(v[k].v[j]), s);
+          for (int j = 0; j < VEC; ++j) c.v[j] = fp8_quantize_div<F>(to_f32_keep_nan_sign(v[k].v[j]), dv);
           store_codes<VEC>(qg + int64_t(i) * VEC, c);
         }
       }
@@ -92,9 +100,10 @@ __global__ void __launch_bounds__(256)
   const int nvec = group / VEC;
   const int64_t total = rows * gpr;
   const int64_t wpb = blockDim.x >> 5;
+  const bool fits32 = total + int64_t(gridDim.x) * wpb <= int64_t(UINT32_MAX);
   for (int64_t g = int64_t(blockIdx.x) * wpb + (threadIdx.x >> 5); g < total;
        g += int64_t(gridDim.x) * wpb) {
-    const int64_t r = g / gpr;
+    const int64_t r = div_idx(g, gpr, fits32);
     const int64_t gi = g - r * gpr;
     const T* xg = x + r * xs + gi * group;
     float m = 0.f;
@@ -105,12 +114,13 @@ __global__ void __launch_bounds__(256)
     }
     m = warp_max(m, 32);
     const float s = fp8_scale_from_amax<F>(m);
+    const Fp8Divisor dv = fp8_divisor(s);
     uint8_t* qg = q + r * qs + gi * group;
     for (int i = lane; i < nvec; i += 32) {
       const Packed<T, VEC> v = load_stream<T, VEC>(xg + int64_t(i) * VEC);
       Packed<uint8_t, VEC> c;
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) c.v[j] = fp8_quantize_value<F, true>(to_f32(v.v[j]), s);
+      for (int j = 0; j < VEC; ++j) c.v[j] = fp8_quantize_div<F>(to_f32_keep_nan_sign(v.v[j]), dv);
       store_codes<VEC>(qg + int64_t(i) * VEC, c);
     }
     if (lane == 0) sc[r * s_row + gi * s_col] = s;
@@ -125,7 +135,7 @@ struct BlockArgs {
 
 // One CTA per tile (grid-stride over tiles, CTA-uniform), the tile in registers.
 template <typename T, class F, int VEC, int NV>
-__global__ void __launch_bounds__(512)
+__global__ void __launch_bounds__(512, 2)
     quant_block_regs(uint8_t* __restrict__ q, int64_t qs, float* __restrict__ sc, int64_t s_row,
                      int64_t s_col, const T* __restrict__ w, int64_t ws, BlockArgs a) {
   __shared__ float smem[32];
@@ -150,6 +160,7 @@ __global__ void __launch_bounds__(512)
     }
     m = block_max(m, smem);
     const float s = fp8_scale_from_amax<F>(m);
+    const Fp8Divisor dv = fp8_divisor(s);
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int i = threadIdx.x + k * blockDim.x;
@@ -157,7 +168,7 @@ __global__ void __launch_bounds__(512)
         const int rr = i / cpr, cc = i - rr * cpr;
         Packed<uint8_t, VEC> c;
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) c.v[j] = fp8_quantize_value<F, true>(to_f32(v[k].v[j]), s);
+        for (int j = 0; j < VEC; ++j) c.v[j] = fp8_quantize_div<F>(to_f32_keep_nan_sign(v[k].v[j]), dv);
         store_codes<VEC>(q + (r0 + rr) * qs + c0 + int64_t(cc) * VEC, c);
       }
     }
@@ -187,12 +198,13 @@ __global__ void __launch_bounds__(256)
     }
     m = block_max(m, smem);
     const float s = fp8_scale_from_amax<F>(m);
+    const Fp8Divisor dv = fp8_divisor(s);
     for (int64_t i = threadIdx.x; i < nch; i += blockDim.x) {
       const int64_t rr = i / cpr, cc = i - rr * cpr;
       const Packed<T, VEC> v = load_stream<T, VEC>(w + (r0 + rr) * ws + c0 + cc * VEC);
       Packed<uint8_t, VEC> c;
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) c.v[j] = fp8_quantize_value<F, true>(to_f32(v.v[j]), s);
+      for (int j = 0; j < VEC; ++j) c.v[j] = fp8_quantize_div<F>(to_f32_keep_nan_sign(v.v[j]), dv);
       store_codes<VEC>(q + (r0 + rr) * qs + c0 + cc * VEC, c);
     }
     if (threadIdx.x == 0) sc[tb * s_row + tc * s_col] = s;
@@ -226,38 +238,42 @@ __global__ void __launch_bounds__(256)
     quant_scaled(uint8_t* __restrict__ q, const float* __restrict__ scale, const T* __restrict__ x,
                  int64_t n) {
   const float s = __ldg(scale);
+  const Fp8Divisor dv = fp8_divisor(s);
   const int64_t nv = n / VEC;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv;
        i += int64_t(gridDim.x) * blockDim.x) {
     const Packed<T, VEC> v = load_stream<T, VEC>(x + i * VEC);
     Packed<uint8_t, VEC> c;
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) c.v[j] = fp8_quantize_value<F, true>(to_f32(v.v[j]), s);
+    for (int j = 0; j < VEC; ++j) c.v[j] = fp8_quantize_div<F>(to_f32_keep_nan_sign(v.v[j]), dv);
     store_codes<VEC>(q + i * VEC, c);
   }
 }
 
 // out[r, c] = decode(q[r, c]) * sc[(r / br) * s_row + (c / bc) * s_col]; VEC divides bc.
+// Rows on grid.y (grid-stride), VEC-wide column chunks on grid.x: no 64-bit division per element.
 template <typename T, class F, int VEC>
 __global__ void __launch_bounds__(256)
     dequant(T* __restrict__ out, int64_t os, const uint8_t* __restrict__ q, int64_t qs,
-            const float* __restrict__ sc, int64_t s_row, int64_t s_col, int64_t rows, int64_t cols,
-            int64_t br, int64_t bc) {
+            const float* __restrict__ sc, int64_t s_row, int64_t s_col, int64_t rows, int cols,
+            int64_t br, int bc) {
   __shared__ float table[256];
   for (int i = threadIdx.x; i < 256; i += blockDim.x) table[i] = minifloat_decode<F>(uint8_t(i));
   __syncthreads();
-  const int64_t cpr = cols / VEC;
-  const int64_t total = rows * cpr;
-  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = idx / cpr;
-    const int64_t c = (idx - r * cpr) * VEC;
-    const float s = __ldg(sc + (r / br) * s_row + (c / bc) * s_col);
-    const Packed<uint8_t, VEC> cq = *reinterpret_cast<const Packed<uint8_t, VEC>*>(q + r * qs + c);
-    Packed<T, VEC> o;
+  const int cpr = cols / VEC;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const float* srow = sc + (r / br) * s_row;
+    const uint8_t* qrow = q + r * qs;
+    T* orow = out + r * os;
+    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < cpr; v += gridDim.x * blockDim.x) {
+      const int c = v * VEC;
+      const float s = __ldg(srow + int64_t(c / bc) * s_col);
+      const Packed<uint8_t, VEC> cq = *reinterpret_cast<const Packed<uint8_t, VEC>*>(qrow + c);
+      Packed<T, VEC> o;
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) o.v[j] = from_f32<T>(table[cq.v[j]] * s);
-    store_stream<T, VEC>(out + r * os + c, o);
+      for (int j = 0; j < VEC; ++j) o.v[j] = from_f32<T>(table[cq.v[j]] * s);
+      store_stream<T, VEC>(orow + c, o);
+    }
   }
 }
 
