@@ -25,7 +25,15 @@ FAMILIES.append("rope")
 FAMILIES.append("fp8")
 # @family:lowbit
 FAMILIES.append("lowbit")
+# @family:gemm
+FAMILIES.append("gemm")
 # @family:rope
+# @family:fused_fp8
+# @family:comm
+# @family:natten
+FAMILIES.append("natten")
+FAMILIES.append("comm")
+FAMILIES.append("fused_fp8")
 
 
 def gpu_slug() -> str:

@@ -77,8 +77,7 @@ for dtype in [torch.float32, torch.float16, torch.bfloat16]:
             lk.apply_rope(x2, cs, ss, False, out=x2)
             lk.rms_norm_split_rope(x2, cs, ss, w, out=x2)
 # @family:rope
-# fp8 / lowbit: only when this build registered their CUDA kernels (not yet GPU-validated; see
-# LTX_KERNELS_EXPERIMENTAL_QUANT_CUDA)
+# fp8 / lowbit (guarded: a build without CUDA registration for them skips this part)
 if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("quantize_fp8_block"), "CUDA"):
     # @family:fp8
     # fp8: per-token groups (register path for several group widths, loop path, scalar/misaligned),
@@ -128,5 +127,169 @@ if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("qu
                     p, s = lk.quantize_nvfp4(xx, st, hi_first=hf)
                     lk.dequantize_nvfp4(p, s, st, k, dtype, hi_first=hf)
                     lk.dequantize_nvfp4(torch.cat([p.new_zeros(1), p.view(-1)])[1:].view(rows, k // 2), s, st, k, dtype, hi_first=hf)
+# @family:gemm_sm89
+# @family:comm
+# @family:fused_fp8
+# ops with FP8 output: warp-per-row (NV 4) and block-per-row (NV 4, 16) shapes, groups of
+# 4..32 lanes, both scale layouts, strided / misaligned inputs (copied), in-place h_out
+if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("rms_norm_fp8"), "CUDA"):
+    F8 = torch.float8_e4m3fn
+    for dtype in [torch.float32, torch.float16, torch.bfloat16]:
+        for rows, cols, group in [(5, 128, 128), (3, 512, 64), (4, 1024, 128), (3, 8192, 128), (2, 16384, 128), (7, 256, 32)]:
+            x = torch.randn(rows, cols + 8, device=dev, dtype=dtype)
+            w = torch.randn(cols, device=dev, dtype=dtype)
+            t = torch.randn(rows, cols, device=dev, dtype=dtype)
+            gl = torch.randn(rows, cols // 64, device=dev, dtype=dtype)
+            for xv in [x[:, :cols], x.reshape(-1)[1 : 1 + rows * cols].view(rows, cols)]:
+                for layout in ["row", "mn_major"]:
+                    kw = dict(out_dtype=F8, group_size=group, scale_layout=layout)
+                    lk.rms_norm(xv, w, **kw)
+                    lk.adaln_rms_norm(xv.unsqueeze(0), t[:1], t.unsqueeze(0), None, **kw)
+                    lk.gelu_tanh(xv, **kw)
+                    lk.gated_attention(xv, gl, **kw)
+            h = x[:, :cols].contiguous()
+            lk.gated_residual_adaln_rms_norm(h.unsqueeze(0), t.unsqueeze(0), t[:1], t[:1], t.unsqueeze(0), w, h_out=h.unsqueeze(0), out_dtype=F8, group_size=group)
+            xx = torch.randn(rows, 2 * cols, device=dev, dtype=dtype)
+            for af in [True, False]:
+                lk.silu_and_mul(xx, af, out_dtype=F8, group_size=group)
+                lk.gelu_and_mul(xx, "tanh", af, out_dtype=F8, group_size=group)
+                lk.gelu_and_mul(xx, "none", af, out_dtype=F8, group_size=group, scale_layout="mn_major")
+# sequence-parallel pack/unpack: 16-byte and narrower words (odd D, fp8, misaligned), strided
+# x / out, uneven and empty token segments, padded all_gather unpack
+for dtype in [torch.bfloat16, torch.float8_e4m3fn, torch.float32]:
+    for (b, h, d, w, tokens) in [(2, 4, 64, 2, [7, 3]), (1, 6, 7, 3, [0, 5, 2]), (2, 8, 128, 4, [1, 2, 3, 4])]:
+        xs = [torch.randn(b, t, h, d + 1, device=dev).to(dtype)[..., :d] for t in tokens]
+        packed = [lk.sp_pack_heads(x, w) for x in xs]
+        recv = torch.cat([p[0].reshape(-1) for p in packed])
+        y = lk.sp_unpack_heads(recv, tokens, b, h // w, d)
+        sent = lk.sp_pack_tokens(y, tokens)
+        lk.sp_unpack_tokens(torch.cat([p[0].reshape(-1) for p in packed[:1]] * w), w, (b, tokens[0], h, d))
+        g = torch.randn(w, b, max(tokens), h, device=dev).to(dtype)
+        lk.sp_unpack_gather(g, tokens)
+if hasattr(lk.ops, "sp_ipc_create"):  # IPC ops, world 1 in this process
+    hnd = torch.zeros(64, dtype=torch.uint8)
+    cid = lk.ops.sp_ipc_create(hnd, torch.cuda.current_device(), 1 << 20)
+    lk.ops.sp_ipc_open(hnd.view(1, 64), cid, 0)
+    st = torch.zeros(1, dtype=torch.int32, device=dev)
+    x = torch.randn(2, 9, 4, 24, device=dev).to(torch.bfloat16)
+    o = torch.empty_like(x)
+    lk.ops.sp_ipc_send_recv_heads(o, st, x, cid, [9], 5.0)
+    lk.ops.sp_ipc_gather_heads(torch.empty_like(x), st, o, cid, [9], 5.0)
+    lk.ops.sp_ipc_all_gather(torch.empty_like(x), st, x, cid, [9], 5.0)
+    torch.cuda.synchronize()
+    lk.ops.sp_ipc_close(hnd, cid)
+# mma.sync FP8 / FP6 GEMM (backend "sm89", when built and the device is >= 8.9): BM=64 tile (small
+# M, or few tiles) and BM=128 tile (>= 66 tiles of 128x128), ragged M / N, K ring wrap-around,
+# bf16 / fp16, bias on / off, row-major and M-major a_scales, 16-byte and element (odd ldd) stores.
+def _sm89_ok(a, b, sa):
+    try:
+        return lk.fp8_gemm_backend(a, b, sa, backend="sm89") == "sm89"
+    except (RuntimeError, ValueError, AttributeError):
+        return False
+
+
+_a0 = torch.randn(8, 128, device=dev).to(torch.float8_e4m3fn)
+if hasattr(lk, "fp8_blockwise_gemm") and _sm89_ok(_a0, _a0, torch.ones(8, 1, device=dev)):
+    for m, n, k in [(1, 8, 128), (70, 136, 512), (300, 264, 384), (1024, 1152, 128)]:
+        a = (torch.randn(m, k, device=dev) * 8).to(torch.float8_e4m3fn)
+        b = (torch.randn(n, k, device=dev) * 8).to(torch.float8_e4m3fn)
+        sa = torch.rand(m, k // 128, device=dev) * 1e-2
+        sa_mn = torch.rand(k // 128, (m + 3) // 4 * 4, device=dev).t()[:m] * 1e-2  # (1, M_pad)
+        sb = torch.rand((n + 127) // 128, k // 128, device=dev) * 1e-2
+        bias = torch.randn(n, device=dev)
+        lk.fp8_blockwise_gemm(a, sa, b, sb, bias, torch.bfloat16, backend="sm89")
+        lk.fp8_blockwise_gemm(a, sa_mn, b, sb, None, torch.float16, backend="sm89")
+        wide = torch.empty(m, n + 1, device=dev, dtype=torch.bfloat16)
+        try:  # odd ldd: the element-store epilogue (the adapter may refuse such an out)
+            lk.fp8_blockwise_gemm(a, sa, b, sb, bias, out=wide[:, :n], backend="sm89")
+        except (RuntimeError, ValueError):
+            pass
+        if hasattr(lk, "fp6_blockwise_gemm"):
+            bp = torch.randint(0, 256, (n, k // 4 * 3), dtype=torch.uint8, device=dev)
+            lk.fp6_blockwise_gemm(a, sa, bp, sb, bias, torch.bfloat16, backend="sm89")
+            lk.fp6_blockwise_gemm(a, sa_mn, bp, sb, None, torch.float16, backend="sm89")
+else:
+    print("sanitize smoke: sm89 GEMM not available here, skipped")
 torch.cuda.synchronize()
 print("sanitize smoke: done")
+# @family:gemm
+# @family:gemm_sm90
+# @family:natten
+# neighborhood attention: every query-box configuration (LTX_NATTEN_TILE), d 32/64/128, fp16/bf16,
+# partial boxes at ragged borders, causal and dilated axes, a strided out
+import os as _os  # noqa: E402
+
+for _tile in range(6):
+    _os.environ["LTX_NATTEN_TILE"] = str(_tile)
+    for _d, _dt in [(32, torch.float16), (64, torch.bfloat16), (128, torch.bfloat16)]:
+        _q, _k, _v = (torch.randn(1, 5, 9, 13, 2, _d, device=dev, dtype=_dt) for _ in range(3))
+        lk.na3d(_q, _k, _v, (3, 5, 5))
+        lk.na3d(_q, _k, _v, (3, 3, 3), dilation=(1, 2, 2), is_causal=(True, False, False))
+        _o = torch.empty(1, 5, 9, 13, 2, _d + 8, device=dev, dtype=_dt)[..., :_d]
+        lk.na3d(_q, _k, _v, (3, 7, 7), out=_o)
+        _q1 = torch.randn(2, 70, 1, _d, device=dev, dtype=_dt)
+        lk.na1d(_q1, _q1, _q1, 9)
+del _os.environ["LTX_NATTEN_TILE"]
+torch.cuda.synchronize()
+# sm_90a CUTLASS GEMM (backend "sm90", H100/H200 builds): shapes chosen so that the automatic
+# heuristic (csrc/cuda/gemm/fp8_gemm_sm90.cu) runs every compiled kernel: t64x128 ping-pong
+# (M <= 64, short K; fp16), t128x128sk stream-K (M <= 64, K >= 1024, bf16), t128x128 cooperative
+# (>= 132 tiles, ragged M), t128x128rs (row-major a_scales); bias on / off, padded out rows.
+def _sm90_ok(a, b, sa, sb):
+    try:
+        return lk.fp8_gemm_backend(a, b, sa, sb, backend="sm90") == "sm90"
+    except (RuntimeError, ValueError, AttributeError):
+        return False
+
+
+if hasattr(lk, "fp8_blockwise_gemm"):
+    _ran = 0
+    for m, n, k, layout, dt in [(5, 136, 256, "mn_major", torch.float16), (3, 264, 1024, "mn_major", torch.bfloat16),
+                                (64, 1024, 2048, "mn_major", torch.bfloat16), (1537, 1536, 256, "mn_major", torch.bfloat16),
+                                (1537, 1536, 256, "mn_major", torch.float16), (129, 136, 384, "row", torch.bfloat16)]:
+        x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+        w = torch.randn(n, k, device=dev, dtype=torch.bfloat16)
+        a, sa = lk.quantize_fp8_per_token_group(x, 128, layout)
+        b, sb = lk.quantize_fp8_block(w)
+        if not _sm90_ok(a, b, sa, sb):
+            continue
+        bias = torch.randn(n, device=dev)
+        lk.fp8_blockwise_gemm(a, sa, b, sb, bias, dt, backend="sm90")
+        out = torch.empty(m, n + 8, device=dev, dtype=dt)[:, :n]
+        lk.fp8_blockwise_gemm(a, sa, b, sb, None, out=out, backend="sm90")
+        _ran += 1
+    torch.cuda.synchronize()
+    print(f"sanitize smoke: sm90 GEMM ran {_ran} of 6 shapes")
+# blockwise FP8 / FP6 GEMMs (every backend that can run here: sm90, sm89, the torch fallback;
+# both scale layouts, bias on/off, ragged M and N, row-padded out) and the NVFP4 matmul
+if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("fp8_blockwise_gemm"), "CUDA"):
+    for m, n, k in [(1, 8, 128), (7, 24, 384), (129, 136, 256), (300, 520, 1024)]:
+        x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+        w = torch.randn(n, k, device=dev, dtype=torch.bfloat16)
+        b, sb = lk.quantize_fp8_block(w)
+        bias = torch.randn(n, device=dev)
+        for layout in ["row", "mn_major"]:
+            a, sa = lk.quantize_fp8_per_token_group(x, 128, layout)
+            for backend in ["sm90", "sm89", "torch"]:
+                for bb in [None, bias]:
+                    try:
+                        lk.fp8_blockwise_gemm(a, sa, b, sb, bb, backend=backend)
+                        out = torch.empty(m, n + 8, device=dev, dtype=torch.float16)[:, :n]
+                        lk.fp8_blockwise_gemm(a, sa, b, sb, bb, out=out, backend=backend)
+                    except RuntimeError as e:
+                        if "cannot run this call" not in str(e):
+                            raise
+        bp, sbp = lk.quantize_fp6_block(w.cpu())
+        a, sa = lk.quantize_fp8_per_token_group(x, 128, "mn_major")
+        for backend in ["sm89", "torch"]:
+            try:
+                lk.fp6_blockwise_gemm(a, sa, bp.to(dev), sbp.to(dev), bias, backend=backend)
+            except RuntimeError as e:
+                if "cannot run this call" not in str(e):
+                    raise
+        if k % 32 == 0:
+            st = lk.nvfp4_per_tensor_scale(x.cpu())
+            qa, ba = lk.quantize_nvfp4(x.cpu(), st)
+            qb, bb_ = lk.quantize_nvfp4(w.cpu(), st)
+            lk.scaled_mm_nvfp4(qa.to(dev), qb.to(dev), ba.to(dev), bb_.to(dev), (st * st).to(dev), bias)
+    torch.cuda.synchronize()

@@ -85,10 +85,6 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // @family:rope
 
   // ---- fp8 family
-  // The fp8 and lowbit CUDA kernels compile but have not yet run on a GPU: their CUDA
-  // registration is off unless the build sets LTX_KERNELS_EXPERIMENTAL_QUANT_CUDA
-  // (scripts/gpu_check.sh does, to validate them). Without it a CUDA tensor gets PyTorch's
-  // "could not run ... with arguments from the 'CUDA' backend" error, never an unchecked result.
   // @family:fp8
   // x [..., K] -> q (x's shape, float8 dtype of q), scales [M, K/group] fp32 = amax/fmax per group;
   // q = encode(x / s); scale_layout 'row' (strides (G, 1)) or 'mn_major' (strides (1, M_pad))
@@ -107,7 +103,7 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.impl("dequantize_fp8_block", c10::DeviceType::CPU, &dequantize_fp8_block);
   ops.def("dequantize_fp8_per_tensor(Tensor! out, Tensor q, Tensor scale) -> ()");
   ops.impl("dequantize_fp8_per_tensor", c10::DeviceType::CPU, &dequantize_fp8_per_tensor);
-#if defined(LTX_KERNELS_WITH_CUDA) && defined(LTX_KERNELS_EXPERIMENTAL_QUANT_CUDA)
+#if defined(LTX_KERNELS_WITH_CUDA)
   ops.impl("quantize_fp8_per_token_group", c10::DeviceType::CUDA, &quantize_fp8_per_token_group);
   ops.impl("quantize_fp8_block", c10::DeviceType::CUDA, &quantize_fp8_block);
   ops.impl("quantize_fp8_per_tensor", c10::DeviceType::CUDA, &quantize_fp8_per_tensor);
@@ -118,6 +114,104 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
 
   // ---- lowbit (NVFP4, FP6) family
   // @family:lowbit
+  // @family:gemm
+  // @family:comm
+  // @family:natten
+  // @family:fused_fp8
+  // op(...) in fp32, then per group of group_size columns: scales = amax / 448, q = e4m3(y / scale)
+  // (q of y's shape, scales [M, C / group_size] with the caller's strides: "row" or "mn_major")
+  ops.def("rms_norm_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor? weight, float eps, int group_size) -> ()");
+  ops.impl("rms_norm_fp8", c10::DeviceType::CPU, &rms_norm_fp8);
+  ops.def("adaln_rms_norm_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor scale, Tensor shift, Tensor? weight, float eps, int group_size) -> ()");
+  ops.impl("adaln_rms_norm_fp8", c10::DeviceType::CPU, &adaln_rms_norm_fp8);
+  // h_out = h + y * gate (rounded, written); q, scales from rms_norm(h_out) * (1 + scale) + shift
+  ops.def("gated_residual_adaln_rms_norm_fp8(Tensor! q, Tensor! scales, Tensor! h_out, Tensor h, Tensor y, Tensor gate, Tensor scale, Tensor shift, Tensor? weight, float eps, int group_size) -> ()");
+  ops.impl("gated_residual_adaln_rms_norm_fp8", c10::DeviceType::CPU, &gated_residual_adaln_rms_norm_fp8);
+  ops.def("silu_and_mul_fp8(Tensor! q, Tensor! scales, Tensor x, bool act_first, int group_size) -> ()");
+  ops.impl("silu_and_mul_fp8", c10::DeviceType::CPU, &silu_and_mul_fp8);
+  ops.def("gelu_and_mul_fp8(Tensor! q, Tensor! scales, Tensor x, str approximate, bool act_first, int group_size) -> ()");
+  ops.impl("gelu_and_mul_fp8", c10::DeviceType::CPU, &gelu_and_mul_fp8);
+  ops.def("gelu_tanh_fp8(Tensor! q, Tensor! scales, Tensor x, int group_size) -> ()");
+  ops.impl("gelu_tanh_fp8", c10::DeviceType::CPU, &gelu_tanh_fp8);
+  ops.def("gated_attention_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor gate_logits, int group_size) -> ()");
+  ops.impl("gated_attention_fp8", c10::DeviceType::CPU, &gated_attention_fp8);
+#if defined(LTX_KERNELS_WITH_CUDA)
+  ops.impl("rms_norm_fp8", c10::DeviceType::CUDA, &rms_norm_fp8);
+  ops.impl("adaln_rms_norm_fp8", c10::DeviceType::CUDA, &adaln_rms_norm_fp8);
+  ops.impl("gated_residual_adaln_rms_norm_fp8", c10::DeviceType::CUDA, &gated_residual_adaln_rms_norm_fp8);
+  ops.impl("silu_and_mul_fp8", c10::DeviceType::CUDA, &silu_and_mul_fp8);
+  ops.impl("gelu_and_mul_fp8", c10::DeviceType::CUDA, &gelu_and_mul_fp8);
+  ops.impl("gelu_tanh_fp8", c10::DeviceType::CUDA, &gelu_tanh_fp8);
+  ops.impl("gated_attention_fp8", c10::DeviceType::CUDA, &gated_attention_fp8);
+#endif
+  // neighborhood attention (NATTEN na1d/na2d/na3d): q, k, v, out [B, *spatial, heads, d], 1-3 spatial
+  // dims from q.dim(); softmax(scale q.k) v over each query's window (inward-shifted at borders,
+  // [i - k + 1, i] on causal axes, residue groups on dilated axes)
+  ops.def("na_forward(Tensor! out, Tensor q, Tensor k, Tensor v, int[] kernel_size, int[] dilation, bool[] is_causal, float scale) -> ()");
+  ops.impl("na_forward", c10::DeviceType::CPU, &na_forward);
+#ifdef LTX_KERNELS_WITH_CUDA
+  ops.impl("na_forward", c10::DeviceType::CUDA, &na_forward);
+#endif
+  // ---- comm family (sequence parallel; bytes are copied, any 1/2/4/8-byte dtype)
+  // x [B, T, H, D] -> out [W][B, T, H/W, D] (contiguous per destination rank)
+  ops.def("sp_pack_heads(Tensor! out, Tensor x, int world) -> ()");
+  ops.impl("sp_pack_heads", c10::DeviceType::CPU, &sp_pack_heads);
+  // recv = concat_s [B, tokens[s], Hl, D] -> out [B, sum(tokens), Hl, D], source s at prefix[s]
+  ops.def("sp_unpack_heads(Tensor! out, Tensor recv, int[] tokens) -> ()");
+  ops.impl("sp_unpack_heads", c10::DeviceType::CPU, &sp_unpack_heads);
+  // y [B, sum(tokens), Hl, D] -> out = concat_s [B, tokens[s], Hl, D] (inverse of sp_unpack_heads)
+  ops.def("sp_pack_tokens(Tensor! out, Tensor y, int[] tokens) -> ()");
+  ops.impl("sp_pack_tokens", c10::DeviceType::CPU, &sp_pack_tokens);
+  // recv [W][B, T, H/W, D] -> out [B, T, H, D] (inverse of sp_pack_heads)
+  ops.def("sp_unpack_tokens(Tensor! out, Tensor recv, int world) -> ()");
+  ops.impl("sp_unpack_tokens", c10::DeviceType::CPU, &sp_unpack_tokens);
+  // recv [W][B, max(tokens), ...] (padded all_gather) -> out [B, sum(tokens), ...]
+  ops.def("sp_unpack_gather(Tensor! out, Tensor recv, int[] tokens) -> ()");
+  ops.impl("sp_unpack_gather", c10::DeviceType::CPU, &sp_unpack_gather);
+  // CUDA IPC buffers: create (writes the 64-byte cudaIpcMemHandle into handle, returns an id),
+  // open every rank's handle ([W, 64] uint8), close. Host-side ops on CPU tensors.
+  ops.def("sp_ipc_create(Tensor! handle, int device, int nbytes) -> int");
+  ops.impl("sp_ipc_create", c10::DeviceType::CPU, &sp_ipc_create);
+  ops.def("sp_ipc_open(Tensor handles, int id, int rank) -> ()");
+  ops.impl("sp_ipc_open", c10::DeviceType::CPU, &sp_ipc_open);
+  ops.def("sp_ipc_close(Tensor handle, int id) -> ()");
+  ops.impl("sp_ipc_close", c10::DeviceType::CPU, &sp_ipc_close);
+  // IPC ops: barrier, stores straight into the peers' buffers at the final layout, barrier, copy
+  // out; a rank missing for timeout_s sets status = 1 + its rank (never traps, never hangs)
+  ops.def("sp_ipc_send_recv_heads(Tensor! out, Tensor! status, Tensor x, int id, int[] tokens, float timeout_s) -> ()");
+  ops.def("sp_ipc_gather_heads(Tensor! out, Tensor! status, Tensor y, int id, int[] tokens, float timeout_s) -> ()");
+  ops.def("sp_ipc_all_gather(Tensor! out, Tensor! status, Tensor x, int id, int[] tokens, float timeout_s) -> ()");
+#ifdef LTX_KERNELS_WITH_CUDA
+  ops.impl("sp_pack_heads", c10::DeviceType::CUDA, &sp_pack_heads);
+  ops.impl("sp_unpack_heads", c10::DeviceType::CUDA, &sp_unpack_heads);
+  ops.impl("sp_pack_tokens", c10::DeviceType::CUDA, &sp_pack_tokens);
+  ops.impl("sp_unpack_tokens", c10::DeviceType::CUDA, &sp_unpack_tokens);
+  ops.impl("sp_unpack_gather", c10::DeviceType::CUDA, &sp_unpack_gather);
+  ops.impl("sp_ipc_send_recv_heads", c10::DeviceType::CUDA, &sp_ipc_send_recv_heads);
+  ops.impl("sp_ipc_gather_heads", c10::DeviceType::CUDA, &sp_ipc_gather_heads);
+  ops.impl("sp_ipc_all_gather", c10::DeviceType::CUDA, &sp_ipc_all_gather);
+#endif
+  // ---- gemm family (csrc/torch/gemm.cpp)
+  // out[..., N] = sum_kb (a_kb . b_kb) * a_scales[m, kb] * b_scales[n/128, kb] + bias; backend
+  // 'auto' | 'sm90' | 'sm89' | 'torch' (fp32 dequant + matmul) | 'cpu'
+  ops.def("fp8_blockwise_gemm(Tensor! out, Tensor a, Tensor a_scales, Tensor b, Tensor b_scales, Tensor? bias, str backend) -> ()");
+  ops.impl("fp8_blockwise_gemm", c10::DeviceType::CPU, &fp8_blockwise_gemm);
+  // which backend fp8_blockwise_gemm would run (0 cpu, 1 torch, 2 sm89, 3 sm90); raises as it would
+  ops.def("fp8_blockwise_gemm_backend(Tensor out, Tensor a, Tensor a_scales, Tensor b, Tensor b_scales, Tensor? bias, str backend) -> int");
+  ops.impl("fp8_blockwise_gemm_backend", c10::DeviceType::CPU, &fp8_blockwise_gemm_backend);
+  // the same with b as LTX-2 packed FP6 [N, 3K/4] uint8; backend 'auto' | 'sm89' | 'torch' | 'cpu'
+  ops.def("fp6_blockwise_gemm(Tensor! out, Tensor a, Tensor a_scales, Tensor b_packed, Tensor b_scales, Tensor? bias, str backend) -> ()");
+  ops.impl("fp6_blockwise_gemm", c10::DeviceType::CPU, &fp6_blockwise_gemm);
+  // NVFP4 (quantize_nvfp4 operands): out = alpha * (q_a s_a) (q_b s_b)^T + bias, alpha = s_a * s_w on
+  // the device; backend 'auto' | 'cublaslt' (cc >= 10.0) | 'torch' (dequantize + fp32 matmul) | 'cpu'
+  ops.def("scaled_mm_nvfp4(Tensor! out, Tensor a_packed, Tensor b_packed, Tensor block_a, Tensor block_b, Tensor alpha, Tensor? bias, bool hi_first, str backend) -> ()");
+  ops.impl("scaled_mm_nvfp4", c10::DeviceType::CPU, &scaled_mm_nvfp4);
+#ifdef LTX_KERNELS_WITH_CUDA
+  ops.impl("scaled_mm_nvfp4", c10::DeviceType::CUDA, &scaled_mm_nvfp4);
+  ops.impl("fp8_blockwise_gemm", c10::DeviceType::CUDA, &fp8_blockwise_gemm);
+  ops.impl("fp8_blockwise_gemm_backend", c10::DeviceType::CUDA, &fp8_blockwise_gemm_backend);
+  ops.impl("fp6_blockwise_gemm", c10::DeviceType::CUDA, &fp6_blockwise_gemm);
+#endif
   // LTX-2 FP6: E4M3 [..., n] -> drop bits 6..5 -> 4 values in 3 bytes, big-endian -> uint8 [..., 3n/4]
   ops.def("fp6_pack(Tensor! out, Tensor x) -> ()");
   ops.impl("fp6_pack", c10::DeviceType::CPU, &fp6_pack);
@@ -141,7 +235,7 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // out [..., K] = q * s_b * s_t
   ops.def("dequantize_nvfp4(Tensor! out, Tensor packed, Tensor block_scales, Tensor per_tensor_scale, bool hi_first) -> ()");
   ops.impl("dequantize_nvfp4", c10::DeviceType::CPU, &dequantize_nvfp4);
-#if defined(LTX_KERNELS_WITH_CUDA) && defined(LTX_KERNELS_EXPERIMENTAL_QUANT_CUDA)
+#if defined(LTX_KERNELS_WITH_CUDA)
   ops.impl("fp6_pack", c10::DeviceType::CUDA, &fp6_pack);
   ops.impl("fp6_unpack", c10::DeviceType::CUDA, &fp6_unpack);
   ops.impl("quantize_fp6_block", c10::DeviceType::CUDA, &quantize_fp6_block);

@@ -61,6 +61,61 @@ void dequantize_fp8_block(at::Tensor& out, const at::Tensor& q, const at::Tensor
 void dequantize_fp8_per_tensor(at::Tensor& out, const at::Tensor& q, const at::Tensor& scale);
 
 // @family:lowbit
+// @family:gemm
+// @family:comm
+// @family:natten
+// @family:fused_fp8
+// fused_fp8 family (csrc/torch/fused_fp8.cpp): ops with FP8 E4M3 per-token-group output
+void rms_norm_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
+                  const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
+void adaln_rms_norm_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& scale,
+                        const at::Tensor& shift, const std::optional<at::Tensor>& weight, double eps,
+                        int64_t group_size);
+void gated_residual_adaln_rms_norm_fp8(at::Tensor& q, at::Tensor& scales, at::Tensor& h_out,
+                                       const at::Tensor& h, const at::Tensor& y, const at::Tensor& gate,
+                                       const at::Tensor& scale, const at::Tensor& shift,
+                                       const std::optional<at::Tensor>& weight, double eps,
+                                       int64_t group_size);
+void silu_and_mul_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, bool act_first,
+                      int64_t group_size);
+void gelu_and_mul_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, c10::string_view approximate,
+                      bool act_first, int64_t group_size);
+void gelu_tanh_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, int64_t group_size);
+void gated_attention_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& gate_logits,
+                         int64_t group_size);
+// natten family (csrc/torch/natten.cpp)
+#include <ATen/core/List.h>
+void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, const c10::List<bool>& is_causal,
+                double scale);
+// comm family (csrc/torch/comm.cpp): sequence-parallel pack/unpack and the CUDA IPC transport
+void sp_pack_heads(at::Tensor& out, const at::Tensor& x, int64_t world);
+void sp_unpack_heads(at::Tensor& out, const at::Tensor& recv, c10::IntArrayRef tokens);
+void sp_pack_tokens(at::Tensor& out, const at::Tensor& y, c10::IntArrayRef tokens);
+void sp_unpack_tokens(at::Tensor& out, const at::Tensor& recv, int64_t world);
+void sp_unpack_gather(at::Tensor& out, const at::Tensor& recv, c10::IntArrayRef tokens);
+int64_t sp_ipc_create(at::Tensor& handle, int64_t device, int64_t nbytes);
+void sp_ipc_open(const at::Tensor& handles, int64_t id, int64_t rank);
+void sp_ipc_close(const at::Tensor& handle, int64_t id);
+void sp_ipc_send_recv_heads(at::Tensor& out, at::Tensor& status, const at::Tensor& x, int64_t id,
+                            c10::IntArrayRef tokens, double timeout_s);
+void sp_ipc_gather_heads(at::Tensor& out, at::Tensor& status, const at::Tensor& y, int64_t id,
+                         c10::IntArrayRef tokens, double timeout_s);
+void sp_ipc_all_gather(at::Tensor& out, at::Tensor& status, const at::Tensor& x, int64_t id,
+                       c10::IntArrayRef tokens, double timeout_s);
+// gemm family (csrc/torch/gemm.cpp)
+void fp8_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales, const at::Tensor& b,
+                        const at::Tensor& b_scales, const std::optional<at::Tensor>& bias,
+                        c10::string_view backend);
+int64_t fp8_blockwise_gemm_backend(const at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales,
+                                   const at::Tensor& b, const at::Tensor& b_scales,
+                                   const std::optional<at::Tensor>& bias, c10::string_view backend);
+void fp6_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales, const at::Tensor& b_packed,
+                        const at::Tensor& b_scales, const std::optional<at::Tensor>& bias,
+                        c10::string_view backend);
+void scaled_mm_nvfp4(at::Tensor& out, const at::Tensor& a_packed, const at::Tensor& b_packed, const at::Tensor& block_a,
+                     const at::Tensor& block_b, const at::Tensor& alpha, const std::optional<at::Tensor>& bias,
+                     bool hi_first, c10::string_view backend);
 // lowbit family (csrc/torch/lowbit.cpp)
 void fp6_pack(at::Tensor& out, const at::Tensor& x);
 void fp6_unpack(at::Tensor& out, const at::Tensor& packed);

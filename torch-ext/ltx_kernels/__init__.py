@@ -26,6 +26,20 @@ from .fp8 import __all__ as _fp8_all
 # @family:lowbit
 from .lowbit import *  # noqa: F401,F403
 from .lowbit import __all__ as _lowbit_all
+# @family:gemm
+# @family:comm
+# @family:natten
+# @family:fused_fp8
+from .fused_fp8 import *  # noqa: F401,F403
+from .fused_fp8 import __all__ as _fused_fp8_all
+from .natten import *  # noqa: F401,F403
+from .natten import __all__ as _natten_all
+from .distributed import *  # noqa: F401,F403
+from .distributed import __all__ as _comm_all
+from .gemm import *  # noqa: F401,F403
+from .gemm import __all__ as _gemm_all
+from .quantization import *  # noqa: F401,F403
+from .quantization import __all__ as _quantization_all
 from . import layers
 
 __all__ = ["ops", "add_op_namespace_prefix", "layers", "reference", *_norm_all]
@@ -39,3 +53,11 @@ __all__ += _rope_all
 __all__ += _fp8_all
 # @family-all:lowbit
 __all__ += _lowbit_all
+# @family-all:gemm
+# @family-all:comm
+# @family-all:natten
+# @family-all:fused_fp8
+__all__ += _fused_fp8_all
+__all__ += _natten_all
+__all__ += _comm_all
+__all__ += _gemm_all + _quantization_all

@@ -10,6 +10,7 @@ import torch
 
 from ._common import out_like, register_fake
 from ._ops import ops
+from . import fused_fp8 as _fp8
 
 __all__ = ["gelu", "gelu_tanh", "silu", "gelu_and_mul", "silu_and_mul", "gated_attention"]
 
@@ -21,8 +22,22 @@ def gelu(x: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     return out
 
 
-def gelu_tanh(x: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Tanh GELU: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (F.gelu(approximate="tanh"))."""
+def gelu_tanh(
+    x: torch.Tensor,
+    out: Optional[torch.Tensor] = None,
+    *,
+    out_dtype: Optional[torch.dtype] = None,
+    group_size: int = 128,
+    scale_layout: str = "row",
+):
+    """Tanh GELU: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (F.gelu(approximate="tanh")).
+
+    `out_dtype=torch.float8_e4m3fn`: returns `(q, scales)`, the fp32 result (not rounded to x's
+    dtype) quantized per token per `group_size` columns (scales = amax / 448, "row" or
+    "mn_major" layout, as in `rms_norm`).
+    """
+    if _fp8.wants_fp8("gelu_tanh", x, out_dtype, out):
+        return _fp8.gelu_tanh_fp8(x, group_size, scale_layout)
     out = out_like(x, out)
     ops.gelu_tanh(out, x)
     return out
@@ -44,34 +59,70 @@ def gelu_and_mul(
     approximate: str = "none",
     act_first: bool = True,
     out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+    *,
+    out_dtype: Optional[torch.dtype] = None,
+    group_size: int = 128,
+    scale_layout: str = "row",
+):
     """Gated GELU over x `[..., 2d]` -> `[..., d]`.
 
     act_first=True (vLLM / kernels-community): `gelu(x[..., :d]) * x[..., d:]`.
     act_first=False (diffusers GEGLU): `value, gate = x.chunk(2, -1); value * gelu(gate)`.
     approximate: "none" (erf) or "tanh".
+
+    `out_dtype=torch.float8_e4m3fn`: returns `(q, scales)`, the fp32 result (not rounded to x's
+    dtype) quantized per token per `group_size` columns (scales = amax / 448, "row" or
+    "mn_major" layout, as in `rms_norm`).
     """
+    if _fp8.wants_fp8("gelu_and_mul", x, out_dtype, out):
+        return _fp8.gelu_and_mul_fp8(x, approximate, act_first, group_size, scale_layout)
     out = out_like(x, out, shape=_half_shape(x))
     ops.gelu_and_mul(out, x, approximate, bool(act_first))
     return out
 
 
 def silu_and_mul(
-    x: torch.Tensor, act_first: bool = True, out: Optional[torch.Tensor] = None
-) -> torch.Tensor:
+    x: torch.Tensor,
+    act_first: bool = True,
+    out: Optional[torch.Tensor] = None,
+    *,
+    out_dtype: Optional[torch.dtype] = None,
+    group_size: int = 128,
+    scale_layout: str = "row",
+):
     """SwiGLU over x `[..., 2d]` -> `[..., d]`: `silu(x[..., :d]) * x[..., d:]` (act_first) or
-    `x[..., :d] * silu(x[..., d:])`."""
+    `x[..., :d] * silu(x[..., d:])`.
+
+    `out_dtype=torch.float8_e4m3fn`: returns `(q, scales)`, the fp32 result (not rounded to x's
+    dtype) quantized per token per `group_size` columns (scales = amax / 448, "row" or
+    "mn_major" layout, as in `rms_norm`).
+    """
+    if _fp8.wants_fp8("silu_and_mul", x, out_dtype, out):
+        return _fp8.silu_and_mul_fp8(x, act_first, group_size, scale_layout)
     out = out_like(x, out, shape=_half_shape(x))
     ops.silu_and_mul(out, x, bool(act_first))
     return out
 
 
 def gated_attention(
-    x: torch.Tensor, gate_logits: torch.Tensor, out: Optional[torch.Tensor] = None
-) -> torch.Tensor:
+    x: torch.Tensor,
+    gate_logits: torch.Tensor,
+    out: Optional[torch.Tensor] = None,
+    *,
+    out_dtype: Optional[torch.dtype] = None,
+    group_size: int = 128,
+    scale_layout: str = "row",
+):
     """LTX-2's per-head attention gate: `x * 2 * sigmoid(gate_logits)` broadcast over the head
     dimension. x `[..., H * D]`, gate_logits `[..., H]` with the same leading shape and dtype.
-    `out` may be `x` itself (in place)."""
+    `out` may be `x` itself (in place).
+
+    `out_dtype=torch.float8_e4m3fn`: returns `(q, scales)`, the fp32 result (not rounded to x's
+    dtype) quantized per token per `group_size` columns (scales = amax / 448, "row" or
+    "mn_major" layout, as in `rms_norm`).
+    """
+    if _fp8.wants_fp8("gated_attention", x, out_dtype, out):
+        return _fp8.gated_attention_fp8(x, gate_logits, group_size, scale_layout)
     out = out_like(x, out)
     ops.gated_attention(out, x, gate_logits)
     return out

@@ -13,6 +13,7 @@ import torch
 
 from ._common import out_like, register_fake
 from ._ops import ops
+from . import fused_fp8 as _fp8
 
 __all__ = [
     "add_rms_norm",
@@ -69,12 +70,24 @@ def adaln_rms_norm(
     weight: Optional[torch.Tensor] = None,
     eps: float = 1e-6,
     out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+    *,
+    out_dtype: Optional[torch.dtype] = None,
+    group_size: int = 128,
+    scale_layout: str = "row",
+):
     """AdaLN with RMSNorm: `rms_norm(x, weight) * (1 + scale) + shift`, one pass, fp32 inside.
 
     x: `[B, ..., C]` (at least 2-D); scale, shift: `[B, C]` (per sample) or x.shape (per token,
     e.g. `[B, S, C]`), independently. `out` may be `x` (in place).
+
+    FP8 output: `out_dtype=torch.float8_e4m3fn` returns `(q, scales)`: the fp32 result (NOT
+    rounded to x's dtype first) quantized per token per `group_size` columns (x.shape[-1] a
+    multiple of it): scales fp32 `[M, C / group_size]` = amax / 448, q = e4m3(y / scale);
+    scale_layout "row" (row-major) or "mn_major" (strides (1, M_pad), M_pad = M rounded up to 4,
+    padding 0). out_dtype None or x.dtype: the plain result.
     """
+    if _fp8.wants_fp8("adaln_rms_norm", x, out_dtype, out):
+        return _fp8.adaln_rms_norm_fp8(x, scale, shift, weight, eps, group_size, scale_layout)
     out = out_like(x, out)
     ops.adaln_rms_norm(out, x, scale, shift, weight, float(eps))
     return out
@@ -108,7 +121,11 @@ def gated_residual_adaln_rms_norm(
     eps: float = 1e-6,
     out: Optional[torch.Tensor] = None,
     h_out: Optional[torch.Tensor] = None,
-) -> Tuple[torch.Tensor, torch.Tensor]:
+    *,
+    out_dtype: Optional[torch.dtype] = None,
+    group_size: int = 128,
+    scale_layout: str = "row",
+):
     """Gated residual + next AdaLN RMSNorm in one pass: returns `(h_new, out)`.
 
     `h_new = h + y * gate` (fp32 product and sum, rounded once to h's dtype) and
@@ -116,7 +133,14 @@ def gated_residual_adaln_rms_norm(
     h, y: `[B, ..., C]`; gate, scale, shift: each `[B, C]` or h.shape. Pass `h_out=h` to
     update the residual stream in place; `out` and `h_out` must not overlap, and `h_out` must
     not overlap scale / shift / gate.
+
+    FP8 output: `out_dtype=torch.float8_e4m3fn` returns `(h_new, q, scales)`, the normalized
+    row in fp32 (not rounded to h's dtype) quantized per token per `group_size` columns as in
+    `rms_norm(..., out_dtype=torch.float8_e4m3fn)`; h_new is written as above.
     """
+    if _fp8.wants_fp8("gated_residual_adaln_rms_norm", h, out_dtype, out):
+        return _fp8.gated_residual_adaln_rms_norm_fp8(h, y, gate, scale, shift, weight, eps, group_size,
+                                                      scale_layout, h_out)
     out = out_like(h, out)
     h_out = out_like(h, h_out)
     ops.gated_residual_adaln_rms_norm(out, h_out, h, y, gate, scale, shift, weight, float(eps))

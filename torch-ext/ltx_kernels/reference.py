@@ -464,3 +464,135 @@ def dequantize_nvfp4(packed, block_scales, s_t, k: int, out_dtype=torch.bfloat16
     v = (q * sb.unsqueeze(-1)) * s_t.float().cpu()
     return v.reshape(*packed.shape[:-1], k).to(out_dtype)
 
+
+# @family:gemm
+# @family:natten
+# @family:comm
+# @family:fused_fp8
+def fp8_group_out(y: torch.Tensor, group_size: int = 128):
+    """The FP8 output of the fused ops: the op's fp32 result y (not rounded to the input dtype)
+    through quantize_fp8_per_token_group (e4m3fn). Returns (q, scales [M, C / group_size])."""
+    return quantize_fp8_per_token_group(y.float(), group_size, torch.float8_e4m3fn)
+
+
+def rms_norm_fp8(x, weight=None, eps: float = 1e-6, group_size: int = 128):
+    return fp8_group_out(rms_norm(x, weight, eps), group_size)
+
+
+def adaln_rms_norm_fp8(x, scale, shift, weight=None, eps: float = 1e-6, group_size: int = 128):
+    return fp8_group_out(adaln_rms_norm(x, scale, shift, weight, eps), group_size)
+
+
+def gated_residual_adaln_rms_norm_fp8(h, y, gate, scale, shift, weight=None, eps: float = 1e-6, group_size: int = 128):
+    """(h_new rounded to h.dtype, q, scales)."""
+    hn, out = gated_residual_adaln_rms_norm(h, y, gate, scale, shift, weight, eps)
+    return (hn, *fp8_group_out(out, group_size))
+
+
+# ---- sequence parallel (Ulysses), from the definition: rank r holds x_r [B, T_r, H, D];
+# send_recv_heads gives rank r every rank's tokens (in rank order) for heads [r*H/W, (r+1)*H/W);
+# gather_heads is its inverse; all_gather concatenates every rank's tokens.
+def sp_send_recv_heads(xs, rank: int):
+    """xs: every rank's [B, T_s, H, D] (rank order) -> rank's [B, sum T_s, H/W, D]."""
+    hl = xs[0].shape[2] // len(xs)
+    return torch.cat([x[:, :, rank * hl:(rank + 1) * hl] for x in xs], dim=1)
+
+
+def sp_gather_heads(ys, tokens, rank: int):
+    """ys: every rank's [B, T_total, H/W, D] -> rank's [B, tokens[rank], H, D]."""
+    p0 = sum(tokens[:rank])
+    return torch.cat([y[:, p0:p0 + tokens[rank]] for y in ys], dim=2)
+
+
+def sp_all_gather(xs):
+    """xs: every rank's [B, T_s, ...] -> [B, sum T_s, ...]."""
+    return torch.cat(list(xs), dim=1)
+
+
+def na_window_indices(n: int, kernel: int, dilation: int = 1, causal: bool = False):
+    """Per-query key positions of one axis from NATTEN's definition: ``(idx, valid)``, both
+    ``[n, kernel]``. Query i lives in residue group ``g = i % dilation`` (``n_g`` positions
+    ``g, g + dilation, ...``) at group index ``m = i // dilation``; non-causal windows start at
+    ``clamp(m - kernel // 2, 0, n_g - kernel)`` (full window, shifted inward at borders), causal
+    ones hold ``m - kernel + 1 .. m`` (entries below 0 invalid)."""
+    i = torch.arange(n)
+    g, m = i % dilation, i // dilation
+    ar = torch.arange(kernel)
+    if causal:
+        jm = m[:, None] - (kernel - 1) + ar[None, :]
+        valid = jm >= 0
+        jm = jm.clamp(min=0)
+    else:
+        n_g = (n - g + dilation - 1) // dilation
+        start = torch.minimum(torch.clamp(m - kernel // 2, min=0), n_g - kernel)
+        jm = start[:, None] + ar[None, :]
+        valid = torch.ones(n, kernel, dtype=torch.bool)
+    return g[:, None] + dilation * jm, valid
+
+
+def neighborhood_attention(q, k, v, kernel_size, dilation=None, is_causal=None, scale=None) -> torch.Tensor:
+    """fp32 neighborhood attention for q/k/v ``[B, *spatial (1-3 dims), heads, d]``: gathers each
+    query's window explicitly (``na_window_indices`` per axis) and takes a plain softmax."""
+    nd = q.dim() - 3
+    dilation = [1] * nd if dilation is None else list(dilation)
+    is_causal = [False] * nd if is_causal is None else list(is_causal)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    qf, kf, vf = (t.float() for t in (q, k, v))
+    # pad to 3 spatial dims with extent 1, kernel 1
+    while qf.dim() < 6:
+        qf, kf, vf = qf.unsqueeze(1), kf.unsqueeze(1), vf.unsqueeze(1)
+    ks = [1] * (3 - nd) + list(kernel_size)
+    ds = [1] * (3 - nd) + dilation
+    cs = [False] * (3 - nd) + is_causal
+    B, T, H, W, heads, d = qf.shape
+    dev = qf.device
+    (it, vt), (ih, vh), (iw, vw) = (
+        (x.to(dev), y.to(dev)) for x, y in (na_window_indices(n, kk, dd, cc) for n, kk, dd, cc in zip((T, H, W), ks, ds, cs))
+    )
+    # keys/values per query window: [B, T, kt, H, kh, W, kw, heads, d]
+    sel = (slice(None), it[:, :, None, None, None, None], ih[None, None, :, :, None, None], iw[None, None, None, None, :, :])
+    kw_, vw_ = kf[sel], vf[sel]
+    valid = vt[:, :, None, None, None, None] & vh[None, None, :, :, None, None] & vw[None, None, None, None, :, :]
+    s = torch.einsum("bthwnd,btahcwend->bthwnace", qf, kw_) * scale  # [B, T, H, W, heads, kt, kh, kw]
+    mask = valid.permute(0, 2, 4, 1, 3, 5)[None, :, :, :, None]  # [1, T, H, W, 1, kt, kh, kw]
+    s = s.masked_fill(~mask, float("-inf"))
+    p = torch.softmax(s.flatten(-3), dim=-1).view(s.shape)
+    o = torch.einsum("bthwnace,btahcwend->bthwnd", p, vw_)
+    return o.reshape(q.shape)
+# ---- blockwise-scaled GEMMs, in float64 from the dequantized operands (REFERENCE.md 2-4):
+# out = (decode(A) * sa[m, k // 128]) @ (decode(B) * sb[n // 128, k // 128])^T + bias.
+def fp8_blockwise_gemm(a, a_scales, b, b_scales, bias=None) -> torch.Tensor:
+    """a e4m3 [..., K], a_scales [M, K/128], b e4m3 [N, K], b_scales [ceil(N/128), K/128] ->
+    float64 [..., N]."""
+    k = a.shape[-1]
+    n = b.shape[0]
+    dev = a.device  # computed where a lives (float64 matmul), so large CUDA cases stay fast
+    table = fp8_decode_table(torch.float8_e4m3fn).to(dev)
+
+    def decode(q):
+        return table[q.to(dev).view(torch.uint8).long()]
+
+    a64 = decode(a).reshape(-1, k // 128, 128) * a_scales.to(dev).double().unsqueeze(-1)
+    sb = b_scales.to(dev).double().repeat_interleave(128, 0)[:n]
+    b64 = decode(b).reshape(n, k // 128, 128) * sb.unsqueeze(-1)
+    y = a64.reshape(-1, k) @ b64.reshape(n, k).t()
+    if bias is not None:
+        y = y + bias.to(dev).double()
+    return y.reshape(*a.shape[:-1], n)
+
+
+def fp6_blockwise_gemm(a, a_scales, b_packed, b_scales, bias=None) -> torch.Tensor:
+    """As fp8_blockwise_gemm with B = fp6_unpack(b_packed) (LTX-2 packed FP6, [N, 3K/4])."""
+    return fp8_blockwise_gemm(a, a_scales, fp6_unpack(b_packed.cpu(), a.shape[-1]).to(a.device), b_scales, bias)
+
+
+def scaled_mm_nvfp4(a_packed, b_packed, block_a, block_b, alpha, k: int, bias=None, hi_first: bool = True):
+    """NVFP4: (q_a * s_ba) @ (q_b * s_bb)^T * alpha + bias in float64 (per-tensor scales folded
+    into alpha = s_a * s_w, so both operands are dequantized with s_t = 1)."""
+    one = torch.ones((), dtype=torch.float32)
+    a = dequantize_nvfp4(a_packed, block_a, one, k, torch.float32, hi_first).double().reshape(-1, k)
+    b = dequantize_nvfp4(b_packed, block_b, one, k, torch.float32, hi_first).double().reshape(-1, k)
+    y = (a @ b.t()) * alpha.cpu().double()
+    if bias is not None:
+        y = y + bias.cpu().double()
+    return y.reshape(*a_packed.shape[:-1], b.shape[0])

@@ -1,0 +1,155 @@
+"""Ops with FP8 output (out_dtype=torch.float8_e4m3fn, per-token 128-column groups, M-major
+scales as DeepGEMM reads them): ours fused (one pass) vs ours unfused (the plain op in bf16,
+then our quantize_fp8_per_token_group) vs torch.compile of the reference composition (fp32 op,
+group amax, divide, cast to float8); same run, same method (benchmarks/common.py).
+
+Bytes = read + written once by the fused op: the inputs (per-sample tables and the weight
+counted once), q (1 byte per element), scales (4 bytes per 128 elements), and h_out for the
+gated residual. The unfused path moves more (the bf16 intermediate is written and re-read);
+its time is compared at the fused op's byte count, which is what the ratio is about.
+"""
+
+import torch
+
+import ltx_kernels as lk
+
+from common import Row, n_copies, time_graph
+
+F8 = torch.float8_e4m3fn
+NORM_SHAPES = [(2, 6144, 4096), (2, 4096, 2048)]
+MUL_SHAPES = [(2 * 6144, 2 * 8192)]  # [tokens, 2 * FFN] -> [tokens, 8192]
+EPS = 1e-6
+
+
+def _quant(y, g=128):
+    """Group quantization of an fp32 y (the reference rule with torch's float8 cast)."""
+    shp = y.shape
+    yg = y.reshape(-1, shp[-1] // g, g)
+    s = yg.abs().amax(-1, keepdim=True) / 448.0
+    q = torch.where(s == 0, yg, yg / s).to(F8)
+    return q.reshape(shp), s.squeeze(-1)
+
+
+def _rms(x, eps=EPS):
+    xf = x.float()
+    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+
+
+def ref_rms_norm(x, w):
+    return _quant(_rms(x) * w.float())
+
+
+def ref_adaln(x, sc, sh):
+    return _quant(_rms(x) * (1 + sc.float().unsqueeze(1)) + sh.float().unsqueeze(1))
+
+
+def ref_gated(h, y, g, sc, sh):
+    hn = (h.float() + y.float() * g.float().unsqueeze(1)).to(h.dtype)
+    return hn, _quant(_rms(hn) * (1 + sc.float().unsqueeze(1)) + sh.float().unsqueeze(1))
+
+
+def ref_silu_and_mul(x):
+    d = x.shape[-1] // 2
+    a, b = x[..., :d].float(), x[..., d:].float()
+    return _quant(torch.nn.functional.silu(a) * b)
+
+
+def ref_gelu_and_mul(x):
+    d = x.shape[-1] // 2
+    a, b = x[..., :d].float(), x[..., d:].float()
+    return _quant(torch.nn.functional.gelu(a, approximate="tanh") * b)
+
+
+def ref_gelu_tanh(x):
+    return _quant(torch.nn.functional.gelu(x.float(), approximate="tanh"))
+
+
+def ref_gated_attention(x, gl):
+    h = gl.shape[-1]
+    xf = x.float().unflatten(-1, (h, x.shape[-1] // h))
+    return _quant((xf * (2 * torch.sigmoid(gl.float())).unsqueeze(-1)).flatten(-2))
+
+
+def _unfused_quant(y):
+    return lk.quantize_fp8_per_token_group(y, 128, "mn_major")
+
+
+def _row(name, shape, nbytes, k, ours, unfused, compiled, copy_gbps, note=""):
+    base = {"ours unfused (op + quantize)": time_graph(unfused, k), "torch.compile": time_graph(compiled, k)}
+    return Row(name, list(shape), "bfloat16", time_graph(ours, k), base, bytes=nbytes, note=note).finish(copy_gbps)
+
+
+def run(copy_gbps, quick=False):
+    rows = []
+    dev, bf = "cuda", torch.bfloat16
+    kw = dict(out_dtype=F8, scale_layout="mn_major")
+    c_rms, c_adaln, c_gated = (torch.compile(f, dynamic=False) for f in (ref_rms_norm, ref_adaln, ref_gated))
+    c_silu, c_gelu, c_gt, c_ga = (torch.compile(f, dynamic=False)
+                                  for f in (ref_silu_and_mul, ref_gelu_and_mul, ref_gelu_tanh, ref_gated_attention))
+    for shape in NORM_SHAPES[:1] if quick else NORM_SHAPES:
+        B, S, C = shape
+        n = B * S * C
+        qbytes = n + n // 128 * 4
+        w = torch.randn(C, device=dev, dtype=bf)
+        sc, sh = torch.randn(B, C, device=dev, dtype=bf) * 0.1, torch.randn(B, C, device=dev, dtype=bf)
+        # rms_norm
+        nbytes = 2 * n + qbytes
+        k = n_copies(nbytes)
+        xs = [torch.randn(shape, device=dev, dtype=bf) for _ in range(k)]
+        rows.append(_row("rms_norm -> fp8", shape, nbytes, k, lambda i: lk.rms_norm(xs[i], w, EPS, **kw),
+                         lambda i: _unfused_quant(lk.rms_norm(xs[i], w, EPS)),
+                         lambda i: c_rms(xs[i], w), copy_gbps, "weight; mn_major scales"))
+        rows.append(_row("adaln_rms_norm -> fp8", shape, nbytes, k,
+                         lambda i: lk.adaln_rms_norm(xs[i], sc, sh, None, EPS, **kw),
+                         lambda i: _unfused_quant(lk.adaln_rms_norm(xs[i], sc, sh, None, EPS)),
+                         lambda i: c_adaln(xs[i], sc, sh), copy_gbps, "per-sample scale/shift"))
+        del xs
+        # gated residual: reads h, y; writes h_out, q, scales
+        nbytes = 3 * 2 * n + qbytes
+        k = n_copies(nbytes)
+        hs = [torch.randn(shape, device=dev, dtype=bf) for _ in range(k)]
+        ys = [torch.randn(shape, device=dev, dtype=bf) for _ in range(k)]
+        hos = [torch.empty(shape, device=dev, dtype=bf) for _ in range(k)]
+        g = torch.randn(B, C, device=dev, dtype=bf)
+        rows.append(_row("gated_residual_adaln_rms_norm -> fp8", shape, nbytes, k,
+                         lambda i: lk.gated_residual_adaln_rms_norm(hs[i], ys[i], g, sc, sh, None, EPS,
+                                                                    h_out=hos[i], **kw),
+                         lambda i: _unfused_quant(lk.gated_residual_adaln_rms_norm(hs[i], ys[i], g, sc, sh, None, EPS,
+                                                                                   h_out=hos[i])[1]),
+                         lambda i: c_gated(hs[i], ys[i], g, sc, sh), copy_gbps, "h_out written; per-sample tables"))
+        del hs, ys, hos
+        # gated attention (32 heads)
+        nbytes = 2 * n + qbytes
+        k = n_copies(nbytes)
+        xs = [torch.randn(shape, device=dev, dtype=bf) for _ in range(k)]
+        gls = [torch.randn(B, S, 32, device=dev, dtype=bf) for _ in range(k)]
+        rows.append(_row("gated_attention -> fp8", shape, nbytes, k, lambda i: lk.gated_attention(xs[i], gls[i], **kw),
+                         lambda i: _unfused_quant(lk.gated_attention(xs[i], gls[i])),
+                         lambda i: c_ga(xs[i], gls[i]), copy_gbps, "32 heads"))
+        del xs, gls
+        torch.cuda.empty_cache()
+    for shape in MUL_SHAPES:
+        M, C2 = shape
+        n = M * C2 // 2
+        qbytes = n + n // 128 * 4
+        nbytes = 2 * 2 * n + qbytes
+        k = n_copies(nbytes)
+        xs = [torch.randn(shape, device=dev, dtype=bf) for _ in range(k)]
+        rows.append(_row("silu_and_mul -> fp8", shape, nbytes, k, lambda i: lk.silu_and_mul(xs[i], **kw),
+                         lambda i: _unfused_quant(lk.silu_and_mul(xs[i])), lambda i: c_silu(xs[i]), copy_gbps))
+        if not quick:
+            rows.append(_row("gelu_and_mul(tanh) -> fp8", shape, nbytes, k,
+                             lambda i: lk.gelu_and_mul(xs[i], "tanh", **kw),
+                             lambda i: _unfused_quant(lk.gelu_and_mul(xs[i], "tanh")),
+                             lambda i: c_gelu(xs[i]), copy_gbps))
+        del xs
+        # gelu_tanh on the FFN activation [tokens, 8192]
+        gshape = (M, C2 // 2)
+        nbytes = 2 * n + qbytes
+        k = n_copies(nbytes)
+        xs = [torch.randn(gshape, device=dev, dtype=bf) for _ in range(k)]
+        rows.append(_row("gelu_tanh -> fp8", gshape, nbytes, k, lambda i: lk.gelu_tanh(xs[i], **kw),
+                         lambda i: _unfused_quant(lk.gelu_tanh(xs[i])), lambda i: c_gt(xs[i]), copy_gbps))
+        del xs
+        torch.cuda.empty_cache()
+    return rows

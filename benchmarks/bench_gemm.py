@@ -1,0 +1,151 @@
+"""GEMM family benchmarks (issue #5): the blockwise-scaled FP8 GEMM (and its FP6-weight variant)
+against cuBLASLt's blockwise FP8 GEMM through torch._scaled_mm, tensorwise FP8 _scaled_mm and
+bf16 torch.matmul. GEMMs are compute bound, so rows report TFLOP/s = 2 M N K / time; the
+ceilings are measured in the same run: bf16 matmul (benchmarks/common.py) and an FP8
+tensorwise _scaled_mm at 8192^3 (here). Timing: CUDA-graph replay with input sets rotated past
+3x L2 (common.time_graph). Each issue shape gives one row per backend of ours ("auto", "sm89"
+forced, the "torch" fallback); a backend that cannot run on this GPU/build is noted, not timed.
+The script ends by printing the geometric mean over the 12 issue shapes of
+(cuBLASLt blockwise time / our "auto" time)."""
+
+import math
+
+import torch
+
+import ltx_kernels as lk
+
+from common import Row, n_copies, time_graph
+
+F8 = torch.float8_e4m3fn
+ISSUE_M = [5376, 12288]
+ISSUE_NK = [(2048, 2048), (8192, 2048), (2048, 8192), (4096, 4096), (16384, 4096), (4096, 16384)]
+DECODE_M = [1, 16, 64, 128]
+DECODE_NK = (4096, 4096)
+
+
+def fp8_tensorwise_ceiling_tflops(n: int = 8192) -> float:
+    a = torch.randn(n, n, device="cuda").to(F8)
+    b = torch.randn(n, n, device="cuda").to(F8)
+    one = torch.ones((), device="cuda")
+    us = time_graph(lambda i: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
+                    1, reps=5, trials=10)
+    del a, b
+    torch.cuda.empty_cache()
+    return 2 * n**3 / (us * 1e-6) / 1e12
+
+
+def _inputs(m, n, k, sets):
+    """`sets` independent input sets: our operands (M-major activation scales, as the layers
+    produce them), cuBLASLt's (sa [M, K/128] column-major, sb [N/128, K/128]) and bf16 ones."""
+    out = []
+    for _ in range(sets):
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.05
+        a, sa = lk.quantize_fp8_per_token_group(x, 128, "mn_major")
+        b, sb = lk.quantize_fp8_block(w)
+        sa_cm = sa.contiguous().t().contiguous().t()  # [M, K/128], column-major (stride (1, M))
+        out.append(dict(x=x, w=w, a=a, sa=sa, b=b, sb=sb, sa_cm=sa_cm,
+                        y=torch.empty(m, n, device="cuda", dtype=torch.bfloat16)))
+    return out
+
+
+def _time_or_none(fn, sets):
+    try:
+        fn(0)
+        torch.cuda.synchronize()
+    except RuntimeError as e:
+        return None, str(e).splitlines()[0][:160]
+    return time_graph(fn, sets), ""
+
+
+def _tflops(m, n, k, us):
+    return 2 * m * n * k / (us * 1e-6) / 1e12
+
+
+def run(copy_gbps, quick=False):
+    del copy_gbps  # compute bound: fractions refer to the matmul ceilings measured below
+    from common import bf16_matmul_ceiling_tflops
+
+    bf16_ceiling = bf16_matmul_ceiling_tflops()
+    fp8_ceiling = fp8_tensorwise_ceiling_tflops()
+    print(f"gemm ceilings: bf16 matmul {bf16_ceiling:.0f} TFLOP/s, fp8 tensorwise _scaled_mm {fp8_ceiling:.0f} TFLOP/s")
+    shapes = [(m, n, k) for m in ISSUE_M for (n, k) in ISSUE_NK]
+    n_issue = len(shapes)
+    shapes += [(m, *DECODE_NK) for m in DECODE_M]
+    if quick:
+        shapes = shapes[:2] + shapes[n_issue:n_issue + 1]
+        n_issue = 2
+    rows, ratios = [], []
+    one = torch.ones((), device="cuda")
+    for idx, (m, n, k) in enumerate(shapes):
+        per_call = m * k + n * k + 2 * m * n + 4 * (m + n) * (k // 128)
+        sets = n_copies(per_call)
+        ins = _inputs(m, n, k, sets)
+        base, notes = {}, []
+        t, err = _time_or_none(lambda i: torch._scaled_mm(ins[i]["a"], ins[i]["b"].t(), scale_a=ins[i]["sa_cm"],
+                                                          scale_b=ins[i]["sb"].t(), out_dtype=torch.bfloat16), sets)
+        if t is None:
+            notes.append(f"cuBLASLt blockwise n/a ({err})")
+        else:
+            base["cublaslt_blockwise"] = t
+        st = [torch.ones((), device="cuda") for _ in range(sets)]
+        t, err = _time_or_none(lambda i: torch._scaled_mm(ins[i]["a"], ins[i]["b"].t(), scale_a=st[i], scale_b=one,
+                                                          out_dtype=torch.bfloat16), sets)
+        if t is not None:
+            base["fp8_tensorwise"] = t
+        base["bf16_matmul"] = time_graph(lambda i: torch.matmul(ins[i]["x"], ins[i]["w"].t(), out=ins[i]["y"]), sets)
+        for backend in ("auto", "sm89", "torch"):
+            picked = ""
+            try:
+                picked = lk.fp8_gemm_backend(ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"], backend=backend)
+            except RuntimeError as e:
+                print(f"fp8_blockwise_gemm[{backend}] {m}x{n}x{k}: {str(e).splitlines()[0][:200]}")
+                continue
+            us, err = _time_or_none(lambda i: lk.fp8_blockwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"],
+                                                                     out=ins[i]["y"], backend=backend), sets)
+            if us is None:
+                print(f"fp8_blockwise_gemm[{backend}] {m}x{n}x{k}: {err}")
+                continue
+            ours = _tflops(m, n, k, us)
+            note = [f"{ours:.0f} TFLOP/s ({picked}; {100 * ours / fp8_ceiling:.0f}% of the fp8 tensorwise ceiling)"]
+            note += [f"{name} {_tflops(m, n, k, v):.0f}" for name, v in base.items()]
+            note += notes
+            row = Row(f"fp8_blockwise_gemm[{backend}]", [m, n, k], "e4m3->bf16", us, dict(base),
+                      flops=2 * m * n * k, note="; ".join(note)).finish(0.0)
+            # TFLOP/s live in the note: run.py's table columns are bytes / copy-ceiling ones
+            row.ceiling = {"bf16_matmul_TFLOPs": round(bf16_ceiling, 1), "fp8_tensorwise_TFLOPs": round(fp8_ceiling, 1)}
+            rows.append(row)
+            print(f"{row.op} {m}x{n}x{k}: {row.ours_us:.1f} us, {row.note}", flush=True)
+            if backend == "auto" and idx < n_issue and "cublaslt_blockwise" in base:
+                ratios.append(base["cublaslt_blockwise"] / us)
+        del ins
+        torch.cuda.empty_cache()
+    # the FP6-weight variant at two LTX shapes (weights 0.75 bytes per element)
+    for m, n, k in ([(5376, 2048, 2048)] if quick else [(5376, 2048, 2048), (5376, 8192, 2048)]):
+        sets = n_copies(m * k + n * k * 3 // 4 + 2 * m * n)
+        ins = _inputs(m, n, k, sets)
+        packed = [lk.quantize_fp6_block(d["w"].cpu())[0].cuda() for d in ins]
+        sb6 = [lk.quantize_fp6_block(d["w"].cpu())[1].cuda() for d in ins]
+        us, err = _time_or_none(lambda i: lk.fp6_blockwise_gemm(ins[i]["a"], ins[i]["sa"], packed[i], sb6[i],
+                                                                 out=ins[i]["y"]), sets)
+        if us is not None:
+            row = Row("fp6_blockwise_gemm[auto]", [m, n, k], "fp8xfp6->bf16", us, {}, flops=2 * m * n * k,
+                      note=f"{_tflops(m, n, k, us):.0f} TFLOP/s").finish(0.0)
+            rows.append(row)
+            print(f"{row.op} {m}x{n}x{k}: {row.ours_us:.1f} us, {row.note}", flush=True)
+        else:
+            print(f"fp6_blockwise_gemm {m}x{n}x{k}: {err}")
+        del ins
+        torch.cuda.empty_cache()
+    if ratios:
+        g = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        print(f"fp8_blockwise_gemm: geometric mean of (cuBLASLt blockwise time / ours) over {len(ratios)} issue shapes: {g:.3f}x")
+    return rows
+
+
+if __name__ == "__main__":
+    import sys
+
+    quick = "--quick" in sys.argv
+    for r in run(0.0, quick=quick):
+        print(r.op, r.shape, f"{r.ours_us:.1f} us", r.note)

@@ -1,0 +1,373 @@
+"""End-to-end LTX-Video transformer benchmark: the denoising loop only, eager vs ltx_kernels.
+
+  python benchmarks/e2e_ltx_video.py [--no-optimized-kernels] [--compile] [--quantization fp8]
+      [--num-frames 49 --height 512 --width 768 --steps 30 --batch-size 1 --warmup-iterations 2]
+      [--compare [--no-compile-variants]] [--tiny] [--checkpoint DIR] [--out result.json]
+
+What runs: diffusers' LTXVideoTransformer3DModel in bf16 (fp32 on CPU) with the real LTX-Video
+2B transformer config (`LTXVideoTransformer3DModel`'s defaults in diffusers 0.42.1, which are
+the Lightricks/LTX-Video 0.9.x `transformer/config.json` values: 28 layers, 32 heads x 64,
+cross-attention 2048, caption channels 4096 (T5-XXL), gelu-approximate, RMSNorm without weight,
+eps 1e-6; REFERENCE.md section 1 lists the same module facts). Weights come from
+`--checkpoint DIR` (a diffusers `transformer/` folder, read offline) or are random (it says so).
+No VAE and no text encoder: random latents and prompt embeddings of the real shapes (VAE 8x
+temporal / 32x spatial compression, 128 latent channels; 128 T5 tokens with a padded tail),
+classifier-free guidance doubles the batch (guidance 3), and a plain Euler flow-matching update
+over `--steps` sigmas from 1 to 0 moves the latents, so every step sees new inputs.
+
+Measured per variant: per-step time (CUDA events around each step; median over the steps of
+the last run after `--warmup-iterations` full warm-up runs), total time of that run, peak
+memory, and the error of the final latents against the eager run of the same dtype and seed
+(relative L2 and PSNR with the reference's max |value| as peak). `--compare` runs eager,
+torch.compile, optimized, optimized + compile (and the quantized variants when
+`--quantization` is given) in one process on one set of weights and prints a table. Compile is
+regional (each transformer block compiled with fullgraph=True, as diffusers'
+`compile_repeated_blocks` does), which keeps compile time to one block's.
+
+GPU time on an H200 for `--compare` at 49x512x768 is dominated by 2 compiles (~20-60 s each);
+`--steps 10 --warmup-iterations 1` keeps the whole compare around 2 minutes.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import types
+
+import torch
+
+# ---- model-independent machinery (also used by e2e_ltx2.py) ----------------------------------
+
+
+def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--use-optimized-kernels", dest="optimized", action="store_true", default=True,
+                   help="optimize the transformer with ltx_kernels (default)")
+    p.add_argument("--no-optimized-kernels", dest="optimized", action="store_false",
+                   help="plain diffusers eager transformer")
+    p.add_argument("--compile", action="store_true", help="regional torch.compile(fullgraph=True) of each block")
+    p.add_argument("--quantization", choices=["none", "fp8", "fp6", "nvfp4"], default="none")
+    p.add_argument("--num-frames", type=int, default=49)
+    p.add_argument("--height", type=int, default=512)
+    p.add_argument("--width", type=int, default=768)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--guidance-scale", type=float, default=3.0, help="CFG (> 1 doubles the batch)")
+    p.add_argument("--warmup-iterations", type=int, default=2, help="full denoising runs before the timed one")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tiny", action="store_true", help=tiny_hint)
+    p.add_argument("--checkpoint", default=None, help="diffusers transformer folder (offline); else random weights")
+    p.add_argument("--device", default=None, help="default: cuda if available, else cpu")
+    p.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=None,
+                   help="default: bf16 on CUDA, fp32 on CPU")
+    p.add_argument("--compare", action="store_true",
+                   help="eager, compile, optimized, optimized+compile (+ quantized) in one process")
+    p.add_argument("--no-compile-variants", action="store_true", help="with --compare: skip the compiled variants")
+    p.add_argument("--out", default=None, help="JSON path for the results")
+    return p
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timer(device):
+    """start() / stop() -> ms, CUDA events on CUDA, perf_counter on CPU."""
+    if device.type == "cuda":
+        class T:
+            def start(self):
+                self.a = torch.cuda.Event(enable_timing=True)
+                self.b = torch.cuda.Event(enable_timing=True)
+                self.a.record()
+
+            def stop(self):
+                self.b.record()
+                self.b.synchronize()
+                return self.a.elapsed_time(self.b)
+    else:
+        class T:
+            def start(self):
+                self.a = time.perf_counter()
+
+            def stop(self):
+                return (time.perf_counter() - self.a) * 1e3
+    return T()
+
+
+def denoise(problem, model, steps: int, guidance: float, device, step_times=None):
+    """Euler flow matching from sigma 1 to 0: x <- x + (s_next - s) * v, v with CFG.
+    problem.latents0: tuple of fp32 latents; problem.velocity(model, latents, sigma) -> tuple."""
+    lat = tuple(x.clone() for x in problem.latents0)
+    sigmas = torch.linspace(1.0, 0.0, steps + 1).tolist()
+    timer = _timer(device)
+    for i in range(steps):
+        timer.start()
+        with torch.no_grad():
+            v = problem.velocity(model, lat, sigmas[i], guidance)
+        lat = tuple(x + (sigmas[i + 1] - sigmas[i]) * vi.float() for x, vi in zip(lat, v))
+        ms = timer.stop()
+        if step_times is not None:
+            step_times.append(ms)
+    _sync(device)
+    return lat
+
+
+def cfg_combine(pred: torch.Tensor, guidance: float) -> torch.Tensor:
+    if guidance <= 1.0:
+        return pred
+    uncond, cond = pred.float().chunk(2)
+    return uncond + guidance * (cond - uncond)
+
+
+def errors(lat, ref):
+    num = sum(float((a.double() - b.double()).pow(2).sum()) for a, b in zip(lat, ref))
+    den = sum(float(b.double().pow(2).sum()) for b in ref)
+    n = sum(b.numel() for b in ref)
+    peak = max(float(b.abs().max()) for b in ref)
+    rel = math.sqrt(num / den) if den > 0 else float("nan")
+    mse = num / max(n, 1)
+    psnr = float("inf") if mse == 0 else 10 * math.log10(peak * peak / mse)
+    return rel, psnr
+
+
+def compile_blocks(transformer):
+    for b in transformer.transformer_blocks:
+        b.compile(fullgraph=True)
+
+
+def uncompile_blocks(transformer):
+    for b in transformer.transformer_blocks:
+        b._compiled_call_impl = None
+
+
+def run_variant(name, problem, model, args, device, ref):
+    """Warm-up runs, then one timed run; returns the result row (dict)."""
+    steps, g = args.steps, args.guidance_scale
+    t0 = time.perf_counter()
+    for _ in range(args.warmup_iterations):
+        denoise(problem, model, steps, g, device)
+    warm_s = time.perf_counter() - t0
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    times = []
+    t0 = time.perf_counter()
+    lat = denoise(problem, model, steps, g, device, times)
+    total = time.perf_counter() - t0
+    peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else float("nan")
+    rel, psnr = errors(lat, ref) if ref is not None else (0.0, float("inf"))
+    return dict(variant=name, per_step_ms=statistics.median(times), total_s=total, warmup_s=warm_s,
+                peak_mem_gib=peak, rel_l2_vs_eager=rel, psnr_db=psnr), lat
+
+
+def _versions():
+    v = {"torch": torch.__version__}
+    try:
+        import diffusers
+
+        v["diffusers"] = diffusers.__version__
+    except ImportError:
+        pass
+    return v
+
+
+def _print_table(rows):
+    base = next((r["per_step_ms"] for r in rows if r["variant"] == "eager"), None)
+    hdr = f"{'variant':<28} {'step ms':>9} {'total s':>8} {'x eager':>8} {'peak GiB':>9} {'rel L2':>10} {'PSNR dB':>8}"
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        sp = base / r["per_step_ms"] if base else float("nan")
+        print(f"{r['variant']:<28} {r['per_step_ms']:9.2f} {r['total_s']:8.2f} {sp:8.2f} {r['peak_mem_gib']:9.2f} "
+              f"{r['rel_l2_vs_eager']:10.3e} {r['psnr_db']:8.1f}")
+
+
+def common_main(argv, spec):
+    """spec: module-like with NAME, CONFIG_SOURCE, build_model(args, device, dtype) ->
+    (model, weights_note), make_problem(args, model, device, dtype) -> problem, describe(problem)."""
+    args = spec.parser().parse_args(argv)
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
+        args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
+    quant = None if args.quantization == "none" else args.quantization
+
+    import ltx_kernels.integrations.diffusers as lkd
+
+    torch.manual_seed(args.seed)
+    model, weights_note = spec.build_model(args, device, dtype)
+    problem = spec.make_problem(args, model, device, dtype)
+    print(f"{spec.NAME}: {spec.CONFIG_SOURCE}; weights: {weights_note}")
+    print(f"{spec.NAME}: {spec.describe(problem, args)}; {args.steps} steps, CFG {args.guidance_scale} "
+          f"(batch x{2 if args.guidance_scale > 1 else 1}), {dtype}, {device}")
+
+    meta = dict(model=spec.NAME, config_source=spec.CONFIG_SOURCE, weights=weights_note,
+                shape=spec.describe(problem, args), steps=args.steps, batch_size=args.batch_size,
+                guidance_scale=args.guidance_scale, dtype=str(dtype), device=str(device),
+                gpu=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+                warmup_iterations=args.warmup_iterations, **_versions())
+
+    # the reference: eager, same weights, same seed (one untimed run)
+    ref = denoise(problem, model, args.steps, args.guidance_scale, device)
+
+    if not args.compare:
+        name = "optimized" if args.optimized else "eager"
+        if args.optimized:
+            lkd.optimize(model, quantization=quant)
+            if quant:
+                name += f"+{quant}"
+        if args.compile:
+            compile_blocks(model)
+            name += "+compile"
+        row, _ = run_variant(name, problem, model, args, device, ref)
+        res = dict(meta, **row)
+        print(f"{spec.NAME} {name}: {row['per_step_ms']:.2f} ms/step (median), total {row['total_s']:.2f} s, "
+              f"peak {row['peak_mem_gib']:.2f} GiB, final latents vs eager: rel L2 {row['rel_l2_vs_eager']:.3e}, "
+              f"PSNR {row['psnr_db']:.1f} dB")
+    else:
+        rows = []
+        # one set of weights throughout: optimize() swaps forwards only; quantization (last)
+        # replaces linears in place after every unquantized variant has run
+        plan = [("eager", False, None, False)]
+        if not args.no_compile_variants:
+            plan.append(("compile", False, None, True))
+        plan.append(("optimized", True, None, False))
+        if not args.no_compile_variants:
+            plan.append(("optimized+compile", True, None, True))
+        if quant:
+            plan.append((f"optimized+{quant}", True, quant, False))
+            if not args.no_compile_variants:
+                plan.append((f"optimized+{quant}+compile", True, quant, True))
+        for name, opt, q, comp in plan:
+            if opt:
+                lkd.optimize(model, quantization=q)
+            if comp:
+                torch._dynamo.reset()
+                compile_blocks(model)
+            try:
+                row, _ = run_variant(name, problem, model, args, device, ref)
+            except Exception as e:  # keep the table going (e.g. a format this GPU lacks)
+                print(f"{spec.NAME} {name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+                row = dict(variant=name, error=f"{type(e).__name__}: {e}"[:500], per_step_ms=float("nan"),
+                           total_s=float("nan"), warmup_s=float("nan"), peak_mem_gib=float("nan"),
+                           rel_l2_vs_eager=float("nan"), psnr_db=float("nan"))
+            if comp:
+                uncompile_blocks(model)
+            rows.append(row)
+            print(f"{spec.NAME} {name}: {row['per_step_ms']:.2f} ms/step, rel L2 {row['rel_l2_vs_eager']:.3e}",
+                  flush=True)
+        print()
+        _print_table(rows)
+        res = dict(meta, rows=rows)
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(res, f, indent=1, default=float)
+    return 0
+
+
+def load_or_random(cls, config: dict, args, device, dtype):
+    """(model, note): from_pretrained(args.checkpoint) offline when given, else random weights
+    initialised directly on the device (diffusers' default init)."""
+    if args.checkpoint:
+        m = cls.from_pretrained(args.checkpoint, torch_dtype=dtype, local_files_only=True)
+        return m.to(device).eval(), f"checkpoint {args.checkpoint}"
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)  # build the 19B LTX-2 directly in bf16, on the device
+    try:
+        with torch.device(device):
+            m = cls(**config)
+    finally:
+        torch.set_default_dtype(prev)
+    return m.to(dtype).eval(), "random weights (no checkpoint given; --checkpoint DIR reads one offline)"
+
+
+# ---- LTX-Video ------------------------------------------------------------------------------
+
+NAME = "ltx-video"
+CONFIG_SOURCE = ("LTX-Video 2B transformer: diffusers 0.42.1 LTXVideoTransformer3DModel defaults "
+                 "(= Lightricks/LTX-Video 0.9.x transformer/config.json: 28 layers, 32x64 heads, "
+                 "cross 2048, caption 4096)")
+REAL = dict(in_channels=128, out_channels=128, patch_size=1, patch_size_t=1, num_attention_heads=32,
+            attention_head_dim=64, cross_attention_dim=2048, num_layers=28, activation_fn="gelu-approximate",
+            qk_norm="rms_norm_across_heads", norm_elementwise_affine=False, norm_eps=1e-6, caption_channels=4096,
+            attention_bias=True, attention_out_bias=True)
+TINY = dict(REAL, in_channels=16, out_channels=16, num_attention_heads=2, attention_head_dim=16,
+            cross_attention_dim=32, num_layers=2, caption_channels=24)
+VAE_T, VAE_S = 8, 32  # LTX-Video VAE compression (temporal, spatial)
+FRAME_RATE = 25
+TEXT_TOKENS = 128  # LTXPipeline max_sequence_length
+
+
+def parser():
+    return base_parser(__doc__.splitlines()[0], "CPU-sized config (2 layers, 2x16 heads) for tests")
+
+
+def build_model(args, device, dtype):
+    from diffusers import LTXVideoTransformer3DModel
+
+    if args.tiny:
+        args.num_frames, args.height, args.width = min(args.num_frames, 17), min(args.height, 96), min(args.width, 128)
+    cfg = TINY if args.tiny else REAL
+    return load_or_random(LTXVideoTransformer3DModel, cfg, args, device, dtype)
+
+
+class LTXVideoProblem:
+    def __init__(self, args, model, device, dtype):
+        cfg = model.config
+        self.f = (args.num_frames - 1) // VAE_T + 1
+        self.h, self.w = args.height // VAE_S, args.width // VAE_S
+        self.tokens = self.f * self.h * self.w
+        b = args.batch_size
+        text = 16 if args.tiny else TEXT_TOKENS
+        g = torch.Generator(device="cpu").manual_seed(args.seed)
+        # latents [B, C, F, H, W] -> packed [B, F*H*W, C] (LTXPipeline._pack_latents, patch 1)
+        lat = torch.randn(b, cfg.in_channels, self.f, self.h, self.w, generator=g)
+        lat = lat.permute(0, 2, 3, 4, 1).reshape(b, self.tokens, cfg.in_channels)
+        self.latents0 = (lat.to(device),)
+        cond = torch.randn(b, text, cfg.caption_channels, generator=g) * 0.2
+        uncond = torch.randn(b, text, cfg.caption_channels, generator=g) * 0.2
+        mask = torch.zeros(b, text)
+        mask[:, : max(1, text * 3 // 8)] = 1  # a prompt of ~48 tokens, rest padding
+        umask = torch.zeros(b, text)
+        umask[:, :1] = 1
+        two = args.guidance_scale > 1
+        self.enc = (torch.cat([uncond, cond]) if two else cond).to(device, dtype)
+        self.mask = (torch.cat([umask, mask]) if two else mask).to(device, dtype)
+        self.dtype = dtype
+        self.rope_scale = (VAE_T / FRAME_RATE, VAE_S, VAE_S)
+
+    def velocity(self, model, lat, sigma, guidance):
+        x = lat[0].to(self.dtype)
+        if guidance > 1:
+            x = torch.cat([x, x])
+        t = torch.full((x.shape[0],), sigma * 1000.0, device=x.device)
+        v = model(hidden_states=x, encoder_hidden_states=self.enc, timestep=t, encoder_attention_mask=self.mask,
+                  num_frames=self.f, height=self.h, width=self.w, rope_interpolation_scale=self.rope_scale,
+                  return_dict=False)[0]
+        return (cfg_combine(v, guidance),)
+
+
+def make_problem(args, model, device, dtype):
+    return LTXVideoProblem(args, model, device, dtype)
+
+
+def describe(problem, args):
+    return (f"{args.num_frames}x{args.height}x{args.width} -> latent {problem.f}x{problem.h}x{problem.w} "
+            f"= {problem.tokens} tokens, batch {args.batch_size}")
+
+
+def spec_of(namespace: dict):
+    """The model-specific pieces of a script, for common_main."""
+    keys = ("NAME", "CONFIG_SOURCE", "parser", "build_model", "make_problem", "describe")
+    return types.SimpleNamespace(**{k: namespace[k] for k in keys})
+
+
+def main(argv=None):
+    return common_main(argv, spec_of(globals()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

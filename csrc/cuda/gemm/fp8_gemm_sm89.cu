@@ -1,0 +1,150 @@
+// sm_89+ mma.sync blockwise FP8 GEMM and its FP6-weight variant: host side (support checks, tile
+// and pipeline-depth choice, launch). Kernels: ltx_kernels/gemm/fp8_gemm_sm89.cuh. Compiled for
+// every target >= 8.9 (CMake: csrc/cuda/*/*_sm89.cu).
+//
+// Configurations (dynamic shared memory per CTA, 256 threads):
+//   fp8, BM=128, 3 stages: 3 * (16 + 16) KB = 96 KB      (fits Ada/sm_120's 99 KB opt-in)
+//   fp8, BM=64,  3 stages: 3 * (8 + 16) KB  = 72 KB
+//   fp6, BM=128, 3 stages: 3 * (16 + 12) KB + 16 KB = 100 KB  (Hopper / sm_100: 227 KB opt-in)
+//   fp6, BM=128, 2 stages: 2 * (16 + 12) KB + 16 KB = 72 KB   (Ada / sm_120)
+//   fp6, BM=64,  3 stages: 3 * (8 + 12) KB + 16 KB  = 76 KB
+// BM=64 is used when M <= 64 or when 128-row tiles would leave most SMs idle.
+#include "ltx_kernels/gemm/fp8_gemm.h"
+#include "ltx_kernels/gemm/fp8_gemm_sm89.cuh"
+
+#include <climits>
+
+namespace ltx {
+namespace gemm {
+namespace {
+
+using ltx_kernels::gemm_sm89::blockwise_gemm_kernel;
+using ltx_kernels::gemm_sm89::Config;
+using ltx_kernels::gemm_sm89::kBN;
+using ltx_kernels::gemm_sm89::kThreads;
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct DeviceInfo {
+  int sms = 0;
+  int smem_optin = 0;
+};
+
+cudaError_t device_info(DeviceInfo* info) {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  e = cudaDeviceGetAttribute(&info->sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e != cudaSuccess) return e;
+  return cudaDeviceGetAttribute(&info->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+}
+
+// Tile height: 64 when M is small, or when 128-row tiles fill less than half the SMs and 64-row
+// ones would fill more.
+int choose_bm(int64_t M, int64_t N, int sms) {
+  if (M <= 64) return 64;
+  const int64_t tiles128 = ceil_div(M, 128) * ceil_div(N, kBN);
+  return (2 * tiles128 < sms) ? 64 : 128;
+}
+
+template <int BM, int STAGES, bool FP6>
+cudaError_t launch(const Fp8BlockwiseGemmArgs& args, cudaStream_t stream) {
+  using Cfg = Config<BM, STAGES, FP6>;
+  auto kernel = blockwise_gemm_kernel<BM, STAGES, FP6>;
+  const int64_t tiles = ceil_div(args.M, BM) * ceil_div(args.N, kBN);
+  if (tiles > INT_MAX) return cudaErrorNotSupported;
+  cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM);
+  if (e != cudaSuccess) return e;
+  kernel<<<unsigned(tiles), kThreads, Cfg::SMEM, stream>>>(args);
+  return cudaGetLastError();
+}
+
+// Whether this binary holds an image of the kernel for the current device (false e.g. on an sm_100
+// device when only sm_89/sm_90a were built and no PTX can be JIT-compiled).
+template <int BM, int STAGES, bool FP6>
+bool has_image() {
+  cudaFuncAttributes attr;
+  const cudaError_t e = cudaFuncGetAttributes(&attr, blockwise_gemm_kernel<BM, STAGES, FP6>);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky; clear it so the caller's next check is clean
+    return false;
+  }
+  return true;
+}
+
+bool supported(const Fp8BlockwiseGemmArgs& a, int device_cc, bool fp6) {
+  if (device_cc < 89) return false;
+  if (a.M < 1 || a.N < 1 || a.K < 0 || a.K % 128 != 0) return false;
+  if (a.out != GemmOut::kBF16 && a.out != GemmOut::kFP16) return false;
+  if (a.a == nullptr || a.b == nullptr || a.d == nullptr) return false;
+  if (a.K > 0 && (a.a_scales == nullptr || a.b_scales == nullptr)) return false;
+  if (a.lda % 16 != 0 || a.ldb % 16 != 0 || !aligned16(a.a) || !aligned16(a.b)) return false;
+  if (a.lda < a.K || a.ldb < (fp6 ? a.K / 4 * 3 : a.K) || a.ldd < a.N) return false;
+  if (reinterpret_cast<uintptr_t>(a.d) % 2 != 0) return false;
+  if (ceil_div(a.M, 64) * ceil_div(a.N, kBN) > INT_MAX) return false;
+  DeviceInfo info;
+  if (device_info(&info) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  // The smallest configuration of the family must fit, and the image must exist.
+  if (fp6) {
+    if (info.smem_optin < Config<128, 2, true>::SMEM) return false;
+    return has_image<128, 2, true>();
+  }
+  if (info.smem_optin < Config<64, 3, false>::SMEM) return false;
+  return has_image<64, 3, false>();
+}
+
+}  // namespace
+
+bool fp8_blockwise_gemm_sm89_supported(const Fp8BlockwiseGemmArgs& args, int device_cc) {
+  return supported(args, device_cc, false);
+}
+
+cudaError_t fp8_blockwise_gemm_sm89(const Fp8BlockwiseGemmArgs& args, cudaStream_t stream) {
+  DeviceInfo info;
+  cudaError_t e = device_info(&info);
+  if (e != cudaSuccess) return e;
+  int major = 0, minor = 0, dev = 0;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+  if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != cudaSuccess)
+    return e;
+  if ((e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) != cudaSuccess)
+    return e;
+  if (!supported(args, major * 10 + minor, false)) return cudaErrorNotSupported;
+  if (choose_bm(args.M, args.N, info.sms) == 64) {
+    if (info.smem_optin < Config<64, 3, false>::SMEM) return cudaErrorNotSupported;
+    return launch<64, 3, false>(args, stream);
+  }
+  if (info.smem_optin < Config<128, 3, false>::SMEM) return launch<64, 3, false>(args, stream);
+  return launch<128, 3, false>(args, stream);
+}
+
+bool fp6_blockwise_gemm_sm89_supported(const Fp8BlockwiseGemmArgs& args, int device_cc) {
+  return supported(args, device_cc, true);
+}
+
+cudaError_t fp6_blockwise_gemm_sm89(const Fp8BlockwiseGemmArgs& args, cudaStream_t stream) {
+  DeviceInfo info;
+  cudaError_t e = device_info(&info);
+  if (e != cudaSuccess) return e;
+  int major = 0, minor = 0, dev = 0;
+  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+  if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != cudaSuccess)
+    return e;
+  if ((e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) != cudaSuccess)
+    return e;
+  if (!supported(args, major * 10 + minor, true)) return cudaErrorNotSupported;
+  if (choose_bm(args.M, args.N, info.sms) == 64 &&
+      info.smem_optin >= Config<64, 3, true>::SMEM)
+    return launch<64, 3, true>(args, stream);
+  if (info.smem_optin >= Config<128, 3, true>::SMEM) return launch<128, 3, true>(args, stream);
+  return launch<128, 2, true>(args, stream);
+}
+
+}  // namespace gemm
+}  // namespace ltx

@@ -1,0 +1,279 @@
+// Fused "op + FP8 per-token-group quantization" kernels (entry points: fused_fp8.h).
+//
+// ONE register-resident row kernel, fp8_rows, parameterised by an Op (the per-row math):
+//   Op::row(r)                  per-row pointers
+//   Op::load<V>(rc, off, ch)    read the chunk of V columns at `off` (a 16-byte access of each
+//                               row input; prologue outputs such as h_out are written here)
+//   Op::kNorm, sumsq, stat      optional row statistic (rstd) from the sum of squares
+//   Op::finish<V>(rc, off, ch, stat, y)   the op's fp32 result y (never rounded to T)
+// then the FP8 epilogue: thread `tid` owns chunks tid + k * tpr, so a group of `group` columns
+// is `lpg` = group / V consecutive lanes (tpr is a multiple of 32, lpg a power of two <= 32):
+// its amax is a warp_max over width lpg, every lane encodes its V values (the shared rule of
+// common/fp8_util.h with the integer encoder) and writes V code bytes (8 bytes for 16-bit T),
+// the group's first lane writes the scale.
+//
+// Bytes per row: the op's inputs read once (as the plain op), cols code bytes + 4 bytes per
+// group written (instead of cols * sizeof(T)); h_out of the gated residual written once.
+//
+// Reuse: the fused norms' prologue / row pointers / table loads (norm/fused_norm.cuh) and the
+// activation functions (activation/activation.cuh); the epilogue arithmetic repeats theirs
+// (same operations, same order) but stops before the rounding to T.
+#pragma once
+
+#include <algorithm>
+#include <type_traits>
+
+#include "ltx_kernels/activation/activation.cuh"
+#include "ltx_kernels/common/fp8_util.h"
+#include "ltx_kernels/common/reduce.cuh"
+#include "ltx_kernels/common/vec.cuh"
+#include "ltx_kernels/norm/fused_norm.cuh"
+#include "ltx_kernels/quant/fused_fp8.h"
+
+namespace ltx_kernels {
+namespace fused_fp8_detail {
+
+// ---- the ops ------------------------------------------------------------------------------
+
+// RMSNorm family through the fused-norm policy (P::kLayerNorm is false here).
+// RMS_DIV: rstd from s / cols (as the standalone rms_norm) instead of s * (1 / cols).
+template <class P, typename T, bool RMS_DIV>
+struct NormOp {
+  fused_norm_detail::Args<T> a;
+  static constexpr bool kNorm = true;
+  using RowCtx = fused_norm_detail::RowPtrs<T>;
+  template <int V>
+  using Chunk = Packed<T, V>;
+
+  __device__ __forceinline__ RowCtx row(int64_t r) const {
+    return fused_norm_detail::row_ptrs<P>(a, r);
+  }
+  template <int V>
+  __device__ __forceinline__ void load(const RowCtx& rc, int64_t off, Chunk<V>& v) const {
+    v = fused_norm_detail::prologue<P, T, V, true, true>(rc, off);
+  }
+  template <int V>
+  __device__ __forceinline__ float sumsq(const Chunk<V>& v) const {
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const float f = to_f32(v.v[j]);
+      s += f * f;
+    }
+    return s;
+  }
+  __device__ __forceinline__ float stat(float s) const {
+    return RMS_DIV ? rsqrtf(s / float(a.cols) + a.eps) : rsqrtf(s * a.inv_cols + a.eps);
+  }
+  template <int V>
+  __device__ __forceinline__ void finish(const RowCtx& rc, int64_t off, const Chunk<V>& v,
+                                         float rstd, float (&y)[V]) const {
+    Packed<T, V> wv, sc, sh;
+    if (a.weight != nullptr) wv = load_cached<T, V>(a.weight + off);
+    if constexpr (P::kModulate) {
+      sc = fused_norm_detail::load_table<T, V>(rc.scale, off);
+      sh = fused_norm_detail::load_table<T, V>(rc.shift, off);
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      float f = to_f32(v.v[j]) * rstd;
+      if (a.weight != nullptr) f *= to_f32(wv.v[j]);
+      if constexpr (P::kModulate) f = f * (1.f + to_f32(sc.v[j])) + to_f32(sh.v[j]);
+      y[j] = f;
+    }
+  }
+};
+
+template <class Act, typename T>
+struct ActAndMulOp {
+  const T* x;  // [rows, 2d]
+  int64_t x_stride;
+  int64_t d;
+  bool act_first;
+  static constexpr bool kNorm = false;
+  using RowCtx = const T*;
+  template <int V>
+  struct Chunk {
+    Packed<T, V> a, b;
+  };
+  __device__ __forceinline__ RowCtx row(int64_t r) const { return x + r * x_stride; }
+  template <int V>
+  __device__ __forceinline__ void load(const RowCtx& xr, int64_t off, Chunk<V>& c) const {
+    c.a = load_stream<T, V>(xr + off);
+    c.b = load_stream<T, V>(xr + d + off);
+  }
+  template <int V>
+  __device__ __forceinline__ float sumsq(const Chunk<V>&) const { return 0.f; }
+  __device__ __forceinline__ float stat(float) const { return 0.f; }
+  template <int V>
+  __device__ __forceinline__ void finish(const RowCtx&, int64_t, const Chunk<V>& c, float,
+                                         float (&y)[V]) const {
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const float fa = to_f32(c.a.v[j]), fb = to_f32(c.b.v[j]);
+      y[j] = act_first ? Act::f(fa) * fb : fa * Act::f(fb);
+    }
+  }
+};
+
+template <class Act, typename T>
+struct ActOp {
+  const T* x;
+  int64_t x_stride;
+  static constexpr bool kNorm = false;
+  using RowCtx = const T*;
+  template <int V>
+  using Chunk = Packed<T, V>;
+  __device__ __forceinline__ RowCtx row(int64_t r) const { return x + r * x_stride; }
+  template <int V>
+  __device__ __forceinline__ void load(const RowCtx& xr, int64_t off, Chunk<V>& c) const {
+    c = load_stream<T, V>(xr + off);
+  }
+  template <int V>
+  __device__ __forceinline__ float sumsq(const Chunk<V>&) const { return 0.f; }
+  __device__ __forceinline__ float stat(float) const { return 0.f; }
+  template <int V>
+  __device__ __forceinline__ void finish(const RowCtx&, int64_t, const Chunk<V>& c, float,
+                                         float (&y)[V]) const {
+#pragma unroll
+    for (int j = 0; j < V; ++j) y[j] = Act::f(to_f32(c.v[j]));
+  }
+};
+
+template <typename T>
+struct GatedAttentionOp {
+  const T* x;  // [rows, heads * head_dim]
+  int64_t x_stride;
+  const T* gate;  // [rows, heads]
+  int64_t gate_stride;
+  int head_dim;
+  static constexpr bool kNorm = false;
+  struct RowCtx {
+    const T* x;
+    const T* g;
+  };
+  template <int V>
+  using Chunk = Packed<T, V>;
+  __device__ __forceinline__ RowCtx row(int64_t r) const {
+    return {x + r * x_stride, gate + r * gate_stride};
+  }
+  template <int V>
+  __device__ __forceinline__ void load(const RowCtx& rc, int64_t off, Chunk<V>& c) const {
+    c = load_stream<T, V>(rc.x + off);
+  }
+  template <int V>
+  __device__ __forceinline__ float sumsq(const Chunk<V>&) const { return 0.f; }
+  __device__ __forceinline__ float stat(float) const { return 0.f; }
+  template <int V>
+  __device__ __forceinline__ void finish(const RowCtx& rc, int64_t off, const Chunk<V>& c, float,
+                                         float (&y)[V]) const {
+    int h = int(off / head_dim);
+    int next = (h + 1) * head_dim;  // first column of the next head
+    float g = act_detail::gate2(to_f32(rc.g[h]));
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      while (int(off) + j >= next) {  // a chunk may cross head boundaries (small head_dim)
+        ++h;
+        next += head_dim;
+        g = act_detail::gate2(to_f32(rc.g[h]));
+      }
+      y[j] = to_f32(c.v[j]) * g;
+    }
+  }
+};
+
+// ---- the kernel ---------------------------------------------------------------------------
+
+template <int V>
+__device__ __forceinline__ void store_codes(uint8_t* p, const Packed<uint8_t, V>& c) {
+  *reinterpret_cast<Packed<uint8_t, V>*>(p) = c;  // V bytes, V-aligned (q rows 16-byte aligned)
+}
+
+// Threads per row: 32 (WARP_ROWS, 4 rows per 128-thread block) or blockDim.x (one row per
+// block, a multiple of 32, <= 256). cols % V == 0, (cols / V) <= NV * tpr.
+template <class Op, typename T, int V, int NV, bool WARP_ROWS>
+__global__ void __launch_bounds__(WARP_ROWS ? 128 : 256)
+    fp8_rows(const Op op, const Fp8GroupOut o, int64_t rows, int cols, int lpg) {
+  __shared__ float smem[32];
+  const int tpr = WARP_ROWS ? 32 : blockDim.x;
+  const int tid = WARP_ROWS ? (threadIdx.x & 31) : threadIdx.x;
+  const int rows_per_block = WARP_ROWS ? (blockDim.x >> 5) : 1;
+  const int row_in_block = WARP_ROWS ? (threadIdx.x >> 5) : 0;
+  const int nvec = cols / V;
+
+  // Row loop: uniform over the block (!WARP_ROWS, block_sum's barriers) or the warp.
+  for (int64_t row = int64_t(blockIdx.x) * rows_per_block + row_in_block; row < rows;
+       row += int64_t(gridDim.x) * rows_per_block) {
+    const typename Op::RowCtx rc = op.row(row);
+    typename Op::template Chunk<V> ch[NV];  // (NV) this thread's share of the row
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int i = tid + k * tpr;
+      if (i < nvec) {
+        op.template load<V>(rc, int64_t(i) * V, ch[k]);
+        if constexpr (Op::kNorm) s += op.template sumsq<V>(ch[k]);
+      }
+    }
+    float st = 0.f;
+    if constexpr (Op::kNorm) st = op.stat(WARP_ROWS ? warp_sum(s) : block_sum(s, smem));
+    uint8_t* qrow = o.q + row * o.q_stride;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int i = tid + k * tpr;
+      const bool ok = i < nvec;  // a group is wholly in or out (nvec % lpg == 0, tpr % lpg == 0)
+      float y[V];
+      float m = 0.f;
+      if (ok) {
+        op.template finish<V>(rc, int64_t(i) * V, ch[k], st, y);
+#pragma unroll
+        for (int j = 0; j < V; ++j) m = fp8_absmax(m, y[j]);
+      }
+      m = warp_max(m, lpg);  // every lane of the warp takes part
+      const float sc = fp8_scale_from_amax<E4M3>(m);
+      if (ok) {
+        Packed<uint8_t, V> c;
+#pragma unroll
+        for (int j = 0; j < V; ++j) c.v[j] = fp8_quantize_value<E4M3, true>(y[j], sc);
+        store_codes<V>(qrow + int64_t(i) * V, c);
+        if ((i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i / lpg) * o.s_col] = sc;
+      }
+    }
+  }
+}
+
+constexpr int64_t kMaxGrid = int64_t(1) << 30;  // more rows are covered by the grid-stride loop
+
+// Launch shape by row width (as the plain norms' bandwidth-bound shapes): a warp per row for
+// rows of <= 128 vectors (4 per lane), a block of <= 256 threads per row otherwise (4 or 16
+// vectors per thread; some 16-vector kernels spill a little (ptxas -v), used only for rows of
+// more than 1024 vectors, i.e. > 8192 bf16 columns).
+template <class Op, typename T>
+cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t cols,
+                   cudaStream_t stream) {
+  constexpr int V = kVec16<T>;
+  const int nvec = int(cols / V);
+  const int lpg = int(o.group / V);
+  auto warp_rows = [&](auto nv) {
+    const int64_t grid = std::min<int64_t>((rows + 3) / 4, kMaxGrid);
+    fp8_rows<Op, T, V, decltype(nv)::value, true>
+        <<<unsigned(grid), 128, 0, stream>>>(op, o, rows, int(cols), lpg);
+  };
+  auto block_rows = [&](auto nv) {
+    constexpr int NV = decltype(nv)::value;
+    const unsigned threads = unsigned(((nvec + NV - 1) / NV + 31) / 32 * 32);
+    const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
+    fp8_rows<Op, T, V, NV, false><<<grid, threads, 0, stream>>>(op, o, rows, int(cols), lpg);
+  };
+  // Three shapes only (each op x dtype instantiates all of them; ptxas time is per shape).
+  using I4 = std::integral_constant<int, 4>;
+  using I16 = std::integral_constant<int, 16>;
+  if (nvec <= 128) warp_rows(I4{});
+  else if (nvec <= 256 * 4) block_rows(I4{});
+  else if (nvec <= 256 * 16) block_rows(I16{});
+  else return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+}  // namespace fused_fp8_detail
+}  // namespace ltx_kernels

@@ -1,0 +1,433 @@
+"""ltx_kernels.integrations.diffusers.optimize on tiny LTX-Video and LTX-2 transformers.
+
+The oracle is the untouched diffusers model itself (a deep copy with the same random weights),
+run on the same inputs: the optimized copy must give the same output (fp32: the fused kernels
+compute in fp32 like eager; the only differences are summation order and one rounding where
+eager rounds an intermediate, ~1e-6 relative). Every integration path is reached by some config:
+RMSNorm with and without weight, per-sample and per-token AdaLN tables, interleaved and split
+RoPE, gated attention, LTX-2.3's prompt modulation, the a2v/v2a switches, masks, FP8.
+"""
+
+import copy
+import importlib.util
+import logging
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+import ltx_kernels  # noqa: F401
+
+from conftest import ALL_DEVICES, needs_cuda
+
+diffusers = pytest.importorskip("diffusers")
+lkd = pytest.importorskip("ltx_kernels.integrations.diffusers")
+
+from diffusers import LTX2VideoTransformer3DModel, LTXVideoTransformer3DModel  # noqa: E402
+
+B, F_, H_, W_ = 2, 3, 4, 5  # latent grid: 60 video tokens
+S = F_ * H_ * W_
+L = 7  # prompt tokens
+SA = 6  # audio tokens
+
+
+def rel_err(a, b):
+    return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()
+
+
+def calc_diff(a, b):  # DeepGEMM's: 1 - cos-like similarity, 0 for equal tensors
+    a, b = a.double(), b.double()
+    return (1 - 2 * (a * b).sum() / (a * a + b * b).sum()).item()
+
+
+def tol(dtype):
+    # fp32: summation order + the fused RoPE/AdaLN not rounding intermediates (eager rounds
+    # norm output before RoPE, and y * gate before the add): a few fp32 ulps per op, through
+    # two blocks with attention softmax; measured ~1e-7 relative L2, bound 1e-5.
+    # bf16 (CUDA): eager rounds each intermediate to bf16 (2^-9 relative each), the fused ops
+    # do not: ~5e-3 relative L2 observed for LTX-style blocks, bound 3e-2.
+    return 1e-5 if dtype == torch.float32 else 3e-2
+
+
+# ---- tiny models and realistic inputs ------------------------------------------------------
+
+
+def ltx_video(affine=False, activation_fn="gelu-approximate", heads=2, head_dim=16):
+    torch.manual_seed(1234)
+    m = LTXVideoTransformer3DModel(
+        in_channels=8, out_channels=8, patch_size=1, patch_size_t=1, num_attention_heads=heads,
+        attention_head_dim=head_dim, cross_attention_dim=heads * head_dim, num_layers=2,
+        caption_channels=16, norm_elementwise_affine=affine, activation_fn=activation_fn,
+    ).eval()
+    _randomize(m)
+    return m
+
+
+def ltx2(rope_type="split", gated=False, cross_mod=False, affine=False, heads=2, head_dim=16, a_heads=2, a_dim=8,
+         perturbed=False):
+    torch.manual_seed(4321)
+    m = LTX2VideoTransformer3DModel(
+        in_channels=8, out_channels=8, num_attention_heads=heads, attention_head_dim=head_dim,
+        cross_attention_dim=heads * head_dim, audio_in_channels=4, audio_out_channels=4,
+        audio_num_attention_heads=a_heads, audio_attention_head_dim=a_dim, audio_cross_attention_dim=a_heads * a_dim,
+        num_layers=2, caption_channels=16, rope_type=rope_type, gated_attn=gated, audio_gated_attn=gated,
+        cross_attn_mod=cross_mod, audio_cross_attn_mod=cross_mod, norm_elementwise_affine=affine,
+        perturbed_attn=perturbed,
+    ).eval()
+    _randomize(m)
+    return m
+
+
+def _randomize(m):
+    """Non-trivial weights everywhere (norm weights, gate logits, tables), scaled so
+    activations stay O(1) through the blocks."""
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            parts = name.split(".")
+            if len(parts) >= 2 and "norm" in parts[-2]:  # RMSNorm weights around 1
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+            elif p.dim() >= 2 and "scale_shift_table" not in name:
+                p.normal_(0, 1 / math.sqrt(p.shape[-1]))
+            else:
+                p.normal_(0, 0.3)
+
+
+def video_inputs(device, dtype, per_token=False, mask=True):
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(B, 8, F_, H_, W_, generator=g)  # latents [B, C, F, H, W]
+    x = x.permute(0, 2, 3, 4, 1).reshape(B, S, 8)  # diffusers' _pack_latents with patch 1
+    t = (torch.rand(B, S, generator=g) if per_token else torch.rand(B, generator=g)) * 1000
+    enc = torch.randn(B, L, 16, generator=g)
+    m = torch.ones(B, L)
+    m[1, 5:] = 0  # padded prompt in the second sample
+    return dict(hidden_states=x.to(device, dtype), encoder_hidden_states=enc.to(device, dtype),
+                timestep=t.to(device), encoder_attention_mask=(m.to(device) if mask else None),
+                num_frames=F_, height=H_, width=W_, rope_interpolation_scale=(8 / 25, 32, 32),
+                return_dict=False)
+
+
+def ltx2_inputs(device, dtype, per_token=False, cross_mod=False):
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(B, 8, F_, H_, W_, generator=g).permute(0, 2, 3, 4, 1).reshape(B, S, 8)
+    a = torch.randn(B, SA, 4, generator=g)
+    t = torch.rand(B, generator=g) * 1000
+    kw = dict(
+        hidden_states=x.to(device, dtype), audio_hidden_states=a.to(device, dtype),
+        encoder_hidden_states=torch.randn(B, L, 16, generator=g).to(device, dtype),
+        audio_encoder_hidden_states=torch.randn(B, L, 16, generator=g).to(device, dtype),
+        timestep=(t[:, None].expand(B, S).clone() if per_token else t).to(device),
+        audio_timestep=(t[:, None].expand(B, SA).clone() if per_token else t).to(device),
+        num_frames=F_, height=H_, width=W_, audio_num_frames=SA, fps=24.0, return_dict=False,
+    )
+    if per_token:  # first latent frame conditioned (timestep 0), like image-to-video
+        kw["timestep"][:, : H_ * W_] = 0
+    m = torch.ones(B, L, device=device)
+    m[0, 4:] = 0
+    kw["encoder_attention_mask"] = m
+    kw["audio_encoder_attention_mask"] = m
+    if cross_mod:
+        kw["sigma"] = (t / 1000).to(device)
+    return kw
+
+
+def run(model, kw):
+    with torch.no_grad():
+        out = model(**kw)
+    return out
+
+
+def optimized_copy(model, **kw):
+    o = copy.deepcopy(model)
+    r = lkd.optimize(o, **kw)
+    assert r is o
+    return o
+
+
+def _prep(model, device, dtype):
+    needs_cuda(device)
+    return model.to(device=device, dtype=dtype)
+
+
+DEV_DTYPE = [("cpu", torch.float32), pytest.param("cuda", torch.bfloat16, marks=ALL_DEVICES[1].marks),
+             pytest.param("cuda", torch.float32, marks=ALL_DEVICES[1].marks)]
+
+
+# ---- LTX-Video ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device,dtype", DEV_DTYPE)
+@pytest.mark.parametrize("affine", [False, True], ids=["norm-no-weight", "norm-weight"])
+@pytest.mark.parametrize("per_token", [False, True], ids=["adaln-per-sample", "adaln-per-token"])
+def test_ltx_video_matches_eager(device, dtype, affine, per_token):
+    m = _prep(ltx_video(affine=affine), device, dtype)
+    kw = video_inputs(device, dtype, per_token=per_token)
+    o = optimized_copy(m)
+    assert all(getattr(b, "_ltx_kernels_patched", False) for b in o.transformer_blocks)
+    assert all(type(b.attn1.processor).__name__ == "LTXVideoFusedAttnProcessor" for b in o.transformer_blocks)
+    assert all(getattr(b.ff, "_ltx_kernels_patched", False) for b in o.transformer_blocks)
+    want, got = run(m, kw)[0], run(o, kw)[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert rel_err(got, want) < tol(dtype), rel_err(got, want)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_ltx_video_qk_norm_without_weight_and_no_mask(device):
+    dtype = torch.float32
+    m = _prep(ltx_video(), device, dtype)
+    for b in m.transformer_blocks:
+        for attn in (b.attn1, b.attn2):
+            attn.norm_q = torch.nn.RMSNorm(attn.inner_dim, eps=1e-5, elementwise_affine=False).to(device)
+            attn.norm_k = torch.nn.RMSNorm(attn.inner_kv_dim, eps=None, elementwise_affine=False).to(device)
+    kw = video_inputs(device, dtype, mask=False)
+    o = optimized_copy(m)
+    assert type(o.transformer_blocks[0].attn1.processor).__name__ == "LTXVideoFusedAttnProcessor"
+    assert rel_err(run(o, kw)[0], run(m, kw)[0]) < tol(dtype)
+
+
+def test_ltx_video_pipeline_like_object_and_twice():
+    m = ltx_video()
+    kw = video_inputs("cpu", torch.float32)
+    want = run(m, kw)[0]
+
+    class Pipe:  # anything with .transformer, as a DiffusionPipeline
+        pass
+
+    pipe = Pipe()
+    pipe.transformer = copy.deepcopy(m)
+    params_before = {n: (p.data_ptr(), p.device, p.dtype) for n, p in pipe.transformer.named_parameters()}
+    assert lkd.optimize(pipe) is pipe
+    once = run(pipe.transformer, kw)[0]
+    fwd = pipe.transformer.transformer_blocks[0].forward
+    proc = pipe.transformer.transformer_blocks[0].attn1.processor
+    lkd.optimize(pipe)  # second application: no double wrapping, same result
+    assert pipe.transformer.transformer_blocks[0].forward == fwd
+    assert pipe.transformer.transformer_blocks[0].attn1.processor is proc
+    twice = run(pipe.transformer, kw)[0]
+    torch.testing.assert_close(twice, once, rtol=0, atol=0)
+    assert rel_err(once, want) < 1e-5
+    # no parameter was added, moved, cast or replaced (safe before enable_model_cpu_offload)
+    params_after = {n: (p.data_ptr(), p.device, p.dtype) for n, p in pipe.transformer.named_parameters()}
+    assert params_after == params_before
+    assert set(pipe.transformer.state_dict()) == set(m.state_dict())
+
+
+def test_unsupported_modules_are_left_untouched_and_logged(caplog):
+    m = ltx_video(activation_fn="gelu")  # exact GELU feed-forward: not ours
+    kw = video_inputs("cpu", torch.float32)
+
+    class MyProcessor:  # an attention processor we do not know
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __call__(self, attn, hidden_states, encoder_hidden_states=None, attention_mask=None,
+                     image_rotary_emb=None):
+            return self.inner(attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb)
+
+    custom = MyProcessor(m.transformer_blocks[1].attn2.processor)
+    m.transformer_blocks[1].attn2.set_processor(custom)
+    want = run(m, kw)[0]
+    o = copy.deepcopy(m)
+    ff_forward = o.transformer_blocks[0].ff.forward
+    with caplog.at_level(logging.INFO, logger="ltx_kernels"):
+        lkd.optimize(o)
+    text = caplog.text
+    assert "feed-forward activation is not GELU(tanh), left as is" in text
+    assert "attention processor MyProcessor not recognised, left as is" in text
+    assert type(o.transformer_blocks[1].attn2.processor).__name__ == "MyProcessor"
+    assert o.transformer_blocks[0].ff.forward == ff_forward
+    assert not getattr(o.transformer_blocks[0].ff, "_ltx_kernels_patched", False)
+    assert type(o.transformer_blocks[1].attn1.processor).__name__ == "LTXVideoFusedAttnProcessor"
+    assert rel_err(run(o, kw)[0], want) < 1e-5
+
+    caplog.clear()
+    net = torch.nn.Linear(4, 4)
+    with caplog.at_level(logging.INFO, logger="ltx_kernels"):
+        assert lkd.optimize(net) is net
+    assert "left as is" in caplog.text
+
+
+def test_bad_quantization_argument():
+    with pytest.raises(ValueError, match=r"^ltx_kernels\.integrations\.diffusers\.optimize: quantization must be"):
+        lkd.optimize(ltx_video(), quantization="int4")
+
+
+# ---- LTX-2 ------------------------------------------------------------------------------------
+
+
+LTX2_CASES = [
+    pytest.param(dict(rope_type="split"), id="split"),
+    pytest.param(dict(rope_type="interleaved"), id="interleaved"),
+    pytest.param(dict(rope_type="split", gated=True), id="split-gated"),
+    pytest.param(dict(rope_type="split", gated=True, cross_mod=True, affine=True), id="split-gated-crossmod-affine"),
+    pytest.param(dict(rope_type="interleaved", gated=True, a_heads=4, a_dim=4), id="interleaved-gated-audio4x4"),
+]
+
+
+@pytest.mark.parametrize("device,dtype", DEV_DTYPE)
+@pytest.mark.parametrize("cfg", LTX2_CASES)
+@pytest.mark.parametrize("per_token", [False, True], ids=["adaln-per-sample", "adaln-per-token"])
+def test_ltx2_matches_eager(device, dtype, cfg, per_token):
+    m = _prep(ltx2(**cfg), device, dtype)
+    kw = ltx2_inputs(device, dtype, per_token=per_token, cross_mod=cfg.get("cross_mod", False))
+    o = optimized_copy(m)
+    blk = o.transformer_blocks[0]
+    assert getattr(blk, "_ltx_kernels_patched", False)
+    for name in ("attn1", "attn2", "audio_attn1", "audio_attn2", "audio_to_video_attn", "video_to_audio_attn"):
+        assert type(getattr(blk, name).processor).__name__ == "LTX2FusedAttnProcessor", name
+    want, got = run(m, kw), run(o, kw)
+    for w, g in zip(want, got):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        assert rel_err(g, w) < tol(dtype), rel_err(g, w)
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_ltx2_modality_switches_and_stg(isolate):
+    # isolate_modalities skips a2v/v2a; STG blocks use diffusers' perturbed processor, which
+    # we leave in place (the fused block forward must still pass its arguments through)
+    m = ltx2(rope_type="split", gated=True, perturbed=True)
+    kw = ltx2_inputs("cpu", torch.float32)
+    kw.update(isolate_modalities=isolate, spatio_temporal_guidance_blocks=[1],
+              perturbation_mask=torch.tensor([1.0, 0.0]))
+    o = optimized_copy(m)
+    assert type(o.transformer_blocks[0].attn1.processor).__name__ == "LTX2PerturbedAttnProcessor"
+    for w, g in zip(run(m, kw), run(o, kw)):
+        assert rel_err(g, w) < 1e-5
+
+
+def test_ltx2_single_cross_modal_direction():
+    m = ltx2(rope_type="split", gated=True)
+    o = optimized_copy(m)
+    kw = ltx2_inputs("cpu", torch.float32)
+    blk_m, blk_o = m.transformer_blocks[0], o.transformer_blocks[0]
+    # call the blocks directly with one of a2v / v2a switched off
+    C, CA = 32, 16
+    g = torch.Generator().manual_seed(3)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g)
+
+    args = dict(
+        hidden_states=r(B, S, C), audio_hidden_states=r(B, SA, CA), encoder_hidden_states=r(B, L, C),
+        audio_encoder_hidden_states=r(B, L, CA), temb=r(B, 1, 6 * C), temb_audio=r(B, 1, 6 * CA),
+        temb_ca_scale_shift=r(B, 1, 4 * C), temb_ca_audio_scale_shift=r(B, 1, 4 * CA),
+        temb_ca_gate=r(B, 1, C), temb_ca_audio_gate=r(B, 1, CA),
+    )
+    with torch.no_grad():
+        vr = o.rope(o.rope.prepare_video_coords(B, F_, H_, W_, "cpu"))
+        ar = o.audio_rope(o.audio_rope.prepare_audio_coords(B, SA, "cpu"))
+    for a2v, v2a in [(True, False), (False, True)]:
+        kwb = dict(args, video_rotary_emb=vr, audio_rotary_emb=ar, use_a2v_cross_attention=a2v,
+                   use_v2a_cross_attention=v2a)
+        with torch.no_grad():
+            want, got = blk_m(**kwb), blk_o(**kwb)
+        for w, gg in zip(want, got):
+            assert rel_err(gg, w) < 1e-5
+    del kw
+
+
+# ---- torch.compile --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_compile_fullgraph_optimized_block(device):
+    needs_cuda(device)
+    torch._dynamo.reset()
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    m = ltx_video().to(device, dtype)
+    o = optimized_copy(m)
+    blk = o.transformer_blocks[0]
+    C = 32
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(B, S, C, generator=g).to(device, dtype)
+    enc = torch.randn(B, L, C, generator=g).to(device, dtype)
+    temb = torch.randn(B, 1, 6 * C, generator=g).to(device, dtype)
+    cos, sin = o.rope(x, F_, H_, W_, (8 / 25, 32, 32))
+    mask = torch.zeros(B, 1, L, device=device, dtype=dtype)
+    mask[1, :, 5:] = -10000.0
+    args = (x, enc, temb, (cos, sin), mask)
+    with torch.no_grad():
+        want = m.transformer_blocks[0](*args)
+        eager = blk(*args)
+        # CPU: aot_eager traces the whole block (fake impls, functionalized out= ops) without
+        # the minutes a C++ inductor build takes on a small CI box; CUDA: inductor
+        backend = "aot_eager" if device == "cpu" else "inductor"
+        compiled = torch.compile(blk, fullgraph=True, backend=backend)
+        got = compiled(*args)
+    torch.testing.assert_close(got, eager, rtol=1e-5 if dtype == torch.float32 else 2e-2, atol=1e-5 if dtype == torch.float32 else 2e-2)
+    assert rel_err(got, want) < tol(dtype)
+
+
+# ---- FP8 ------------------------------------------------------------------------------------
+
+
+def _quantization_or_skip():
+    try:
+        from ltx_kernels import quantization  # noqa: F401
+    except ImportError:
+        pytest.skip("ltx_kernels.quantization is not in this build (quantization='fp8' cannot be tested)")
+    return quantization
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+@pytest.mark.parametrize("model", ["ltx_video", "ltx2"])
+def test_fp8_quantization_close(device, model):
+    needs_cuda(device)
+    _quantization_or_skip()
+    dtype = torch.bfloat16
+    if model == "ltx_video":  # hidden 128 = one FP8 group of 128
+        m = ltx_video(heads=2, head_dim=64).to(device, dtype)
+        kw = video_inputs(device, dtype)
+        kw["encoder_hidden_states"] = kw["encoder_hidden_states"]
+    else:
+        m = ltx2(rope_type="split", gated=True, heads=2, head_dim=64, a_heads=2, a_dim=64).to(device, dtype)
+        kw = ltx2_inputs(device, dtype)
+    want = run(m, kw)
+    o = optimized_copy(m, quantization="fp8")
+    got = run(o, kw)
+    for w, g in zip(want, got):
+        # FP8 E4M3 with 128-wide block scales: each linear's calc_diff is ~1e-3 (3 mantissa
+        # bits, errors uncorrelated across K); two blocks of ~6 quantized linears stay < 2e-2
+        assert calc_diff(g, w) < 2e-2, calc_diff(g, w)
+    if lkd._FP8_OUT and model == "ltx_video":  # norm1 + AdaLN emits (q, scales) for to_q/k/v
+        assert o.transformer_blocks[0].attn1.processor.accepts_prequant
+    n_fp8 = sum(type(mod).__name__ == "FP8BlockwiseLinear" for mod in o.modules())
+    assert n_fp8 > 0
+    # policy: gate logits, patchify, caption projection and proj_out stay nn.Linear
+    for name, mod in o.named_modules():
+        if name.endswith(("to_gate_logits", "proj_out")) or name in ("proj_in", "audio_proj_in") \
+                or "caption_projection" in name:
+            assert type(mod).__name__ != "FP8BlockwiseLinear", name
+    lkd.optimize(o, quantization="fp8")  # twice: no re-quantization
+    assert sum(type(mod).__name__ == "FP8BlockwiseLinear" for mod in o.modules()) == n_fp8
+
+
+# ---- end-to-end benchmark scripts (tiny, CPU) ------------------------------------------------
+
+
+def _load_bench(name):
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("script", ["e2e_ltx_video", "e2e_ltx2"])
+def test_e2e_tiny_smoke(script, tmp_path, capsys):
+    import json
+
+    mod = _load_bench(script)
+    out = tmp_path / "r.json"
+    rc = mod.main(["--tiny", "--steps", "2", "--warmup-iterations", "1", "--out", str(out)])
+    assert rc in (None, 0)
+    res = json.loads(out.read_text())
+    assert res["steps"] == 2 and res["per_step_ms"] > 0 and math.isfinite(res["rel_l2_vs_eager"])
+    assert res["rel_l2_vs_eager"] < 1e-4  # tiny config in fp32 on CPU: optimized == eager
+    assert "random weights" in capsys.readouterr().out
+
+    out2 = tmp_path / "c.json"
+    mod.main(["--tiny", "--steps", "2", "--warmup-iterations", "0", "--compare", "--no-compile-variants",
+              "--out", str(out2)])
+    rows = json.loads(out2.read_text())["rows"]
+    assert {r["variant"] for r in rows} >= {"eager", "optimized"}

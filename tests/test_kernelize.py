@@ -1,0 +1,237 @@
+"""`layers/` through kernels' kernelize: the layer classes follow the Hub layer rules and compute
+what the modules they replace compute; a tiny transformers Llama kernelized with
+LocalLayerRepository (pointing at this built package's variant folder) has its RMSNorm and SiLU
+forwards replaced by ours and gives the same logits.
+
+kernels 0.17.2 supports "cpu" mappings (kernels.layer.repos._CPURepos), so the kernelize tests
+run on CPU here and on CUDA where there is a GPU. transformers 5.17 decorates LlamaRMSNorm with
+the hub name "RMSNorm" and SiLUActivation with "SiLU"; LlamaMLP itself is not hub-decorated
+(there is no "SiluAndMul" module in it to replace), so SiluAndMul is tested as a layer only.
+"""
+
+import copy
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import ltx_kernels as lk
+from ltx_kernels import layers
+
+from conftest import ALL_DEVICES, DTYPES, TOL, needs_cuda
+
+PKG = Path(lk.__file__).resolve().parent  # the variant folder holding layers/ (build/<variant>/)
+VOCAB = 100
+
+
+def _fast_gelu(x):  # transformers FastGELUActivation
+    return 0.5 * x * (1.0 + torch.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))
+
+
+def _new_gelu(x):  # transformers NewGELUActivation
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def _halves(x):
+    d = x.shape[-1] // 2
+    return x[..., :d], x[..., d:]
+
+
+# name -> (attributes of the replaced module, fp32 oracle)
+LAYER_CASES = {
+    "SiluAndMul": ({}, lambda x: F.silu(_halves(x)[0]) * _halves(x)[1]),
+    "MulAndSilu": ({}, lambda x: _halves(x)[0] * F.silu(_halves(x)[1])),
+    "GeluAndMul": ({}, lambda x: F.gelu(_halves(x)[0]) * _halves(x)[1]),
+    "GeluAndMul-tanh": ({"approximate": "tanh"}, lambda x: F.gelu(_halves(x)[0], approximate="tanh") * _halves(x)[1]),
+    "GeluTanhAndMul": ({}, lambda x: F.gelu(_halves(x)[0], approximate="tanh") * _halves(x)[1]),
+    "Silu": ({}, F.silu),
+    "SiLU": ({}, F.silu),
+    "Gelu": ({}, F.gelu),
+    "GeLU": ({}, F.gelu),
+    "Gelu-tanh": ({"approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh")),
+    "GeluTanh": ({}, lambda x: F.gelu(x, approximate="tanh")),
+    "FastGELU": ({}, _fast_gelu),
+    "NewGELU": ({}, _new_gelu),
+}
+
+
+def test_layers_follow_hub_rules():
+    assert set(layers.__all__) >= {"RMSNorm", "SiluAndMul", "GeluAndMul", "GeluTanhAndMul", "GeluTanh", "Gelu", "Silu"}
+    module_members = {n for n in dir(torch.nn.Module)}
+    for name in layers.__all__:
+        cls = getattr(layers, name)
+        assert issubclass(cls, torch.nn.Module), name
+        assert cls.__init__ is torch.nn.Module.__init__, name
+        assert {n for n in dir(cls)} - module_members <= {"can_torch_compile", "has_backward"}, name
+        assert cls.can_torch_compile is True and cls.has_backward is False, name
+        assert list(__import__("inspect").signature(cls.forward).parameters)[0] == "self"
+        assert len(__import__("inspect").signature(cls.forward).parameters) == 2, name
+
+
+def test_layers_pass_kernels_validation():
+    kernels_layer = pytest.importorskip("kernels.layer.layer")
+    validate = getattr(kernels_layer, "_validate_layer", None)
+    if validate is None:
+        pytest.skip("kernels has no _validate_layer")
+    checks = {"RMSNorm": torch.nn.RMSNorm, "Silu": torch.nn.SiLU, "Gelu": torch.nn.GELU}
+    for name in layers.__all__:
+        validate(check_cls=checks.get(name, torch.nn.SiLU), cls=getattr(layers, name), repo=name)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", list(LAYER_CASES))
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_activation_layers(device, case, dtype):
+    needs_cuda(device)
+    name = case.split("-")[0]
+    attrs, oracle = LAYER_CASES[case]
+    mod = getattr(layers, name)()
+    for k, v in attrs.items():
+        setattr(mod, k, v)
+    x = torch.randn(3, 7, 2 * 37, device=device).to(dtype) * 3
+    got = mod(x)
+    want = oracle(x.float()).to(dtype)
+    assert got.dtype == dtype and got.shape == want.shape
+    # For a < 0, 1 + erf(a / sqrt(2)) (or 1 + tanh(.)) cancels: its one-ulp-of-1 error (2^-23 in
+    # fp32, in the kernel and in the oracle alike) is scaled by 0.5 |a| (|b|), hence the floor.
+    xf = x.float()
+    mag = (_halves(xf)[0] * _halves(xf)[1]).abs().max() if "AndMul" in name or "MulAnd" in name else xf.abs().max()
+    tol = dict(TOL[dtype])
+    tol["atol"] = max(tol["atol"], 2.0**-22 * mag.item())
+    torch.testing.assert_close(got, want, **tol)
+    empty = x[:0]
+    assert mod(empty).shape == want[:0].shape
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_rmsnorm_layer_weight_dtype_promotes_like_transformers(device):
+    needs_cuda(device)
+    mod = torch.nn.Module()
+    mod.weight = torch.nn.Parameter(torch.randn(64, device=device))  # fp32 weight
+    mod.variance_epsilon = 1e-5
+    x = torch.randn(4, 64, device=device).to(torch.bfloat16)
+    xf = x.float()
+    normed = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(torch.bfloat16)
+    want = mod.weight * normed  # transformers LlamaRMSNorm: fp32 result
+    got = layers.RMSNorm.forward(mod, x)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# kernelize a tiny transformers Llama
+
+
+def _tiny_llama(device, dtype):
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        rms_norm_eps=1e-5,
+        hidden_act="silu",
+    )
+    torch.manual_seed(4321)
+    model = transformers.LlamaForCausalLM(cfg)
+    with torch.no_grad():
+        for m in model.modules():
+            if type(m).__name__.endswith("RMSNorm"):
+                m.weight.normal_(1.0, 0.3)
+    return model.to(device=device, dtype=dtype).eval()
+
+
+def _hub_decorate(kernels):
+    """transformers 5.17 decorates these classes itself when its `kernels` version window
+    matches the installed one; otherwise do what it does, with kernels' own decorator."""
+    from transformers import activations
+    from transformers.models.llama import modeling_llama
+
+    for cls, name in [(modeling_llama.LlamaRMSNorm, "RMSNorm"), (activations.SiLUActivation, "SiLU")]:
+        if getattr(cls, "kernel_layer_name", None) is None:
+            kernels.use_kernel_forward_from_hub(name)(cls)
+        assert cls.kernel_layer_name == name
+
+
+def _forward_is_our_layer(module, layer_name):
+    fn = getattr(module.__dict__.get("forward"), "__func__", None)
+    return (
+        fn is not None
+        and fn is not type(module).forward
+        and fn.__qualname__ == f"{layer_name}.forward"
+        and fn.__module__.rsplit(".", 1)[-1] == "layers"
+    )
+
+
+@pytest.mark.parametrize("compile_mode", [False, True], ids=["inference", "inference+compile"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_kernelize_tiny_llama_local_repo(device, dtype, compile_mode):
+    needs_cuda(device)
+    kernels = pytest.importorskip("kernels")
+    if not (PKG / "metadata.json").exists():
+        pytest.skip("ltx_kernels not loaded from a built variant folder (build/<variant>/)")
+    model = _tiny_llama(device, torch.float32)
+    ids = torch.randint(0, VOCAB, (2, 11), device=device)
+    with torch.no_grad():
+        ref_fp32 = model(ids).logits
+    model = model.to(dtype)
+    with torch.no_grad():
+        ref = model(ids).logits
+    _hub_decorate(kernels)
+    mode = kernels.Mode.INFERENCE | kernels.Mode.TORCH_COMPILE if compile_mode else kernels.Mode.INFERENCE
+    mapping = {
+        hub_name: {device: {mode: kernels.LocalLayerRepository(repo_path=PKG, layer_name=layer)}}
+        for hub_name, layer in [("RMSNorm", "RMSNorm"), ("SiLU", "SiLU")]
+    }
+    with kernels.use_kernel_mapping(mapping, inherit_mapping=False):
+        model = kernels.kernelize(model, mode=mode, device=device)
+    norms = [m for m in model.modules() if type(m).__name__ == "LlamaRMSNorm"]
+    acts = [m for m in model.modules() if type(m).__name__ == "SiLUActivation"]
+    assert len(norms) == 5 and len(acts) == 2
+    assert all(_forward_is_our_layer(m, "RMSNorm") for m in norms)
+    assert all(_forward_is_our_layer(m, "Silu") for m in acts)  # SiLU is an alias of Silu
+    run = model
+    if compile_mode:
+        torch._dynamo.reset()
+        run = torch.compile(model, fullgraph=False, backend="aot_eager" if device == "cpu" else "inductor")
+    with torch.no_grad():
+        got = run(ids).logits
+    assert got.dtype == dtype
+    if dtype == torch.float32:
+        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    else:
+        # bf16: the original rounds twice (normed row, then * weight), ours once; judge both
+        # against the fp32 model (see test_integrations_transformers.py's docstring).
+        scale = ref_fp32.abs().max().item()
+        err_orig = (ref.float() - ref_fp32).abs().max().item()
+        err_ours = (got.float() - ref_fp32).abs().max().item()
+        assert err_ours <= 1.5 * err_orig + 2.0**-8 * scale, (err_ours, err_orig)
+
+
+def test_kernelize_with_optimize_afterwards():
+    """kernelize (RMSNorm) then integrations.transformers.optimize (residual + MLP fusion):
+    the two compose; logits unchanged."""
+    kernels = pytest.importorskip("kernels")
+    if not (PKG / "metadata.json").exists():
+        pytest.skip("ltx_kernels not loaded from a built variant folder (build/<variant>/)")
+    from ltx_kernels.integrations import transformers as lk_tf
+
+    model = _tiny_llama("cpu", torch.float32)
+    ids = torch.randint(0, VOCAB, (2, 9))
+    with torch.no_grad():
+        ref = model(ids).logits
+    _hub_decorate(kernels)
+    mapping = {"RMSNorm": {"cpu": {kernels.Mode.INFERENCE: kernels.LocalLayerRepository(repo_path=PKG, layer_name="RMSNorm")}}}
+    with kernels.use_kernel_mapping(mapping, inherit_mapping=False):
+        model = kernels.kernelize(model, mode=kernels.Mode.INFERENCE, device="cpu")
+    lk_tf.optimize(model, rms_norm=False)
+    assert hasattr(model.model.layers[0].mlp, "gate_up_proj")
+    assert _forward_is_our_layer(model.model.norm, "RMSNorm")
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids).logits, ref, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,398 @@
+"""Neighborhood attention (na1d/na2d/na3d) against ltx_kernels.reference.neighborhood_attention,
+an fp32 oracle that gathers every query's window explicitly from NATTEN's definition. The
+reference itself is checked against a dense attention masked with NATTEN's own mask formula
+(window centre clamped into the grid), and the border rule against a closed form."""
+
+import os
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import ltx_kernels as lk
+from ltx_kernels import reference as ref
+
+from conftest import ALL_DEVICES, HAS_CUDA, TOL
+
+NUM_TILES = 6  # natten_problem.h kNaNumTiles
+
+# Tolerances against the fp32 oracle. CPU: fp32 scores and sums, one rounding of the output
+# (conftest TOL) plus fp32 order differences over <= 343 keys. CUDA: P is rounded to the input
+# dtype before the P.V tensor-core product (as every flash kernel does): ~1 ulp of the dtype on
+# each weight, i.e. relative 2^-8 (bf16) / 2^-11 (fp16) of the output magnitude (~1).
+CPU_TOL = {
+    torch.float32: dict(rtol=1e-4, atol=2e-5),
+    torch.float16: dict(rtol=TOL[torch.float16]["rtol"], atol=2e-4),
+    torch.bfloat16: dict(rtol=TOL[torch.bfloat16]["rtol"], atol=2e-3),
+}
+CUDA_TOL = {torch.float16: dict(rtol=4e-3, atol=4e-3), torch.bfloat16: dict(rtol=2e-2, atol=2e-2)}
+
+
+def dtypes_for(device):
+    return [torch.float32, torch.float16, torch.bfloat16] if device == "cpu" else [torch.float16, torch.bfloat16]
+
+
+def tol(device, dtype):
+    return CPU_TOL[dtype] if device == "cpu" else CUDA_TOL[dtype]
+
+
+def qkv(shape, device, dtype, scale=1.0):
+    return [(torch.randn(shape, device=device) * scale).to(dtype) for _ in range(3)]
+
+
+def na(q, k, v, kernel_size, dilation=1, is_causal=False, scale=None, out=None):
+    fn = {4: lk.na1d, 5: lk.na2d, 6: lk.na3d}[q.dim()]
+    return fn(q, k, v, kernel_size, dilation=dilation, is_causal=is_causal, scale=scale, out=out)
+
+
+def check(y, q, k, v, kernel_size, dilation=None, is_causal=None, scale=None, device="cpu"):
+    nd = q.dim() - 3
+    ks = [kernel_size] * nd if isinstance(kernel_size, int) else list(kernel_size)
+    want = ref.neighborhood_attention(q, k, v, ks, dilation, is_causal, scale)
+    assert y.shape == q.shape and y.dtype == q.dtype
+    torch.testing.assert_close(y.float(), want, **tol(device, q.dtype))
+
+
+def skip_no_cuda(device):
+    if device == "cuda" and not HAS_CUDA:
+        pytest.skip("needs a CUDA GPU")
+
+
+# ---------------------------------------------------------------- the oracle itself
+
+def _flex_style_mask(sizes, kernel, dilation, causal):
+    """NATTEN's flex mask_mod as a dense [S, S] bool mask (a second formula for the same rule)."""
+    coords = torch.stack(torch.meshgrid(*[torch.arange(n) for n in sizes], indexing="ij"), -1).reshape(-1, len(sizes))
+    qc, kc = coords[:, None, :], coords[None, :, :]
+    mask = torch.ones(coords.shape[0], coords.shape[0], dtype=torch.bool)
+    for a, n in enumerate(sizes):
+        kd = kernel[a] * dilation[a]
+        same = (qc[..., a] % dilation[a]) == (kc[..., a] % dilation[a])
+        if causal[a]:
+            m = (qc[..., a] - kc[..., a] >= 0) & (qc[..., a] - kc[..., a] < kd) & same
+        else:
+            # NATTEN's centre clamp, per residue group (group length n_g)
+            g = qc[..., a] % dilation[a]
+            n_g = (n - g + dilation[a] - 1) // dilation[a]
+            centre = (qc[..., a] // dilation[a]).clamp(min=kernel[a] // 2)
+            centre = torch.minimum(centre, n_g - 1 - kernel[a] // 2)
+            m = ((centre - kc[..., a] // dilation[a]).abs() <= kernel[a] // 2) & same
+        mask &= m
+    return mask
+
+
+@pytest.mark.parametrize(
+    "sizes,kernel,dilation,causal",
+    [
+        ((5, 9, 11), (3, 5, 5), (1, 1, 1), (False, False, False)),
+        ((3, 7, 7), (3, 7, 7), (1, 1, 1), (False, False, False)),
+        ((6, 8, 9), (3, 3, 3), (1, 2, 3), (False, False, False)),
+        ((6, 8, 9), (3, 3, 3), (1, 2, 1), (True, False, False)),
+        ((13,), (5,), (2,), (True,)),
+        ((7, 10), (3, 5), (2, 1), (False, False)),
+    ],
+)
+def test_reference_matches_dense_masked_attention(sizes, kernel, dilation, causal):
+    B, heads, d = 2, 2, 16
+    shape = (B, *sizes, heads, d)
+    q, k, v = qkv(shape, "cpu", torch.float64)
+    got = ref.neighborhood_attention(q, k, v, kernel, list(dilation), list(causal))
+    S = q[0, ..., 0, 0].numel()
+    mask = _flex_style_mask(sizes, kernel, dilation, causal)
+    assert mask.sum(-1).min() >= 1
+    if not any(causal):
+        assert (mask.sum(-1) == torch.tensor(kernel).prod()).all()  # full windows everywhere
+    qs, ks_, vs = (t.reshape(B, S, heads, d).transpose(1, 2) for t in (q, k, v))
+    want = F.scaled_dot_product_attention(qs, ks_, vs, attn_mask=mask).transpose(1, 2).reshape(shape)
+    torch.testing.assert_close(got, want.float(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_border_rule_closed_form(device):
+    """q = k = 0 gives uniform weights over the window, so with v = the key's position the output
+    is the window's mean position: shifted-inward windows (NATTEN) give clamp(i, k//2, n-1-k//2),
+    truncated ones would not."""
+    skip_no_cuda(device)
+    dtype = torch.float32 if device == "cpu" else torch.float16
+    T, H, W, kernel = 4, 9, 12, (3, 7, 5)
+    B, heads, d = 1, 1, 32
+    q = torch.zeros(B, T, H, W, heads, d, device=device, dtype=dtype)
+    v = torch.zeros_like(q)
+    grid = torch.meshgrid(torch.arange(T), torch.arange(H), torch.arange(W), indexing="ij")
+    for a in range(3):
+        v[0, ..., 0, a] = grid[a].to(device=device, dtype=dtype)
+    y = lk.na3d(q, q, v, kernel)
+    for a, (n, kk) in enumerate(zip((T, H, W), kernel)):
+        want = grid[a].clamp(kk // 2, n - 1 - kk // 2).float().to(device)
+        torch.testing.assert_close(y[0, ..., 0, a].float(), want, rtol=0, atol=1e-2)
+    # causal time axis: mean of [max(t - 2, 0), t]
+    y = lk.na3d(q, q, v, kernel, is_causal=(True, False, False))
+    t = grid[0].float()
+    want_t = (torch.clamp(t - 2, min=0) + t) / 2
+    torch.testing.assert_close(y[0, ..., 0, 0].float(), want_t.to(device), rtol=0, atol=1e-2)
+
+
+# ---------------------------------------------------------------- the kernels
+
+CASES_3D = [
+    # (B, T, H, W, heads, d), kernel
+    ((1, 3, 5, 5, 1, 32), (3, 5, 5)),    # grid exactly the kernel
+    ((2, 5, 9, 11, 2, 64), (3, 5, 5)),   # ragged, batch > 1
+    ((1, 4, 13, 10, 3, 64), (3, 7, 7)),
+    ((1, 3, 7, 7, 2, 64), (3, 7, 7)),    # grid exactly the kernel
+    ((2, 2, 6, 19, 1, 32), (1, 3, 3)),
+    ((1, 6, 7, 9, 2, 128), (5, 5, 5)),
+]
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+@pytest.mark.parametrize("shape,kernel", CASES_3D)
+def test_na3d_matches_reference(device, shape, kernel):
+    skip_no_cuda(device)
+    for dtype in dtypes_for(device):
+        q, k, v = qkv(shape, device, dtype)
+        check(lk.na3d(q, k, v, kernel), q, k, v, kernel, device=device)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_na1d_na2d(device):
+    skip_no_cuda(device)
+    for dtype in dtypes_for(device):
+        q, k, v = qkv((2, 37, 3, 32), device, dtype)
+        check(lk.na1d(q, k, v, 7), q, k, v, 7, device=device)
+        q, k, v = qkv((1, 11, 14, 2, 64), device, dtype)
+        check(lk.na2d(q, k, v, (5, 7)), q, k, v, (5, 7), device=device)
+        check(lk.na2d(q, k, v, 3, scale=0.3), q, k, v, (3, 3), scale=0.3, device=device)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_causal(device):
+    skip_no_cuda(device)
+    for dtype in dtypes_for(device):
+        q, k, v = qkv((1, 5, 8, 9, 2, 64), device, dtype)
+        for causal in [(True, False, False), (True, True, False), (False, False, True)]:
+            y = lk.na3d(q, k, v, (3, 5, 5), is_causal=causal)
+            check(y, q, k, v, (3, 5, 5), is_causal=list(causal), device=device)
+        q, k, v = qkv((2, 20, 1, 32), device, dtype)
+        check(lk.na1d(q, k, v, 5, is_causal=True), q, k, v, 5, is_causal=[True], device=device)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_dilation(device):
+    skip_no_cuda(device)
+    for dtype in dtypes_for(device):
+        q, k, v = qkv((1, 6, 11, 13, 2, 32), device, dtype)
+        for dil, causal in [((1, 2, 3), (False,) * 3), ((2, 1, 2), (True, False, False))]:
+            y = lk.na3d(q, k, v, (3, 3, 3), dilation=dil, is_causal=causal)
+            check(y, q, k, v, (3, 3, 3), list(dil), list(causal), device=device)
+        q, k, v = qkv((1, 23, 2, 32), device, dtype)
+        check(lk.na1d(q, k, v, 5, dilation=4), q, k, v, 5, [4], device=device)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_strided_inputs_and_out(device):
+    skip_no_cuda(device)
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    B, T, H, W, heads, d = 1, 3, 9, 10, 2, 64
+    fused = torch.randn(B, T, H, W, heads, 3 * d, device=device).to(dtype)  # q | k | v per head
+    q, k, v = fused[..., :d], fused[..., d : 2 * d], fused[..., 2 * d :]
+    check(lk.na3d(q, k, v, (3, 5, 5)), q, k, v, (3, 5, 5), device=device)
+    # permuted storage ([B, heads, T, H, W, d] viewed as [B, T, H, W, heads, d]); misaligned start
+    qp = torch.randn(B, heads, T, H, W, d, device=device).to(dtype).permute(0, 2, 3, 4, 1, 5)
+    flat = torch.randn(B * T * H * W * heads * d + 1, device=device).to(dtype)
+    km = flat[1:].view(B, T, H, W, heads, d)
+    vt = torch.randn(B, T, H, W, heads, 2 * d, device=device).to(dtype)[..., ::2]  # last stride 2
+    check(lk.na3d(qp, km, vt, (3, 5, 5)), qp, km, vt, (3, 5, 5), device=device)
+    # sentinel-filled strided out: every element written, the gaps untouched
+    big = torch.full((B, T, H, W, heads, d + 8), float("nan"), device=device, dtype=dtype)
+    out = big[..., :d]
+    y = lk.na3d(q, k, v, (3, 5, 5), out=out)
+    assert y.data_ptr() == out.data_ptr()
+    assert not torch.isnan(out).any() and torch.isnan(big[..., d:]).all()
+    check(out, q, k, v, (3, 5, 5), device=device)
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("tile", range(NUM_TILES))
+@pytest.mark.parametrize("d", [32, 64, 128])
+def test_cuda_every_tile(tile, d, monkeypatch):
+    """Each query-box configuration the dispatcher can pick, forced through LTX_NATTEN_TILE, on
+    3-D, 2-D and 1-D grids with partial boxes, borders and causal/dilated axes."""
+    monkeypatch.setenv("LTX_NATTEN_TILE", str(tile))
+    dtype = torch.bfloat16 if d != 64 else torch.float16
+    cases = [
+        ((2, 5, 13, 17, 2, d), dict(kernel_size=(3, 7, 7))),
+        ((1, 9, 6, 70, 1, d), dict(kernel_size=(5, 5, 5))),
+        ((1, 3, 7, 7, 3, d), dict(kernel_size=(3, 7, 7))),
+        ((1, 6, 9, 12, 2, d), dict(kernel_size=(3, 5, 5), is_causal=(True, False, False))),
+        ((1, 6, 11, 12, 1, d), dict(kernel_size=(3, 3, 3), dilation=(2, 2, 1))),
+        ((2, 19, 33, 2, d), dict(kernel_size=(3, 9))),
+        ((2, 150, 3, d), dict(kernel_size=(13,))),
+    ]
+    for shape, kw in cases:
+        q, k, v = qkv(shape, "cuda", dtype)
+        y = na(q, k, v, **kw)
+        nd = q.dim() - 3
+        dil = list(kw.get("dilation", [1] * nd))
+        causal = list(kw.get("is_causal", [False] * nd))
+        check(y, q, k, v, kw["kernel_size"], dil, causal, device="cuda")
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("kernel", [(3, 7, 7), (3, 5, 5)])
+def test_cuda_ltx2_stage_shape(kernel):
+    """A slice of an LTX-2 decoder stage (d = 64), against the oracle and the CPU backend."""
+    q, k, v = qkv((1, 4, 32, 48, 4, 64), "cuda", torch.bfloat16)
+    y = lk.na3d(q, k, v, kernel)
+    check(y, q, k, v, kernel, device="cuda")
+    y_cpu = lk.na3d(q.cpu(), k.cpu(), v.cpu(), kernel)
+    torch.testing.assert_close(y.cpu().float(), y_cpu.float(), **CUDA_TOL[torch.bfloat16])
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_empty(device):
+    skip_no_cuda(device)
+    dtype = torch.bfloat16
+    for shape in [(0, 3, 5, 5, 2, 32), (1, 3, 5, 5, 0, 32)]:
+        q = torch.empty(shape, device=device, dtype=dtype)
+        assert lk.na3d(q, q, q, (3, 5, 5)).shape == q.shape
+    q = torch.empty(2, 0, 4, 32, device=device, dtype=dtype)
+    assert lk.na1d(q, q, q, 3).shape == q.shape
+
+
+def _re(s):
+    return re.escape(s)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_bad_input_errors(device):
+    skip_no_cuda(device)
+    q, k, v = qkv((1, 3, 7, 7, 2, 32), device, torch.bfloat16)
+    bad = [
+        (lambda: lk.na3d(q.int(), k, v, 3), "q must be float32, float16 or bfloat16"),
+        (lambda: lk.na3d(q, k[:, :2], v, 3), "q, k and v must have the same shape"),
+        (lambda: lk.na3d(q, k.half(), v, 3), "k and q must have the same dtype"),
+        (lambda: lk.na3d(q, k, v, (3, 4, 3)), "kernel_size must be odd"),
+        (lambda: lk.na3d(q, k, v, (3, 9, 3)), "every spatial extent must be >= kernel_size * dilation"),
+        (lambda: lk.na3d(q, k, v, 3, dilation=(1, 3, 1)), "every spatial extent must be >= kernel_size * dilation"),
+        (lambda: lk.na3d(q, k, v, 3, dilation=0), "dilation must be >= 1"),
+        (lambda: lk.na3d(q, k, v, 3, out=torch.empty(1, 3, 7, 7, 2, 31, device=device, dtype=q.dtype)),
+         "out must have the shape of q"),
+        (lambda: lk.na3d(q, k, v, 3, out=k), "out must not overlap q, k or v"),
+        (lambda: lk.ops.na_forward(torch.empty_like(q), q, k, v, [3, 3], [1, 1, 1], [False] * 3, 1.0),
+         "one entry per spatial dim"),
+        (lambda: lk.ops.na_forward(q[0, 0, 0], q[0, 0, 0], q[0, 0, 0], q[0, 0, 0], [], [], [], 1.0),
+         "q must be [B, L, heads, d]"),
+    ]
+    if device == "cuda":
+        bad.append((lambda: lk.na3d(q.float(), k.float(), v.float(), 3), "the CUDA kernel takes float16 or bfloat16"))
+        q48 = torch.randn(1, 3, 7, 7, 2, 48, device=device, dtype=torch.bfloat16)
+        bad.append((lambda: lk.na3d(q48, q48, q48, 3), "the CUDA kernel takes head dim 32, 64 or 128"))
+    if HAS_CUDA:
+        other = "cpu" if device == "cuda" else "cuda"
+        bad.append((lambda: lk.na3d(q, k.to(other), v, 3), "must be on the same device"))
+    for fn, msg in bad:
+        with pytest.raises(RuntimeError, match="ltx_kernels.na_forward: .*" + _re(msg)):
+            fn()
+    with pytest.raises(ValueError, match="ltx_kernels.na3d: "):
+        lk.na3d(q, k, v, (3, 3))
+    with pytest.raises(ValueError, match="ltx_kernels.na2d: q must have 5 dims"):
+        lk.na2d(q, k, v, 3)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_opcheck(device):
+    skip_no_cuda(device)
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    q, k, v = qkv((1, 3, 6, 7, 2, 32), device, dtype)
+    out = torch.empty_like(q)
+    torch.library.opcheck(lk.ops.na_forward.default, (out, q, k, v, [3, 5, 5], [1, 1, 1], [False] * 3, 0.2))
+    q, k, v = qkv((2, 12, 1, 32), device, dtype)
+    torch.library.opcheck(lk.ops.na_forward.default, (torch.empty_like(q), q, k, v, [3], [2], [True], 0.2))
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_compile_fullgraph(device):
+    skip_no_cuda(device)
+    torch._dynamo.reset()
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    q, k, v = qkv((1, 3, 6, 7, 2, 32), device, dtype)
+
+    def f(q, k, v):
+        return lk.na3d(q * 2.0, k, v, (3, 5, 5)) + 1.0
+
+    y = torch.compile(f, fullgraph=True)(q, k, v)
+    want = ref.neighborhood_attention(q * 2.0, k, v, [3, 5, 5]) + 1.0
+    torch.testing.assert_close(y.float(), want, rtol=2**-6, atol=2**-6)
+
+
+# ---------------------------------------------------------------- diffusers processor
+
+def _diffusers_decoder_module():
+    try:
+        from diffusers.models.autoencoders import ltx2_diffusion_decoder as m
+    except Exception as e:  # noqa: BLE001 - optional dependency
+        pytest.skip(f"diffusers' LTX-2 diffusion decoder not importable: {e}")
+    return m
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+@pytest.mark.parametrize("kernel,head_dim", [((3, 5, 5), 32), ((3, 7, 7), 64), ((1, 3, 3), 16)])
+def test_diffusers_processor_matches_module(device, kernel, head_dim):
+    """Our processor (fused norm + scale + RoPE pre-pass, na3d) against the module's own default
+    (FlexAttention) output, fp32 on CPU and bf16 on CUDA."""
+    skip_no_cuda(device)
+    if device == "cuda" and head_dim not in (32, 64, 128):
+        pytest.skip("the CUDA kernel takes head dim 32, 64 or 128")
+    m = _diffusers_decoder_module()
+    from ltx_kernels.integrations.natten_diffusers import LtxKernelsNeighborhoodAttnProcessor
+
+    torch.manual_seed(0)
+    # the CUDA kernel takes fp16/bf16: bf16 there (both sides), fp32 on the CPU backend
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    attn = m.LTX2VideoVaeNeighborhoodAttention(2 * head_dim, kernel, head_dim=head_dim).to(device, dtype)
+    with torch.no_grad():
+        for norm in (attn.norm_q, attn.norm_k):
+            norm.weight.uniform_(0.5, 1.5)
+    x = torch.randn(2, max(3, kernel[0]), 9, 8, 2 * head_dim, device=device, dtype=dtype)
+    with torch.no_grad():
+        try:
+            want = attn(x, attn.build_block_mask(x))
+        except Exception as e:  # noqa: BLE001
+            pytest.skip(f"the module's flex processor does not run here: {type(e).__name__}: {e}")
+        attn.set_processor(LtxKernelsNeighborhoodAttnProcessor())
+        assert attn.build_block_mask(x) is None  # no flex mask is built for our processor
+        got = attn(x)
+    tol = 3e-2 if dtype == torch.bfloat16 else 1e-4  # bf16: a few output roundings apart
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+
+
+def test_diffusers_decoder_end_to_end_cpu():
+    """A tiny LTX-2 diffusion decoder, every neighborhood-attention module switched to ours."""
+    m = _diffusers_decoder_module()
+    from ltx_kernels.integrations.natten_diffusers import apply_to
+
+    torch.manual_seed(0)
+    cfg = dict(
+        in_channels=8, out_channels=3, patch_size=2, head_dim=16, stage_channels=(32, 16, 16, 16, 16),
+        stage_depths=(1, 1, 1, 1, 1), upsample_channel_reductions=(2, 1, 1, 1),
+        stage_kernels=((1, 3, 3),) * 4, stage5_kernel=(1, 3, 3), t_emb_dim=32,
+    )
+    try:
+        dec = m.LTX2VideoDiffusionDecoder3d(**cfg).eval()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"tiny decoder config not accepted by this diffusers: {e}")
+    latent = torch.randn(1, 8, 1, 3, 3)  # grids 1x3x3 .. 1x24x24 (flex on CPU is slow)
+    with torch.no_grad():
+        try:
+            torch.manual_seed(1)
+            want = dec(latent)
+        except Exception as e:  # noqa: BLE001
+            pytest.skip(f"the decoder's default (flex) path does not run here: {type(e).__name__}: {e}")
+        assert apply_to(dec) >= 5
+        torch.manual_seed(1)
+        got = dec(latent)
+    want = getattr(want, "sample", want)
+    got = getattr(got, "sample", got)
+    torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)

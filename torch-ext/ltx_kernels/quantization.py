@@ -1,0 +1,211 @@
+"""Quantized linear layers and a model-wide swap (standard library and torch only).
+
+  FP8BlockwiseLinear  weight e4m3 with one fp32 scale per 128x128 block (quantize_fp8_block,
+                      once); activations e4m3 per token per 128 columns (per call, or given
+                      pre-quantized as a tuple (q, scales), e.g. by a fused norm); fp8_blockwise_gemm.
+  FP6BlockwiseLinear  weight LTX-2 packed FP6 per 128x128 block (quantize_fp6_block, once);
+                      activations as above; fp6_blockwise_gemm.
+  NVFP4Linear         weight NVFP4 (per-tensor scale + E4M3 per-16 block scales, once);
+                      activations NVFP4 per call; scaled_mm_nvfp4 (cuBLASLt on compute
+                      capability >= 10.0, a dequantize + fp32 matmul fallback elsewhere).
+
+Output dtype: the original linear's dtype. The GEMMs write bf16 or fp16, so an fp32 linear
+computes in bf16 (same exponent range as fp32, no overflow risk) and its output is cast back to
+fp32; its precision is that of the FP8 operands (~2^-4 relative per element) anyway.
+The bias stays fp32 and is added inside the GEMM before the single rounding.
+
+quantize_linears(model, fmt) swaps nn.Linear modules in place (see its docstring for the
+default policy, which follows LTX-2's: transformer-block linears only, never gates, AdaLN
+tables, norms, the patchify / caption / time-embedding projections or the output head).
+"""
+
+import logging
+import re
+from typing import Callable, Iterable, List, Optional, Union
+
+import torch
+from torch import nn
+
+from .fp8 import quantize_fp8_block, quantize_fp8_per_token_group
+from .gemm import fp6_blockwise_gemm, fp8_blockwise_gemm, scaled_mm_nvfp4
+from .lowbit import nvfp4_per_tensor_scale, quantize_fp6_block, quantize_nvfp4
+
+__all__ = [
+    "FP8BlockwiseLinear",
+    "FP6BlockwiseLinear",
+    "NVFP4Linear",
+    "quantize_linears",
+    "DEFAULT_INCLUDE",
+    "DEFAULT_EXCLUDE",
+]
+
+log = logging.getLogger("ltx_kernels")
+
+
+def _gemm_dtype(dtype: torch.dtype) -> torch.dtype:
+    return dtype if dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
+
+
+def _weight_op(fn, w: torch.Tensor):
+    """Run a weight quantizer on w's device; if that device has no kernel for it in this build,
+    quantize on the CPU (bit-identical by contract) and move the result back."""
+    try:
+        return fn(w)
+    except NotImplementedError:
+        if w.device.type == "cpu":
+            raise
+        res = fn(w.cpu())
+        return tuple(t.to(w.device) for t in res)
+
+
+class _QuantLinearBase(nn.Module):
+    """Shared bookkeeping: in/out features, fp32 bias buffer, output dtype."""
+
+    def _init_common(self, linear: nn.Linear):
+        self.in_features = linear.in_features
+        self.out_features = linear.out_features
+        self.result_dtype = linear.weight.dtype
+        self.out_dtype = _gemm_dtype(linear.weight.dtype)
+        b = linear.bias
+        self.register_buffer("bias", None if b is None else b.detach().float().clone())
+
+    def _finish(self, y: torch.Tensor) -> torch.Tensor:
+        return y if self.result_dtype == self.out_dtype else y.to(self.result_dtype)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class FP8BlockwiseLinear(_QuantLinearBase):
+    """y = x W^T + b with W e4m3 per 128x128 block and x e4m3 per token per 128 columns.
+
+    forward(x): x [..., in_features] float (quantized here, M-major scales on CUDA, as the
+    TMA kernels read them) or a tuple (q e4m3 [..., in_features], scales fp32 [M, in/128]) already
+    quantized (either scale layout)."""
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear) -> "FP8BlockwiseLinear":
+        self = cls()
+        self._init_common(linear)
+        q, s = _weight_op(lambda w: quantize_fp8_block(w, (128, 128)), linear.weight.detach())
+        self.register_buffer("weight_q", q)
+        self.register_buffer("weight_scales", s)
+        return self
+
+    def _quantize_input(self, x):
+        if isinstance(x, (tuple, list)):
+            return x[0], x[1]
+        layout = "mn_major" if x.is_cuda else "row"
+        return quantize_fp8_per_token_group(x, 128, layout)
+
+    def forward(self, x):
+        q, s = self._quantize_input(x)
+        y = fp8_blockwise_gemm(q, s, self.weight_q, self.weight_scales, self.bias, out_dtype=self.out_dtype)
+        return self._finish(y)
+
+
+class FP6BlockwiseLinear(FP8BlockwiseLinear):
+    """As FP8BlockwiseLinear with the weight stored as LTX-2 packed FP6 (quantize_fp6_block:
+    per 128x128 block scale amax / 0.1171875, 6-bit codes = e4m3 without exponent bits 6..5)."""
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear) -> "FP6BlockwiseLinear":
+        self = cls()
+        self._init_common(linear)
+        packed, s = _weight_op(lambda w: quantize_fp6_block(w, (128, 128)), linear.weight.detach())
+        self.register_buffer("weight_packed", packed)
+        self.register_buffer("weight_scales", s)
+        return self
+
+    def forward(self, x):
+        q, s = self._quantize_input(x)
+        y = fp6_blockwise_gemm(q, s, self.weight_packed, self.weight_scales, self.bias, out_dtype=self.out_dtype)
+        return self._finish(y)
+
+
+class NVFP4Linear(_QuantLinearBase):
+    """y = x W^T + b with W and x in NVFP4 (E2M1 values, E4M3 scales per 16 elements in the
+    cuBLASLt swizzled layout, fp32 per-tensor scales s_w (once) and s_x (per call));
+    alpha = s_x * s_w is applied on the device."""
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear) -> "NVFP4Linear":
+        self = cls()
+        self._init_common(linear)
+        w = linear.weight.detach()
+        s_w = nvfp4_per_tensor_scale(w)
+        packed, block = _weight_op(lambda t: quantize_nvfp4(t, s_w.to(t.device), True), w)
+        self.register_buffer("weight_packed", packed)
+        self.register_buffer("weight_block_scales", block)
+        self.register_buffer("weight_scale", s_w.to(w.device))
+        return self
+
+    def forward(self, x):
+        s_x = nvfp4_per_tensor_scale(x)
+        qa, ba = quantize_nvfp4(x, s_x, True)
+        alpha = (s_x * self.weight_scale).float()
+        y = scaled_mm_nvfp4(qa, self.weight_packed, ba, self.weight_block_scales, alpha, self.bias,
+                            out_dtype=self.out_dtype)
+        return self._finish(y)
+
+
+_LAYERS = {"fp8": FP8BlockwiseLinear, "fp6": FP6BlockwiseLinear, "nvfp4": NVFP4Linear}
+# LTX-2's policy: quantize the linears inside the transformer blocks ...
+DEFAULT_INCLUDE = [r"(^|\.)(transformer_blocks|blocks|layers)\."]
+# ... but never gate logits, AdaLN tables, norms, patchify / caption / time-embedding
+# projections, the first and last projections or an LM head.
+DEFAULT_EXCLUDE = [
+    r"(^|\.)(to_gate_logits|gate|patchify_proj|proj_in|proj_out|caption_projection|lm_head)($|\.)",
+    r"scale_shift_table|adaln|norm|time_embed",
+]
+
+Pattern = Union[None, str, Iterable[str], Callable[[str, nn.Module], bool]]
+
+
+def _matcher(p: Pattern, default: List[str]) -> Callable[[str, nn.Module], bool]:
+    if callable(p) and not isinstance(p, str):
+        return p
+    pats = default if p is None else ([p] if isinstance(p, str) else list(p))
+    rx = [re.compile(x) for x in pats]
+    return lambda name, mod: any(r.search(name) for r in rx)
+
+
+def quantize_linears(
+    module: nn.Module,
+    fmt: str = "fp8",
+    include: Pattern = None,
+    exclude: Pattern = None,
+) -> List[str]:
+    """Replace nn.Linear submodules of `module` in place by FP8BlockwiseLinear (fmt "fp8"),
+    FP6BlockwiseLinear ("fp6") or NVFP4Linear ("nvfp4"); returns the replaced names.
+
+    include / exclude: a regex (re.search on the dotted module name), a list of them, or a
+    callable (name, linear) -> bool. None means the defaults DEFAULT_INCLUDE (names containing
+    "transformer_blocks.", "blocks." or "layers.") and DEFAULT_EXCLUDE (gates, AdaLN, norms,
+    patchify / proj_in / proj_out / caption / time-embedding projections, lm_head); passing a
+    value replaces that default (exclude=[] excludes nothing). A linear the kernels cannot take
+    (in_features % 128 != 0 for fp8/fp6, % 16 for nvfp4, or out_features % 8 != 0) is left
+    as is with one log line."""
+    if fmt not in _LAYERS:
+        raise ValueError(f"ltx_kernels.quantize_linears: fmt must be 'fp8', 'fp6' or 'nvfp4' (got {fmt!r})")
+    inc = _matcher(include, DEFAULT_INCLUDE)
+    exc = _matcher(exclude, DEFAULT_EXCLUDE)
+    k_mult = 16 if fmt == "nvfp4" else 128
+    layer = _LAYERS[fmt]
+    todo = []
+    for name, child in module.named_modules():
+        if type(child) is not nn.Linear or not name:
+            continue
+        if not inc(name, child) or exc(name, child):
+            continue
+        if child.in_features % k_mult or child.out_features % 8:
+            log.info("ltx_kernels.quantize_linears: keeping %s (in_features %d %% %d != 0 or out_features %d %% 8 != 0)",
+                     name, child.in_features, k_mult, child.out_features)
+            continue
+        todo.append(name)
+    for name in todo:
+        parent_name, _, attr = name.rpartition(".")
+        parent = module.get_submodule(parent_name) if parent_name else module
+        setattr(parent, attr, layer.from_linear(getattr(parent, attr)))
+    log.info("ltx_kernels.quantize_linears: %d linears -> %s", len(todo), fmt)
+    return todo
