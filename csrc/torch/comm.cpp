@@ -40,17 +40,7 @@ void check_device_ok(const at::Tensor& x, const char* op) {
 
 // out and in share no bytes (these copies change the layout: in place is impossible).
 void check_disjoint(const at::Tensor& out, const at::Tensor& in, const char* op, const char* name) {
-  if (out.numel() == 0 || in.numel() == 0) return;
-  if (!out.storage().is_alias_of(in.storage())) return;
-  auto range = [](const at::Tensor& t) {
-    int64_t last = 0;
-    for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
-    const auto* b = static_cast<const char*>(t.data_ptr());
-    return std::make_pair(b, b + (last + 1) * t.element_size());
-  };
-  const auto [a0, a1] = range(out);
-  const auto [b0, b1] = range(in);
-  LTX_CHECK(a1 <= b0 || b1 <= a0, op, "out must not overlap ", name);
+  LTX_CHECK(!bytes_overlap(out, in), op, "out must not overlap ", name);
 }
 
 // A [B, T, H, D] tensor whose last dimension is contiguous: the tensor itself, else a copy.

@@ -107,23 +107,29 @@ inline RowLayout output_rows(const at::Tensor& out, const char* op) {
   return *l;
 }
 
+// Whether two tensors may share bytes (conservatively, by the address ranges they span).
+inline bool bytes_overlap(const at::Tensor& a, const at::Tensor& b) {
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  if (!a.storage().is_alias_of(b.storage())) return false;
+  auto range = [](const at::Tensor& t) {
+    int64_t last = 0;
+    for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+    const auto* p = static_cast<const char*>(t.data_ptr());
+    return std::make_pair(p, p + (last + 1) * t.element_size());
+  };
+  const auto [a0, a1] = range(a);
+  const auto [b0, b1] = range(b);
+  return !(a1 <= b0 || b1 <= a0);
+}
+
 // out may be exactly `in` (same address and strides: an in-place op) or disjoint from it.
 // Anything else that shares bytes is refused (conservatively, by address range).
 inline void check_no_partial_overlap(const at::Tensor& out, const at::Tensor& in, const char* op,
                                      const char* in_name) {
-  if (out.numel() == 0 || in.numel() == 0) return;
-  if (!out.storage().is_alias_of(in.storage())) return;
-  if (out.data_ptr() == in.data_ptr() && out.sizes() == in.sizes() && out.strides() == in.strides())
+  if (out.numel() > 0 && out.data_ptr() == in.data_ptr() && out.sizes() == in.sizes() &&
+      out.strides() == in.strides())
     return;
-  auto range = [](const at::Tensor& t) {
-    int64_t last = 0;
-    for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
-    const auto* b = static_cast<const char*>(t.data_ptr());
-    return std::make_pair(b, b + (last + 1) * t.element_size());
-  };
-  const auto [a0, a1] = range(out);
-  const auto [b0, b1] = range(in);
-  LTX_CHECK(a1 <= b0 || b1 <= a0, op, "out partially overlaps ", in_name,
+  LTX_CHECK(!bytes_overlap(out, in), op, "out partially overlaps ", in_name,
             "; use a separate out or exactly the same tensor");
 }
 

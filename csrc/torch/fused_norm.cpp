@@ -61,16 +61,7 @@ at::Tensor vector_arg(const std::optional<at::Tensor>& t, const at::Tensor& x, c
 // Two outputs written by one call must not share any byte.
 void check_disjoint(const at::Tensor& a, const at::Tensor& b, const char* op, const char* an,
                     const char* bn) {
-  if (a.numel() == 0 || b.numel() == 0 || !a.storage().is_alias_of(b.storage())) return;
-  auto range = [](const at::Tensor& t) {
-    int64_t last = 0;
-    for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
-    const auto* p = static_cast<const char*>(t.data_ptr());
-    return std::make_pair(p, p + (last + 1) * t.element_size());
-  };
-  const auto [a0, a1] = range(a);
-  const auto [b0, b1] = range(b);
-  LTX_CHECK(a1 <= b0 || b1 <= a0, op, an, " and ", bn, " must not overlap");
+  LTX_CHECK(!bytes_overlap(a, b), op, an, " and ", bn, " must not overlap");
 }
 
 // A modulation table (scale, shift, gate) for x [B, ..., C]: per sample [B, C] (or [B, 1, ..,

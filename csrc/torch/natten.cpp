@@ -35,20 +35,6 @@ at::Tensor as6d(const at::Tensor& t) {
   return r;
 }
 
-bool overlaps(const at::Tensor& a, const at::Tensor& b) {
-  if (a.numel() == 0 || b.numel() == 0) return false;
-  if (!a.storage().is_alias_of(b.storage())) return false;
-  auto range = [](const at::Tensor& t) {
-    int64_t last = 0;
-    for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
-    const auto* p = static_cast<const char*>(t.data_ptr());
-    return std::make_pair(p, p + (last + 1) * t.element_size());
-  };
-  const auto [a0, a1] = range(a);
-  const auto [b0, b1] = range(b);
-  return !(a1 <= b0 || b1 <= a0);
-}
-
 #ifdef LTX_KERNELS_WITH_CUDA
 bool cuda_friendly(const at::Tensor& t) {
   if (t.stride(-1) != 1 || !(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0)) return false;
@@ -106,7 +92,7 @@ void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
   LTX_CHECK(out.stride(-1) == 1, op, "out must have stride 1 in its last dimension (got strides ",
             shape_str(out.strides()), ")");
   for (const at::Tensor* t : {&q, &k, &v})
-    LTX_CHECK(!overlaps(out, *t), op, "out must not overlap q, k or v");
+    LTX_CHECK(!bytes_overlap(out, *t), op, "out must not overlap q, k or v");
 
   const int64_t d = q.size(-1);
   at::Tensor qh = q.stride(-1) == 1 ? q : q.contiguous();
