@@ -1,22 +1,15 @@
 #include <cmath>
 
+#include "ltx_kernels/cpu/activation_math.h"
 #include "ltx_kernels/cpu/activation.h"
 
 namespace ltx_kernels {
 namespace cpu {
 namespace {
 
-struct GeluErf {
-  static float f(float x) { return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752440f)); }
-};
-struct GeluTanh {
-  static float f(float x) {
-    return 0.5f * x * (1.f + std::tanh(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-  }
-};
-struct Silu {
-  static float f(float x) { return x / (1.f + std::exp(-x)); }
-};
+using act::GeluErf;
+using act::GeluTanh;
+using act::Silu;
 
 template <class Act, typename T>
 void elementwise(T* out, int64_t os, const T* x, int64_t xs, int64_t rb, int64_t re,

@@ -1,5 +1,6 @@
 // CPU backend of the ops with FP8 per-token-group output: y in fp32 (the plain CPU ops'
 // arithmetic, same order), then cpu::quantize_fp8_per_token_group on the fp32 row.
+#include "ltx_kernels/cpu/activation_math.h"
 #include "ltx_kernels/cpu/fused_fp8.h"
 
 #include <cmath>
@@ -38,17 +39,9 @@ void norm_row(const std::vector<float>& v, std::vector<float>& y, const T* w, co
   }
 }
 
-struct GeluErf {
-  static float f(float x) { return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752440f)); }
-};
-struct GeluTanh {
-  static float f(float x) {
-    return 0.5f * x * (1.f + std::tanh(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-  }
-};
-struct Silu {
-  static float f(float x) { return x / (1.f + std::exp(-x)); }
-};
+using act::GeluErf;
+using act::GeluTanh;
+using act::Silu;
 
 template <class Act, typename T>
 void and_mul(const Fp8GroupOutCpu& o, const T* x, int64_t xs, int64_t rb, int64_t re, int64_t d,
