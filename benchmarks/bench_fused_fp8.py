@@ -70,6 +70,24 @@ def ref_gated_attention(x, gl):
     return _quant((xf * (2 * torch.sigmoid(gl.float())).unsqueeze(-1)).flatten(-2))
 
 
+def ref_rms_norm_rope(x, cos, sin, w):
+    """Interleaved RoPE (pairs (2i, 2i+1), full-width tables [1, S, C]) after the norm."""
+    y = _rms(x) * w.float()
+    y0, y1 = y[..., 0::2], y[..., 1::2]
+    c0, c1, s0, s1 = cos[..., 0::2], cos[..., 1::2], sin[..., 0::2], sin[..., 1::2]
+    return _quant(torch.stack([y0 * c0 - y1 * s0, y0 * s1 + y1 * c1], -1).flatten(-2))
+
+
+def ref_rms_norm_split_rope(x, cos, sin, w):
+    """Split RoPE per head (tables [1, H, S, d/2]) after the whole-row norm."""
+    B, S, C = x.shape
+    H, half = cos.shape[1], cos.shape[-1]
+    y = (_rms(x) * w.float()).view(B, S, H, 2 * half).transpose(1, 2)
+    a, b = y[..., :half], y[..., half:]
+    o = torch.cat([a * cos - b * sin, b * cos + a * sin], -1)
+    return _quant(o.transpose(1, 2).reshape(B, S, C))
+
+
 def _unfused_quant(y):
     return lk.quantize_fp8_per_token_group(y, 128, "mn_major")
 
@@ -84,6 +102,7 @@ def run(copy_gbps, quick=False):
     dev, bf = "cuda", torch.bfloat16
     kw = dict(out_dtype=F8, scale_layout="mn_major")
     c_rms, c_adaln, c_gated = (torch.compile(f, dynamic=False) for f in (ref_rms_norm, ref_adaln, ref_gated))
+    c_rope, c_srope = (torch.compile(f, dynamic=False) for f in (ref_rms_norm_rope, ref_rms_norm_split_rope))
     c_silu, c_gelu, c_gt, c_ga = (torch.compile(f, dynamic=False)
                                   for f in (ref_silu_and_mul, ref_gelu_and_mul, ref_gelu_tanh, ref_gated_attention))
     for shape in NORM_SHAPES[:1] if quick else NORM_SHAPES:
@@ -127,6 +146,26 @@ def run(copy_gbps, quick=False):
                          lambda i: _unfused_quant(lk.gated_attention(xs[i], gls[i])),
                          lambda i: c_ga(xs[i], gls[i]), copy_gbps, "32 heads"))
         del xs, gls
+        # RMSNorm + RoPE -> fp8 (LTX-Video interleaved tables [1, S, C]; LTX-2 split tables
+        # [1, 32, S, d/2] for 32 heads of 128), fp32 tables read once
+        th = torch.rand(1, S, C, device=dev) * 6.3
+        cos_i, sin_i = th.cos(), th.sin()
+        th = torch.rand(1, 32, S, C // 64, device=dev) * 6.3
+        cos_s, sin_s = th.cos(), th.sin()
+        del th
+        nbytes = 2 * n + qbytes + 2 * S * C * 4
+        k = n_copies(nbytes)
+        xs = [torch.randn(shape, device=dev, dtype=bf) for _ in range(k)]
+        rows.append(_row("rms_norm_rope -> fp8", shape, nbytes, k,
+                         lambda i: lk.rms_norm_rope(xs[i], cos_i, sin_i, w, EPS, **kw),
+                         lambda i: _unfused_quant(lk.rms_norm_rope(xs[i], cos_i, sin_i, w, EPS)),
+                         lambda i: c_rope(xs[i], cos_i, sin_i, w), copy_gbps, "interleaved; fp32 tables [1, S, C]"))
+        nbytes = 2 * n + qbytes + 2 * S * C // 2 * 4
+        rows.append(_row("rms_norm_split_rope -> fp8", shape, nbytes, k,
+                         lambda i: lk.rms_norm_split_rope(xs[i], cos_s, sin_s, w, EPS, **kw),
+                         lambda i: _unfused_quant(lk.rms_norm_split_rope(xs[i], cos_s, sin_s, w, EPS)),
+                         lambda i: c_srope(xs[i], cos_s, sin_s, w), copy_gbps, "32 heads; fp32 tables [1, H, S, d/2]"))
+        del xs, cos_i, sin_i, cos_s, sin_s
         torch.cuda.empty_cache()
     for shape in MUL_SHAPES:
         M, C2 = shape

@@ -154,6 +154,16 @@ if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("rm
                 lk.silu_and_mul(xx, af, out_dtype=F8, group_size=group)
                 lk.gelu_and_mul(xx, "tanh", af, out_dtype=F8, group_size=group)
                 lk.gelu_and_mul(xx, "none", af, out_dtype=F8, group_size=group, scale_layout="mn_major")
+            # RMSNorm + RoPE -> fp8: interleaved [1, S, C] tables (fp32 and x's dtype), split
+            # [B, H, S, d/2] per-head tables (heads of 64 and of 16 (fp32) / 16 (16-bit))
+            x3 = x[:, :cols].unsqueeze(0)
+            th = torch.rand(1, rows, cols, device=dev)
+            lk.rms_norm_rope(x3, th.cos(), th.sin(), w, out_dtype=F8, group_size=group)
+            lk.rms_norm_rope(x3, th.cos().to(dtype), th.sin().to(dtype), None, out_dtype=F8, group_size=group)
+            for d in (64, 16):
+                ths = torch.rand(1, cols // d, rows, d // 2, device=dev)
+                lk.rms_norm_split_rope(x3, ths.cos(), ths.sin(), w, out_dtype=F8, group_size=group,
+                                       scale_layout="mn_major")
 # sequence-parallel pack/unpack: 16-byte and narrower words (odd D, fp8, misaligned), strided
 # x / out, uneven and empty token segments, padded all_gather unpack
 for dtype in [torch.bfloat16, torch.float8_e4m3fn, torch.float32]:

@@ -11,6 +11,8 @@ quantizer (from the format's bit fields). Never the kernel under test as its own
     magnitude, times the group scale) of the oracle's y, plus that fp32 noise.
 """
 
+import math
+
 import pytest
 import torch
 
@@ -21,7 +23,8 @@ from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, skip_cuda_without_kernel
 
 FP8 = torch.float8_e4m3fn
 OPS = ["rms_norm", "adaln_rms_norm", "gated_residual_adaln_rms_norm", "silu_and_mul",
-       "gelu_and_mul", "gelu_and_mul_tanh", "gelu_tanh", "gated_attention"]
+       "gelu_and_mul", "gelu_and_mul_tanh", "gelu_tanh", "gated_attention", "rms_norm_rope",
+       "rms_norm_split_rope"]
 KERNEL = {"gelu_and_mul_tanh": "gelu_and_mul_fp8"}
 
 
@@ -118,6 +121,29 @@ def make(op, dtype, lead=(2, 7), c=256, exact=False, group_size=128, layout="row
         args = (x, gl)
         f = lambda x, gl: lk.gated_attention(x, gl, **kw)  # noqa: E731
         r = ref.gated_attention
+    elif op in ("rms_norm_rope", "rms_norm_split_rope"):
+        split_rope = op == "rms_norm_split_rope"
+        S = lead[1]
+        d = 64  # split: heads of 64 (c is a multiple of 64 in every case)
+        tb = int(torch.randint(2, ()).item()) * (B - 1) + 1  # table batch: 1 (broadcast) or B
+        tshape = (tb, c // d, S, d // 2) if split_rope else (tb, S, c)
+        eps = 0.0 if exact else 1e-6
+        if exact:  # rows +-a: rstd = 1/a exactly; dyadic weights and tables: y exact in fp32
+            a = pick([0.5, 1.0, 2.0, 4.0], lead + (1,), cpu)
+            x = (a * pick([-1.0, 1.0], lead + (c,), cpu)).to(dtype)
+            w = pick([0.25, 0.5, -0.75, 1.0, 1.5, -2.0], (c,), cpu, dtype)
+            cs = pick([-1.0, -0.5, 0.0, 0.5, 1.0], tshape, cpu, dtype)
+            sn = pick([-1.0, -0.5, 0.0, 0.5, 1.0], tshape, cpu, dtype)
+        else:
+            x = (torch.randn(lead + (c,)) * 2 + 0.3).to(dtype)
+            w = torch.randn(c).to(dtype)
+            theta = torch.rand(tshape) * 6.3
+            tdt = torch.float32 if bool(torch.randint(2, ()).item()) else dtype
+            cs, sn = theta.cos().to(tdt), theta.sin().to(tdt)
+        args = (x, cs, sn, w)
+        fn_, rf = (lk.rms_norm_split_rope, ref.rms_norm_split_rope) if split_rope else (lk.rms_norm_rope, ref.rms_norm_rope)
+        f = lambda x, cs, sn, w: fn_(x, cs, sn, w, eps, **kw)  # noqa: E731
+        r = lambda x, cs, sn, w: rf(x, cs, sn, w, eps)  # noqa: E731
     else:
         raise AssertionError(op)
 
@@ -166,8 +192,11 @@ def assert_close_codes(q, s, q_ref, s_ref, y_ref, group_size):
     yr = y_ref.cpu().float().reshape(-1, k // group_size, group_size)
     sg = s_ref.reshape(-1, k // group_size, 1)
     # + 3e-5 |y|: the kernel's scale may differ from the reference's by the 2e-5 allowed above (a
-    # 2-ulp tanhf/expf difference in y moves amax), and every dequantized value with it
-    bound = e4m3_half_ulp(yr / torch.where(sg > 0, sg, 1)) * sg * 1.001 + 3e-5 * yr.abs()
+    # 2-ulp tanhf/expf difference in y moves amax), and every dequantized value with it;
+    # + 2^-20 amax(group): the absolute fp32 error of evaluating y where it cancels (gelu_tanh's
+    # 1 + tanh(..) for negative x is a few fp32 ulps of |x| ~ amax, while y itself is near 0)
+    amax = yr.abs().amax(dim=-1, keepdim=True)
+    bound = e4m3_half_ulp(yr / torch.where(sg > 0, sg, 1)) * sg * 1.001 + 3e-5 * yr.abs() + 2.0**-20 * amax
     err = (yq - yr).abs()
     ok = (err <= bound) | (d.reshape(err.shape) != 0)  # a code moved by one: up to one ulp
     assert bool(ok.all()), f"dequant error {float((err - bound).max())} above half an e4m3 ulp"
@@ -228,6 +257,18 @@ def _plain_calls(x, w, sc, sh, g, gl, xx):
 
 
 def _inputs(device, dtype, lead=(2, 3), c=256):
+    calls = _plain_inputs(device, dtype, lead, c)
+    x = torch.randn(lead + (c,), device=device).to(dtype)
+    w = torch.randn(c, device=device).to(dtype)
+    S = lead[1]
+    th = torch.rand(1, S, c, device=device)
+    ths = torch.rand(1, c // 64, S, 32, device=device)
+    calls["rms_norm_rope"] = lambda **k: lk.rms_norm_rope(x, th.cos(), th.sin(), w, **k)
+    calls["rms_norm_split_rope"] = lambda **k: lk.rms_norm_split_rope(x, ths.cos(), ths.sin(), w, **k)
+    return calls
+
+
+def _plain_inputs(device, dtype, lead=(2, 3), c=256):
     x = torch.randn(lead + (c,), device=device).to(dtype)
     w = torch.randn(c, device=device).to(dtype)
     sc = torch.randn(lead[0], c, device=device).to(dtype)
@@ -401,6 +442,13 @@ def test_opcheck(device, dtype):
         (o.gelu_tanh_fp8.default, (q, s, x, 128)),
         (o.gated_attention_fp8.default, (q, s, x, gl, 128)),
     ]
+    x3, q3 = x.reshape(1, 3, 256), q.reshape(1, 3, 256)
+    th = torch.rand(1, 3, 256, device=device)
+    ths = torch.rand(1, 4, 3, 32, device=device)
+    cases += [
+        (o.rms_norm_rope_fp8.default, (q3, s, x3, th.cos(), th.sin(), w, 1e-6, 128)),
+        (o.rms_norm_split_rope_fp8.default, (q3, sm, x3, ths.cos().to(dtype), ths.sin().to(dtype), None, 1e-6, 128)),
+    ]
     for op, args in cases:
         torch.library.opcheck(op, args, test_utils=OPCHECK_UTILS)
 
@@ -422,3 +470,56 @@ def test_compile_fullgraph(device):
     assert torch.equal(codes(q), codes(wq)) and torch.equal(s1.cpu(), ws.cpu() + 1.0)
     wq2, ws2 = lk.silu_and_mul(xx, out_dtype=FP8)
     assert torch.equal(codes(q2), codes(wq2)) and torch.equal(s2.cpu(), ws2.cpu())
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+@pytest.mark.parametrize("split_rope", [False, True], ids=["interleaved", "split"])
+def test_rope_tables_any_layout(device, split_rope):
+    """Broadcast, per-batch, strided, misaligned and per-head-shared tables (copied to aligned
+    rows on CUDA where needed) give the reference's result."""
+    B, S, c, d = 2, 5, 256, 64
+    x = (torch.randn(B, S, c) * 2).to(torch.bfloat16)
+    w = torch.randn(c).to(torch.bfloat16)
+    full = (B, c // d, S, d // 2) if split_rope else (B, S, c)
+    n = full[-1]
+    big = torch.rand(full[:-1] + (2 * n + 3,)) * 6.3
+    views = {  # each a function of the (cos or sin of the) big tensor, applied on the device
+        "contiguous": lambda t: t[..., :n].contiguous(),
+        "row stride > width": lambda t: t[..., :n],
+        "innermost stride 2": lambda t: t[..., : 2 * n : 2],
+        "misaligned start": lambda t: t.reshape(-1)[1 : 1 + math.prod(full)].reshape(full),
+        "batch broadcast (stride 0)": lambda t: t[:1, ..., :n].expand(full),
+    }
+    if split_rope:
+        views["one table shared by every head (stride 0)"] = lambda t: t[:, :1, :, :n].expand(full)
+    fn_ = lk.rms_norm_split_rope if split_rope else lk.rms_norm_rope
+    rf = ref.rms_norm_split_rope if split_rope else ref.rms_norm_rope
+    bc, bs = big.cos(), big.sin()
+    for name, v in views.items():
+        q, s = fn_(x.to(device), v(bc.to(device)), v(bs.to(device)), w.to(device), out_dtype=FP8)
+        y = rf(x, v(bc), v(bs), w)
+        wq, ws = ref.fp8_group_out(y)
+        assert_close_codes(q, s, wq, ws, y, 128)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_split_rope_head_dims(device):
+    """Any even head dim on the CPU; on CUDA the FP8 path needs d % 16 == 0 (16-bit x) and
+    says so."""
+    B, S, heads = 1, 3, 4
+    for d in (8, 16, 48, 128):
+        c = heads * d
+        if c % 32:
+            continue
+        x = torch.randn(B, S, c).to(torch.bfloat16)
+        th = torch.rand(1, heads, S, d // 2) * 6.3
+        cs, sn = th.cos(), th.sin()
+        gs = 32
+        if device == "cuda" and d % 16:
+            with pytest.raises(RuntimeError, match="rms_norm_split_rope_fp8: on CUDA, the head dim must be a multiple"):
+                lk.rms_norm_split_rope(x.to(device), cs.to(device), sn.to(device), out_dtype=FP8, group_size=gs)
+            continue
+        q, s = lk.rms_norm_split_rope(x.to(device), cs.to(device), sn.to(device), out_dtype=FP8, group_size=gs)
+        y = ref.rms_norm_split_rope(x, cs, sn)
+        wq, ws = ref.fp8_group_out(y, gs)
+        assert_close_codes(q, s, wq, ws, y, gs)

@@ -135,6 +135,11 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.impl("gelu_tanh_fp8", c10::DeviceType::CPU, &gelu_tanh_fp8);
   ops.def("gated_attention_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor gate_logits, int group_size) -> ()");
   ops.impl("gated_attention_fp8", c10::DeviceType::CPU, &gated_attention_fp8);
+  // whole-row RMSNorm, then interleaved (cos/sin [B or 1, S, C]) or split (cos/sin [B or 1, H, S, d/2]) RoPE
+  ops.def("rms_norm_rope_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor cos, Tensor sin, Tensor? weight, float eps, int group_size) -> ()");
+  ops.impl("rms_norm_rope_fp8", c10::DeviceType::CPU, &rms_norm_rope_fp8);
+  ops.def("rms_norm_split_rope_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor cos, Tensor sin, Tensor? weight, float eps, int group_size) -> ()");
+  ops.impl("rms_norm_split_rope_fp8", c10::DeviceType::CPU, &rms_norm_split_rope_fp8);
 #if defined(LTX_KERNELS_WITH_CUDA)
   ops.impl("rms_norm_fp8", c10::DeviceType::CUDA, &rms_norm_fp8);
   ops.impl("adaln_rms_norm_fp8", c10::DeviceType::CUDA, &adaln_rms_norm_fp8);
@@ -143,6 +148,8 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.impl("gelu_and_mul_fp8", c10::DeviceType::CUDA, &gelu_and_mul_fp8);
   ops.impl("gelu_tanh_fp8", c10::DeviceType::CUDA, &gelu_tanh_fp8);
   ops.impl("gated_attention_fp8", c10::DeviceType::CUDA, &gated_attention_fp8);
+  ops.impl("rms_norm_rope_fp8", c10::DeviceType::CUDA, &rms_norm_rope_fp8);
+  ops.impl("rms_norm_split_rope_fp8", c10::DeviceType::CUDA, &rms_norm_split_rope_fp8);
 #endif
   // neighborhood attention (NATTEN na1d/na2d/na3d): q, k, v, out [B, *spatial, heads, d], 1-3 spatial
   // dims from q.dim(); softmax(scale q.k) v over each query's window (inward-shifted at borders,

@@ -83,6 +83,12 @@ void gelu_and_mul_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, c1
 void gelu_tanh_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, int64_t group_size);
 void gated_attention_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& gate_logits,
                          int64_t group_size);
+void rms_norm_rope_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,
+                       const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps,
+                       int64_t group_size);
+void rms_norm_split_rope_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,
+                             const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps,
+                             int64_t group_size);
 // natten family (csrc/torch/natten.cpp)
 #include <ATen/core/List.h>
 void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -3,6 +3,7 @@
 // (quant/fused_fp8.h). q is float8_e4m3fn of y's shape; scales fp32 [M, C / group_size] with
 // whatever strides the caller gives (the wrapper allocates "row" or "mn_major").
 #include "common.h"
+#include "rope_common.h"
 #include "ltx_kernels/cpu/fused_fp8.h"
 #include "torch_binding.h"
 
@@ -409,4 +410,104 @@ void gated_attention_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
 #else
   no_cuda_backend(x, op);
 #endif
+}
+
+// ---- RMSNorm + RoPE with FP8 output (tables as rms_norm_rope / rms_norm_split_rope)
+namespace {
+
+// cos/sin with 16-byte aligned rows on CUDA (the kernels read whole vectors): copied when not.
+Table fp8_table(const at::Tensor& t0, bool per_head) {
+  Table t = table_of(t0, per_head);
+  if (!t.t.is_cuda()) return t;
+  const int64_t k = 16 / t.t.element_size();
+  const bool ok = reinterpret_cast<uintptr_t>(t.t.data_ptr()) % 16 == 0 && t.st.b % k == 0 &&
+                  t.st.h % k == 0 && t.st.s % k == 0;
+  return ok ? t : table_of(t0.clone(at::MemoryFormat::Contiguous), per_head);
+}
+
+void norm_rope_fp8(const char* op, at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
+                   const at::Tensor& cos, const at::Tensor& sin,
+                   const std::optional<at::Tensor>& weight, double eps, int64_t group_size,
+                   const RopeShape& shape) {
+  check_fp8_out(q, scales, x, x.sizes(), group_size, op);
+  at::Tensor wc = aligned_vector(vector_arg(weight, x, op));
+  if (x.numel() == 0) return;
+  at::Tensor xh;
+  const RowLayout xl = rows_for(x, xh);
+  const RowLayout ql = output_rows(q, op);
+  check_rows_fit(xl, op);
+  const bool split = shape.split;
+  const Table ct = fp8_table(cos, split), sn = fp8_table(sin, split);
+  const bool f32_table = ct.t.scalar_type() == at::kFloat;
+  const float feps = float(eps);
+  if (x.is_cpu()) {
+    const auto o = cpu_out(q, ql, scales, group_size);
+    LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
+      auto go = [&](auto* tab_tag) {
+        using tab_t = std::remove_pointer_t<decltype(tab_tag)>;
+        auto* cp = reinterpret_cast<const tab_t*>(ct.t.data_ptr());
+        auto* sp = reinterpret_cast<const tab_t*>(sn.t.data_ptr());
+        auto* xp = ptr_or_null<scalar_t>(xh);
+        auto* wp = ptr_or_null<scalar_t>(wc);
+        at::parallel_for(0, xl.rows, kCpuGrain, [&](int64_t b, int64_t e) {
+          if (split)
+            cpu::rms_norm_split_rope_fp8<scalar_t, tab_t>(o, xp, xl.stride, wp, cp, ct.st, sp, sn.st, shape, feps, b, e);
+          else
+            cpu::rms_norm_rope_fp8<scalar_t, tab_t>(o, xp, xl.stride, wp, cp, ct.st, sp, sn.st, shape, feps, b, e);
+        });
+      };
+      if (f32_table) go(static_cast<float*>(nullptr));
+      else go(static_cast<scalar_t*>(nullptr));
+    });
+    return;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  const CudaScope scope(x, op);
+  check_cuda_shape(x, q, ql, xl.cols, group_size, op);
+  if (split) {
+    const char* why = split_rope_fp8_cuda_unsupported(int(x.element_size()), shape.head_dim);
+    LTX_CHECK(why == nullptr, op, "on CUDA, ", why, " (got head dim ", shape.head_dim, ", dtype ",
+              x.scalar_type(), ")");
+  }
+  const auto o = cuda_out(q, ql, scales, group_size);
+  LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
+    auto go = [&](auto* tab_tag) {
+      using tab_t = std::remove_pointer_t<decltype(tab_tag)>;
+      auto* cp = reinterpret_cast<const tab_t*>(ct.t.data_ptr());
+      auto* sp = reinterpret_cast<const tab_t*>(sn.t.data_ptr());
+      auto* xp = ptr_or_null<cuda_t>(xh);
+      auto* wp = ptr_or_null<cuda_t>(wc);
+      check_cuda(split ? ltx_kernels::rms_norm_split_rope_fp8<cuda_t, tab_t>(o, xp, xl.stride, wp, cp, ct.st, sp,
+                                                                              sn.st, shape, feps, scope.stream)
+                       : ltx_kernels::rms_norm_rope_fp8<cuda_t, tab_t>(o, xp, xl.stride, wp, cp, ct.st, sp, sn.st,
+                                                                        shape, feps, scope.stream),
+                 op);
+    };
+    if (f32_table) go(static_cast<float*>(nullptr));
+    else go(static_cast<cuda_t*>(nullptr));
+  });
+#else
+  no_cuda_backend(x, op);
+#endif
+}
+
+}  // namespace
+
+void rms_norm_rope_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,
+                       const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps,
+                       int64_t group_size) {
+  constexpr const char* op = "rms_norm_rope_fp8";
+  check_float_type(x, op, "x");
+  const RopeShape shape = check_norm_rope(x, cos, sin, weight, eps, op);
+  norm_rope_fp8(op, q, scales, x, cos, sin, weight, eps, group_size, shape);
+}
+
+void rms_norm_split_rope_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
+                             const at::Tensor& cos, const at::Tensor& sin,
+                             const std::optional<at::Tensor>& weight, double eps,
+                             int64_t group_size) {
+  constexpr const char* op = "rms_norm_split_rope_fp8";
+  check_float_type(x, op, "x");
+  const RopeShape shape = check_norm_split_rope(x, cos, sin, weight, eps, op);
+  norm_rope_fp8(op, q, scales, x, cos, sin, weight, eps, group_size, shape);
 }

@@ -4,8 +4,8 @@ rule of quantize_fp8_per_token_group: scales = amax(|y|) / 448 (fp32 dequant sca
 ignored, 0 for an all-zero group), q = e4m3(y / scale) (true fp32 division, RNE, saturating).
 
 The public entry points are the plain wrappers with `out_dtype=torch.float8_e4m3fn`
-(rms_norm, adaln_rms_norm, gated_residual_adaln_rms_norm, gelu_tanh, silu_and_mul,
-gelu_and_mul, gated_attention); this module holds their plumbing and the fake
+(rms_norm, adaln_rms_norm, gated_residual_adaln_rms_norm, rms_norm_rope, rms_norm_split_rope,
+gelu_tanh, silu_and_mul, gelu_and_mul, gated_attention); this module holds their plumbing and the fake
 implementations of the `<op>_fp8` ops.
 """
 
@@ -99,6 +99,18 @@ def gated_attention_fp8(x, gate_logits, group_size, scale_layout):
     return q, s
 
 
+def rms_norm_rope_fp8(x, cos, sin, weight, eps, group_size, scale_layout):
+    q, s = fp8_outputs("rms_norm_rope", x.shape, x.device, group_size, scale_layout)
+    ops.rms_norm_rope_fp8(q, s, x, cos, sin, weight, float(eps), int(group_size))
+    return q, s
+
+
+def rms_norm_split_rope_fp8(x, cos, sin, weight, eps, group_size, scale_layout):
+    q, s = fp8_outputs("rms_norm_split_rope", x.shape, x.device, group_size, scale_layout)
+    ops.rms_norm_split_rope_fp8(q, s, x, cos, sin, weight, float(eps), int(group_size))
+    return q, s
+
+
 # ---- fake implementations: the ops write q / scales (and h_out) in place, nothing to return
 def _fake_check(op, q, scales, shape, group_size):
     torch._check(q.shape == shape, lambda: f"ltx_kernels.{op}: q must have shape {tuple(shape)}")
@@ -138,3 +150,13 @@ def _gelu_tanh_fp8_fake(q, scales, x, group_size):
 @register_fake("gated_attention_fp8")
 def _gated_attention_fp8_fake(q, scales, x, gate_logits, group_size):
     _fake_check("gated_attention_fp8", q, scales, x.shape, group_size)
+
+
+@register_fake("rms_norm_rope_fp8")
+def _rms_norm_rope_fp8_fake(q, scales, x, cos, sin, weight, eps, group_size):
+    _fake_check("rms_norm_rope_fp8", q, scales, x.shape, group_size)
+
+
+@register_fake("rms_norm_split_rope_fp8")
+def _rms_norm_split_rope_fp8_fake(q, scales, x, cos, sin, weight, eps, group_size):
+    _fake_check("rms_norm_split_rope_fp8", q, scales, x.shape, group_size)

@@ -489,6 +489,14 @@ def gated_residual_adaln_rms_norm_fp8(h, y, gate, scale, shift, weight=None, eps
     return (hn, *fp8_group_out(out, group_size))
 
 
+def rms_norm_rope_fp8(x, cos, sin, weight=None, eps: float = 1e-6, group_size: int = 128):
+    return fp8_group_out(rms_norm_rope(x, cos, sin, weight, eps), group_size)
+
+
+def rms_norm_split_rope_fp8(x, cos, sin, weight=None, eps: float = 1e-6, group_size: int = 128):
+    return fp8_group_out(rms_norm_split_rope(x, cos, sin, weight, eps), group_size)
+
+
 # ---- sequence parallel (Ulysses), from the definition: rank r holds x_r [B, T_r, H, D];
 # send_recv_heads gives rank r every rank's tokens (in rank order) for heads [r*H/W, (r+1)*H/W);
 # gather_heads is its inverse; all_gather concatenates every rank's tokens.

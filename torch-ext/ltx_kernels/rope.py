@@ -25,6 +25,7 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
+from . import fused_fp8 as _fp8
 from ._common import out_like, register_fake
 from ._ops import ops
 
@@ -38,11 +39,23 @@ def rms_norm_rope(
     weight: Optional[torch.Tensor] = None,
     eps: float = 1e-6,
     out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+    *,
+    out_dtype: Optional[torch.dtype] = None,
+    group_size: int = 128,
+    scale_layout: str = "row",
+):
     """RMSNorm over the whole row of x ``[B, S, C]`` (times ``weight [C]`` if given), then
     interleaved RoPE: ``o[2i] = y[2i]*cos[2i] - y[2i+1]*sin[2i]``,
     ``o[2i+1] = y[2i]*sin[2i+1] + y[2i+1]*cos[2i+1]``; cos/sin ``[B or 1, S, C]``.
-    `out` may be `x` itself (in place)."""
+    `out` may be `x` itself (in place).
+
+    FP8 output: `out_dtype=torch.float8_e4m3fn` returns `(q, scales)`: the fp32 result (not
+    rounded to x's dtype first) quantized per token per `group_size` columns as
+    `rms_norm(..., out_dtype=torch.float8_e4m3fn)` does (scale_layout "row" or "mn_major").
+    On CUDA the FP8 path takes what the fused FP8 ops take (group_size a power-of-two number of
+    16-byte vectors, at most 32)."""
+    if _fp8.wants_fp8("rms_norm_rope", x, out_dtype, out):
+        return _fp8.rms_norm_rope_fp8(x, cos, sin, weight, eps, group_size, scale_layout)
     out = out_like(x, out)
     ops.rms_norm_rope(out, x, cos, sin, weight, float(eps))
     return out
@@ -55,11 +68,23 @@ def rms_norm_split_rope(
     weight: Optional[torch.Tensor] = None,
     eps: float = 1e-6,
     out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+    *,
+    out_dtype: Optional[torch.dtype] = None,
+    group_size: int = 128,
+    scale_layout: str = "row",
+):
     """RMSNorm over the whole row of x ``[B, S, C]`` (times ``weight [C]`` if given), then
     split RoPE per head of width d: ``o1 = x1*cos - x2*sin``, ``o2 = x2*cos + x1*sin`` with
     ``x1 = [0, d/2)``, ``x2 = [d/2, d)``; cos/sin ``[B or 1, H, S, d/2]``, ``H * d = C``.
-    `out` may be `x` itself (in place)."""
+    `out` may be `x` itself (in place).
+
+    FP8 output: `out_dtype=torch.float8_e4m3fn` returns `(q, scales)`: the fp32 result (not
+    rounded to x's dtype first) quantized per token per `group_size` columns as
+    `rms_norm(..., out_dtype=torch.float8_e4m3fn)` does (scale_layout "row" or "mn_major").
+    On CUDA the FP8 path takes what the fused FP8 ops take (group_size a power-of-two number of
+    16-byte vectors, at most 32; d a multiple of 16 for 16-bit x, of 8 for float32)."""
+    if _fp8.wants_fp8("rms_norm_split_rope", x, out_dtype, out):
+        return _fp8.rms_norm_split_rope_fp8(x, cos, sin, weight, eps, group_size, scale_layout)
     out = out_like(x, out)
     ops.rms_norm_split_rope(out, x, cos, sin, weight, float(eps))
     return out

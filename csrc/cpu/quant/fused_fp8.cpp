@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ltx_kernels/cpu/fp8.h"
+#include "ltx_kernels/cpu/rope.h"
 
 namespace ltx_kernels {
 namespace cpu {
@@ -143,6 +144,51 @@ void gated_attention_fp8(const Fp8GroupOutCpu& o, const T* x, int64_t x_stride, 
     quantize_row(o, r, y.data(), cols);
   }
 }
+
+namespace {
+template <typename T, typename TT>
+void norm_rope_rows_fp8(const Fp8GroupOutCpu& o, const T* x, int64_t x_stride, const T* weight,
+                        const TT* cos, RopeTableStrides cs, const TT* sin, RopeTableStrides ss,
+                        const RopeShape& shape, float eps, int64_t row_begin, int64_t row_end) {
+  const size_t cols = static_cast<size_t>(shape.cols);
+  std::vector<float> y(cols), scratch(cols);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    rope_row_f32<T, TT>(y.data(), scratch.data(), x + r * x_stride, r, weight, true, eps, cos, cs,
+                        sin, ss, shape);
+    quantize_row(o, r, y.data(), shape.cols);
+  }
+}
+}  // namespace
+
+template <typename T, typename TT>
+void rms_norm_rope_fp8(const Fp8GroupOutCpu& o, const T* x, int64_t x_stride, const T* weight,
+                       const TT* cos, RopeTableStrides cs, const TT* sin, RopeTableStrides ss,
+                       const RopeShape& shape, float eps, int64_t row_begin, int64_t row_end) {
+  norm_rope_rows_fp8<T, TT>(o, x, x_stride, weight, cos, cs, sin, ss, shape, eps, row_begin, row_end);
+}
+
+template <typename T, typename TT>
+void rms_norm_split_rope_fp8(const Fp8GroupOutCpu& o, const T* x, int64_t x_stride, const T* weight,
+                             const TT* cos, RopeTableStrides cs, const TT* sin, RopeTableStrides ss,
+                             const RopeShape& shape, float eps, int64_t row_begin, int64_t row_end) {
+  norm_rope_rows_fp8<T, TT>(o, x, x_stride, weight, cos, cs, sin, ss, shape, eps, row_begin, row_end);
+}
+
+#define LTX_INSTANTIATE_CPU_ROPE_FP8(T, TT)                                                      \
+  template void rms_norm_rope_fp8<T, TT>(const Fp8GroupOutCpu&, const T*, int64_t, const T*,     \
+                                         const TT*, RopeTableStrides, const TT*,                 \
+                                         RopeTableStrides, const RopeShape&, float, int64_t,     \
+                                         int64_t);                                               \
+  template void rms_norm_split_rope_fp8<T, TT>(const Fp8GroupOutCpu&, const T*, int64_t,         \
+                                               const T*, const TT*, RopeTableStrides, const TT*, \
+                                               RopeTableStrides, const RopeShape&, float,        \
+                                               int64_t, int64_t);
+LTX_INSTANTIATE_CPU_ROPE_FP8(float, float)
+LTX_INSTANTIATE_CPU_ROPE_FP8(half_t, half_t)
+LTX_INSTANTIATE_CPU_ROPE_FP8(half_t, float)
+LTX_INSTANTIATE_CPU_ROPE_FP8(bfloat16_t, bfloat16_t)
+LTX_INSTANTIATE_CPU_ROPE_FP8(bfloat16_t, float)
+#undef LTX_INSTANTIATE_CPU_ROPE_FP8
 
 #define LTX_INSTANTIATE_CPU_FUSED_FP8(T)                                                          \
   template void rms_norm_fp8<T>(const Fp8GroupOutCpu&, const T*, int64_t, const T*, int64_t,      \

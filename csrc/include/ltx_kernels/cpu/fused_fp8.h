@@ -9,6 +9,7 @@
 
 #include "ltx_kernels/common/fused_norm_util.h"
 #include "ltx_kernels/common/host_types.h"
+#include "ltx_kernels/common/rope_util.h"
 
 namespace ltx_kernels {
 namespace cpu {
@@ -51,6 +52,17 @@ template <typename T>
 void gated_attention_fp8(const Fp8GroupOutCpu& o, const T* x, int64_t x_stride, const T* gate,
                          int64_t gate_stride, int64_t row_begin, int64_t row_end, int64_t heads,
                          int64_t head_dim);
+
+// Whole-row RMSNorm then RoPE (interleaved / split: cpu/rope.h's rope_row_f32), y quantized.
+// TT: float or T.
+template <typename T, typename TT>
+void rms_norm_rope_fp8(const Fp8GroupOutCpu& o, const T* x, int64_t x_stride, const T* weight,
+                       const TT* cos, RopeTableStrides cs, const TT* sin, RopeTableStrides ss,
+                       const RopeShape& shape, float eps, int64_t row_begin, int64_t row_end);
+template <typename T, typename TT>
+void rms_norm_split_rope_fp8(const Fp8GroupOutCpu& o, const T* x, int64_t x_stride, const T* weight,
+                             const TT* cos, RopeTableStrides cs, const TT* sin, RopeTableStrides ss,
+                             const RopeShape& shape, float eps, int64_t row_begin, int64_t row_end);
 
 }  // namespace cpu
 }  // namespace ltx_kernels

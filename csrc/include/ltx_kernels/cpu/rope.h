@@ -20,5 +20,12 @@ void rope_rows(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T
                RopeTableStrides sin_strides, const RopeShape& shape, int64_t row_begin,
                int64_t row_end);
 
+// One row's fp32 result, not rounded to T (the FP8-output ops quantize it): row r of x (token
+// (r / seq, r % seq)) into out[cols]; `scratch` holds cols floats. rope_rows is this, rounded.
+template <typename T, typename TT>
+void rope_row_f32(float* out, float* scratch, const T* xr, int64_t r, const T* weight, bool norm,
+                  float eps, const TT* cos, RopeTableStrides cos_strides, const TT* sin,
+                  RopeTableStrides sin_strides, const RopeShape& shape);
+
 }  // namespace cpu
 }  // namespace ltx_kernels

@@ -9,7 +9,8 @@
 // then the FP8 epilogue: thread `tid` owns chunks tid + k * tpr, so a group of `group` columns
 // is `lpg` = group / V consecutive lanes (tpr is a multiple of 32, lpg a power of two <= 32):
 // its amax is a warp_max over width lpg, every lane encodes its V values (the shared rule of
-// common/fp8_util.h with the integer encoder) and writes V code bytes (8 bytes for 16-bit T),
+// common/fp8_util.h: fp8_quantize_bounded, two per hardware conversion) and writes V code
+// bytes (8 bytes for 16-bit T),
 // the group's first lane writes the scale.
 //
 // Bytes per row: the op's inputs read once (as the plain op), cols code bytes + 4 bytes per
@@ -29,6 +30,7 @@
 #include "ltx_kernels/common/vec.cuh"
 #include "ltx_kernels/norm/fused_norm.cuh"
 #include "ltx_kernels/quant/fused_fp8.h"
+#include "ltx_kernels/rope/rope.cuh"
 
 namespace ltx_kernels {
 namespace fused_fp8_detail {
@@ -182,6 +184,144 @@ struct GatedAttentionOp {
   }
 };
 
+// Whole-row RMSNorm then RoPE (the arithmetic of rope.cuh's rotate_store, same order).
+template <typename T, typename TT>
+struct RopeArgs {
+  const T* x;
+  int64_t x_stride;
+  const T* w;  // [cols] or nullptr
+  const TT* cos;
+  RopeTableStrides cs;
+  const TT* sin;
+  RopeTableStrides ss;
+  int64_t seq;
+  int cols;
+  int head_dim;  // split: d; interleaved: cols
+  float eps;
+};
+
+template <typename T, typename TT>
+struct RopeRowCtx {
+  const T* x;
+  const TT* c;  // table rows of token (b, s); heads are added per chunk (split)
+  const TT* s;
+};
+
+template <typename T, typename TT>
+__device__ __forceinline__ RopeRowCtx<T, TT> rope_row(const RopeArgs<T, TT>& a, int64_t r) {
+  const int64_t b = r / a.seq, s = r - b * a.seq;
+  return {a.x + r * a.x_stride, a.cos + b * a.cs.b + s * a.cs.s, a.sin + b * a.ss.b + s * a.ss.s};
+}
+
+template <typename T, int V>
+__device__ __forceinline__ float rope_sumsq(const Packed<T, V>& v) {
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const float f = to_f32(v.v[j]);
+    s += f * f;
+  }
+  return s;
+}
+
+// Interleaved pairs (2i, 2i+1) of the whole row; a 16-byte chunk holds whole pairs.
+template <typename T, typename TT>
+struct NormRopeOp {
+  RopeArgs<T, TT> a;
+  static constexpr bool kNorm = true;
+  using RowCtx = RopeRowCtx<T, TT>;
+  template <int V>
+  using Chunk = Packed<T, V>;
+  __device__ __forceinline__ RowCtx row(int64_t r) const { return rope_row(a, r); }
+  template <int V>
+  __device__ __forceinline__ void load(const RowCtx& rc, int64_t off, Chunk<V>& v) const {
+    v = load_stream<T, V>(rc.x + off);
+  }
+  template <int V>
+  __device__ __forceinline__ float sumsq(const Chunk<V>& v) const { return rope_sumsq(v); }
+  __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
+  template <int V>
+  __device__ __forceinline__ void finish(const RowCtx& rc, int64_t off, const Chunk<V>& v,
+                                         float rstd, float (&y)[V]) const {
+    float ya[V], co[V], si[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) ya[j] = to_f32(v.v[j]) * rstd;
+    if (a.w != nullptr) {
+      float wv[V];
+      rope_detail::load_f32<T, V, true>(a.w + off, wv);
+#pragma unroll
+      for (int j = 0; j < V; ++j) ya[j] *= wv[j];
+    }
+    rope_detail::load_f32<TT, V, true>(rc.c + off, co);
+    rope_detail::load_f32<TT, V, true>(rc.s + off, si);
+#pragma unroll
+    for (int j = 0; j < V; j += 2) {
+      y[j] = ya[j] * co[j] - ya[j + 1] * si[j];
+      y[j + 1] = ya[j] * si[j + 1] + ya[j + 1] * co[j + 1];
+    }
+  }
+};
+
+// Split pairs (j, j + d/2) per head. A chunk is V output columns inside one half-head; it also
+// reads its partner chunk d/2 away (the other half of its pairs), through L1: the partner is
+// the own chunk of another thread of the same row, so DRAM sees x once.
+template <typename T, typename TT>
+struct NormSplitRopeOp {
+  RopeArgs<T, TT> a;
+  static constexpr bool kNorm = true;
+  using RowCtx = RopeRowCtx<T, TT>;
+  template <int V>
+  struct Chunk {
+    Packed<T, V> own, partner;
+  };
+  __device__ __forceinline__ RowCtx row(int64_t r) const { return rope_row(a, r); }
+  // (offsets inside a row fit in int: cols <= INT32_MAX; 32-bit division is not a call)
+  __device__ __forceinline__ int64_t partner_off(int64_t off) const {
+    const int half = a.head_dim >> 1;
+    const int p = int(off) % a.head_dim;
+    return p < half ? off + half : off - half;
+  }
+  template <int V>
+  __device__ __forceinline__ void load(const RowCtx& rc, int64_t off, Chunk<V>& c) const {
+    c.own = load_cached<T, V>(rc.x + off);
+    c.partner = load_cached<T, V>(rc.x + partner_off(off));
+  }
+  template <int V>
+  __device__ __forceinline__ float sumsq(const Chunk<V>& c) const { return rope_sumsq(c.own); }
+  __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
+  template <int V>
+  __device__ __forceinline__ void finish(const RowCtx& rc, int64_t off, const Chunk<V>& c,
+                                         float rstd, float (&y)[V]) const {
+    const int half = a.head_dim >> 1;
+    const int h = int(off) / a.head_dim;
+    const int p = int(off) - h * a.head_dim;
+    const bool first = p < half;
+    const int64_t poff = first ? off + half : off - half;
+    const int j = first ? p : p - half;
+    float yo[V], yp[V], co[V], si[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      yo[i] = to_f32(c.own.v[i]) * rstd;
+      yp[i] = to_f32(c.partner.v[i]) * rstd;
+    }
+    if (a.w != nullptr) {
+      float wo[V], wp[V];
+      rope_detail::load_f32<T, V, true>(a.w + off, wo);
+      rope_detail::load_f32<T, V, true>(a.w + poff, wp);
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        yo[i] *= wo[i];
+        yp[i] *= wp[i];
+      }
+    }
+    rope_detail::load_f32<TT, V, true>(rc.c + int64_t(h) * a.cs.h + j, co);
+    rope_detail::load_f32<TT, V, true>(rc.s + int64_t(h) * a.ss.h + j, si);
+#pragma unroll
+    for (int i = 0; i < V; ++i)  // first half: a c - b s; second half: b c + a s
+      y[i] = first ? yo[i] * co[i] - yp[i] * si[i] : yo[i] * co[i] + yp[i] * si[i];
+  }
+};
+
 // ---- the kernel ---------------------------------------------------------------------------
 
 template <int V>
@@ -231,10 +371,10 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256)
       }
       m = warp_max(m, lpg);  // every lane of the warp takes part
       const float sc = fp8_scale_from_amax<E4M3>(m);
+      const Fp8Divisor dv = fp8_divisor(sc);
       if (ok) {
         Packed<uint8_t, V> c;
-#pragma unroll
-        for (int j = 0; j < V; ++j) c.v[j] = fp8_quantize_value<E4M3, true>(y[j], sc);
+        fp8_quantize_bounded<E4M3, V>(y, dv, c.v);  // the group's own scale: bounded quotients
         store_codes<V>(qrow + int64_t(i) * V, c);
         if ((i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i / lpg) * o.s_col] = sc;
       }

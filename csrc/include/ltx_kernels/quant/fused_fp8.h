@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "ltx_kernels/common/fused_norm_util.h"
+#include "ltx_kernels/common/rope_util.h"
 
 namespace ltx_kernels {
 
@@ -80,5 +81,29 @@ template <typename T>
 cudaError_t gated_attention_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* gate,
                                 int64_t gate_stride, int64_t rows, int64_t heads,
                                 int64_t head_dim, cudaStream_t stream);
+
+// Whole-row RMSNorm then RoPE (rope/rope.h's rms_norm_rope / rms_norm_split_rope), y not
+// rounded: x rows are tokens (b, s) = (r / shape.seq, r % shape.seq); tables (TT = float or T)
+// as common/rope_util.h with 16-byte aligned rows (the adapter copies them otherwise).
+//   interleaved (shape.split false, shape.head_dim == cols): pairs (2i, 2i+1), tables [B|1, S, C];
+//   split (shape.split true): pairs (j, j + d/2) per head, tables [B|1, H, S, d/2];
+//     CUDA needs d % (2 * V) == 0 (a 16-byte chunk never straddles a half-head).
+template <typename T, typename TT>
+cudaError_t rms_norm_rope_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* weight,
+                              const TT* cos, RopeTableStrides cs, const TT* sin,
+                              RopeTableStrides ss, const RopeShape& shape, float eps,
+                              cudaStream_t stream);
+template <typename T, typename TT>
+cudaError_t rms_norm_split_rope_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride,
+                                    const T* weight, const TT* cos, RopeTableStrides cs,
+                                    const TT* sin, RopeTableStrides ss, const RopeShape& shape,
+                                    float eps, cudaStream_t stream);
+
+// Why the split CUDA path cannot take head_dim, or nullptr.
+inline const char* split_rope_fp8_cuda_unsupported(int elem_size, int64_t head_dim) {
+  return head_dim % (2 * (16 / elem_size)) != 0
+             ? "the head dim must be a multiple of 2 x (16 / element size) (16 for 16-bit x, 8 for float32)"
+             : nullptr;
+}
 
 }  // namespace ltx_kernels

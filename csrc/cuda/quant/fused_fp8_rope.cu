@@ -1,0 +1,93 @@
+// RMSNorm + RoPE with FP8 per-token-group output: launchers and explicit instantiations (a
+// translation unit of its own: 5 (T, table type) pairs x 3 launch shapes x 2 ops).
+// Kernels: fused_fp8.cuh (NormRopeOp, NormSplitRopeOp through fp8_rows). Like fused_fp8.cu,
+// every entry checks its preconditions and returns an error rather than launching.
+#include "ltx_kernels/quant/fused_fp8.cuh"
+#include "ltx_kernels/quant/fused_fp8.h"
+
+namespace ltx_kernels {
+namespace {
+
+using namespace fused_fp8_detail;
+
+// 16-byte aligned table rows: base and every stride that moves between rows whole vectors.
+template <typename TT>
+bool table_ok(const TT* t, const RopeTableStrides& st) {
+  constexpr int K = kVec16<TT>;
+  return aligned_to(t, 16) && st.b % K == 0 && st.h % K == 0 && st.s % K == 0;
+}
+
+template <typename T, typename TT>
+cudaError_t precheck(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* w,
+                     const TT* cos, const RopeTableStrides& cs, const TT* sin,
+                     const RopeTableStrides& ss, const RopeShape& sh) {
+  constexpr int V = kVec16<T>;
+  const int64_t cols = sh.cols;
+  if (o.group <= 0 || cols % o.group != 0 || sh.seq <= 0 || sh.head_dim <= 0 ||
+      cols % sh.head_dim != 0 || sh.head_dim % 2 != 0)
+    return cudaErrorInvalidValue;
+  if (fused_fp8_cuda_unsupported(int(sizeof(T)), cols, o.group) != nullptr) return cudaErrorInvalidValue;
+  if (cols > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
+  if (!aligned_to(o.q, 16) || o.q_stride % V != 0 || cols % V != 0) return cudaErrorMisalignedAddress;
+  if (!aligned_to(x, 16) || x_stride % V != 0 || (w != nullptr && !aligned_to(w, 16)))
+    return cudaErrorMisalignedAddress;
+  if (!table_ok(cos, cs) || !table_ok(sin, ss)) return cudaErrorMisalignedAddress;
+  return cudaSuccess;
+}
+
+template <typename T, typename TT>
+RopeArgs<T, TT> rope_args(const T* x, int64_t xs, const T* w, const TT* cos, RopeTableStrides cs,
+                          const TT* sin, RopeTableStrides ss, const RopeShape& sh, float eps) {
+  return RopeArgs<T, TT>{x, xs, w, cos, cs, sin, ss, sh.seq, int(sh.cols), int(sh.head_dim), eps};
+}
+
+}  // namespace
+
+template <typename T, typename TT>
+cudaError_t rms_norm_rope_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* weight,
+                              const TT* cos, RopeTableStrides cs, const TT* sin,
+                              RopeTableStrides ss, const RopeShape& shape, float eps,
+                              cudaStream_t stream) {
+  const int64_t rows = shape.batch * shape.seq;
+  if (rows <= 0 || shape.cols <= 0) return cudaSuccess;
+  if (shape.split || shape.head_dim != shape.cols) return cudaErrorInvalidValue;
+  if (cudaError_t e = precheck(o, x, x_stride, weight, cos, cs, sin, ss, shape); e != cudaSuccess)
+    return e;
+  using Op = NormRopeOp<T, TT>;
+  return launch<Op, T>(Op{rope_args(x, x_stride, weight, cos, cs, sin, ss, shape, eps)}, o, rows,
+                       shape.cols, stream);
+}
+
+template <typename T, typename TT>
+cudaError_t rms_norm_split_rope_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride,
+                                    const T* weight, const TT* cos, RopeTableStrides cs,
+                                    const TT* sin, RopeTableStrides ss, const RopeShape& shape,
+                                    float eps, cudaStream_t stream) {
+  const int64_t rows = shape.batch * shape.seq;
+  if (rows <= 0 || shape.cols <= 0) return cudaSuccess;
+  if (!shape.split || split_rope_fp8_cuda_unsupported(int(sizeof(T)), shape.head_dim) != nullptr)
+    return cudaErrorInvalidValue;
+  if (cudaError_t e = precheck(o, x, x_stride, weight, cos, cs, sin, ss, shape); e != cudaSuccess)
+    return e;
+  using Op = NormSplitRopeOp<T, TT>;
+  return launch<Op, T>(Op{rope_args(x, x_stride, weight, cos, cs, sin, ss, shape, eps)}, o, rows,
+                       shape.cols, stream);
+}
+
+#define LTX_INSTANTIATE_ROPE_FP8(T, TT)                                                          \
+  template cudaError_t rms_norm_rope_fp8<T, TT>(const Fp8GroupOut&, const T*, int64_t, const T*, \
+                                                const TT*, RopeTableStrides, const TT*,          \
+                                                RopeTableStrides, const RopeShape&, float,       \
+                                                cudaStream_t);                                   \
+  template cudaError_t rms_norm_split_rope_fp8<T, TT>(                                           \
+      const Fp8GroupOut&, const T*, int64_t, const T*, const TT*, RopeTableStrides, const TT*,   \
+      RopeTableStrides, const RopeShape&, float, cudaStream_t);
+
+LTX_INSTANTIATE_ROPE_FP8(float, float)
+LTX_INSTANTIATE_ROPE_FP8(__half, __half)
+LTX_INSTANTIATE_ROPE_FP8(__half, float)
+LTX_INSTANTIATE_ROPE_FP8(__nv_bfloat16, __nv_bfloat16)
+LTX_INSTANTIATE_ROPE_FP8(__nv_bfloat16, float)
+#undef LTX_INSTANTIATE_ROPE_FP8
+
+}  // namespace ltx_kernels
