@@ -17,11 +17,25 @@ int64_t blocks_for(int64_t work, int64_t per_block) {
   return std::max<int64_t>(1, std::min<int64_t>((work + per_block - 1) / per_block, kMaxGrid));
 }
 
+// SMs of the current device (cached per device; 132 if the query fails).
+int sm_count() {
+  static int cache[64] = {0};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+  if (cache[dev] == 0) {
+    int n = 0;
+    cache[dev] = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && n > 0 ? n : 132;
+  }
+  return cache[dev];
+}
+
 template <typename T, class F, int VEC, int NV, int TPG>
 void group_regs(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t scc, const T* x, int64_t xs,
                 int64_t rows, int64_t gpr, int group, cudaStream_t st) {
   const int64_t per_block = (kThreads / 32) * (32 / TPG);  // groups per CTA
-  quant_group_regs<T, F, VEC, NV, TPG><<<unsigned(blocks_for(rows * gpr, per_block)), kThreads, 0, st>>>(
+  // a few resident waves, so that every warp loops (its next batch's loads overlap the encode)
+  const int64_t grid = std::min<int64_t>(blocks_for(rows * gpr, per_block), int64_t(sm_count()) * 8);
+  quant_group_regs<T, F, VEC, NV, TPG><<<unsigned(grid), kThreads, 0, st>>>(
       q, qs, sc, sr, scc, x, xs, rows, gpr, group);
 }
 
@@ -31,12 +45,15 @@ cudaError_t group_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t 
   const int64_t gpr = cols / group;
   const int nvec = group / VEC;
 #define LTX_ARGS q, qs, sc, sr, scc, x, xs, rows, gpr, group, st
+  // 2 accesses per lane before lanes are added (x2 with the prefetched next batch: 64 bytes in
+  // flight per thread), the per-group work (index division, shuffles, scale, reciprocal)
+  // shared by twice the elements of one access per lane
   if (nvec <= 1) group_regs<T, F, VEC, 1, 1>(LTX_ARGS);
-  else if (nvec <= 2) group_regs<T, F, VEC, 1, 2>(LTX_ARGS);
-  else if (nvec <= 4) group_regs<T, F, VEC, 1, 4>(LTX_ARGS);
-  else if (nvec <= 8) group_regs<T, F, VEC, 1, 8>(LTX_ARGS);
-  else if (nvec <= 16) group_regs<T, F, VEC, 1, 16>(LTX_ARGS);
-  else if (nvec <= 32) group_regs<T, F, VEC, 1, 32>(LTX_ARGS);
+  else if (nvec <= 2) group_regs<T, F, VEC, 2, 1>(LTX_ARGS);
+  else if (nvec <= 4) group_regs<T, F, VEC, 2, 2>(LTX_ARGS);
+  else if (nvec <= 8) group_regs<T, F, VEC, 2, 4>(LTX_ARGS);
+  else if (nvec <= 16) group_regs<T, F, VEC, 2, 8>(LTX_ARGS);
+  else if (nvec <= 32) group_regs<T, F, VEC, 2, 16>(LTX_ARGS);
   else if (nvec <= 64) group_regs<T, F, VEC, 2, 32>(LTX_ARGS);
   else if (nvec <= 128) group_regs<T, F, VEC, 4, 32>(LTX_ARGS);
   else if (nvec <= 256) group_regs<T, F, VEC, 8, 32>(LTX_ARGS);
@@ -54,9 +71,9 @@ cudaError_t block_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t 
   const int64_t chunks = std::min(a.bn, a.rows) * (std::min(a.bk, a.cols) / VEC);
   const unsigned grid = unsigned(std::min<int64_t>(a.tiles, kMaxGrid));
   auto threads_for = [&](int nv) { return unsigned(std::max<int64_t>(32, ((chunks + nv - 1) / nv + 31) / 32 * 32)); };
-  if (chunks <= 8 * 512) {  // e.g. 128 x 128 bf16: 256 threads; fp32: 512
+  if (chunks <= 8 * 256) {  // e.g. 128 x 128 bf16: 256 threads
     quant_block_regs<T, F, VEC, 8><<<grid, threads_for(8), 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
-  } else if (VEC <= 4 && chunks <= 16 * 512) {  // (VEC 8 x 16 accesses would spill)
+  } else if (VEC <= 4 && chunks <= 16 * 256) {  // 128 x 128 fp32 (VEC 8 x 16 accesses would spill)
     if constexpr (VEC <= 4)
       quant_block_regs<T, F, VEC, 16><<<grid, threads_for(16), 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
   } else {
@@ -75,7 +92,10 @@ cudaError_t tensor_launch(uint8_t* q, float* scale, const T* x, int64_t n, bool 
     amax_kernel<T, VEC><<<grid, kThreads, 0, st>>>(reinterpret_cast<unsigned int*>(scale), x, n);
     finalize_scale<F><<<1, 1, 0, st>>>(scale);
   }
-  quant_scaled<T, F, VEC><<<grid, kThreads, 0, st>>>(q, scale, x, n);
+  if (compute)
+    quant_scaled<T, F, VEC, true><<<grid, kThreads, 0, st>>>(q, scale, x, n);
+  else
+    quant_scaled<T, F, VEC, false><<<grid, kThreads, 0, st>>>(q, scale, x, n);
   return cudaGetLastError();
 }
 
@@ -85,11 +105,18 @@ cudaError_t dequant_launch(T* out, int64_t os, const uint8_t* q, int64_t qs, con
                            int64_t bc, cudaStream_t st) {
   if (cols > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
   bc = std::min(bc, cols);  // c / bc == c / cols == 0 for every column when bc >= cols
+  int bc_shift = -1;
+  for (int k = 0; k < 31; ++k)
+    if (int64_t(1) << k == bc) bc_shift = k;
+  constexpr int CPT = 4;  // chunks per thread
   const int64_t cpr = cols / VEC;
-  const unsigned gx = unsigned(std::min<int64_t>((cpr + kThreads - 1) / kThreads, 65535));
+  // threads: enough for the row in CPT chunks each (a multiple of 32, <= 256)
+  const int64_t want = (cpr + CPT - 1) / CPT;
+  const unsigned threads = unsigned(std::min<int64_t>(kThreads, std::max<int64_t>(32, (want + 31) / 32 * 32)));
+  const unsigned gx = unsigned(std::min<int64_t>((cpr + int64_t(threads) * CPT - 1) / (int64_t(threads) * CPT), 65535));
   const unsigned gy = unsigned(std::min<int64_t>(rows, 65535));
-  dequant<T, F, VEC><<<dim3(gx, gy), kThreads, 0, st>>>(out, os, q, qs, sc, sr, scc, rows, int(cols), br,
-                                                         int(bc));
+  dequant<T, F, VEC, CPT><<<dim3(gx, gy), threads, 0, st>>>(out, os, q, qs, sc, sr, scc, rows, int(cols), br,
+                                                             int(bc), bc_shift);
   return cudaGetLastError();
 }
 
