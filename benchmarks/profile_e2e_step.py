@@ -1,0 +1,91 @@
+"""Where one denoising step's GPU time goes: torch.profiler over one step of
+benchmarks/e2e_ltx_video.py's (or e2e_ltx2.py's) problem, kernels grouped by kind.
+
+  python3 benchmarks/profile_e2e_step.py [--model ltx_video|ltx2] [--variant compile|optimized+compile|
+      optimized+fp8+compile] [e2e flags: --num-frames 49 --height 512 --width 768 ...]
+
+Groups (by kernel name): attention (flash / fmha / cudnn sdpa), GEMM (cuBLAS(Lt) / nvjet / CUTLASS /
+ours: fp8_blockwise), ltx_kernels' other kernels (namespace ltx_kernels), Triton (torch.compile),
+other. Prints the sum per group (ms per step) and the 15 heaviest kernels; --out writes JSON.
+"""
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def kind(name: str) -> str:
+    n = name.lower()
+    if "ltx_kernels" in n:
+        return "gemm (ours, fp8)" if ("gemm" in n or "cutlass" in n) else "ltx_kernels (norm/rope/act/quant)"
+    if "flash" in n or "fmha" in n or "sdpa" in n or "attention" in n:
+        return "attention"
+    if "gemm" in n or "nvjet" in n or "cublas" in n or "sm90_xmma" in n or "cutlass" in n:
+        return "gemm (cuBLAS / CUTLASS)"
+    if "triton" in n:
+        return "triton (torch.compile)"
+    return "other (eager elementwise, copies, ...)"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=["ltx_video", "ltx2"], default="ltx_video")
+    p.add_argument("--variant", default="optimized+compile")
+    p.add_argument("--out", default=None)
+    p.add_argument("--device", default="cuda", help="cpu: a smoke test of the script (CPU ops, --tiny)")
+    args, rest = p.parse_known_args(argv)
+    import e2e_ltx_video as common
+
+    mod = common if args.model == "ltx_video" else __import__("e2e_ltx2")
+    spec = common.spec_of(vars(mod))
+    eargs = spec.parser().parse_args(rest + ["--steps", "2"])
+    device = torch.device(args.device)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    torch.manual_seed(eargs.seed)
+    model, _ = spec.build_model(eargs, device, dtype)
+    problem = spec.make_problem(eargs, model, device, dtype)
+    if "optimized" in args.variant:
+        import ltx_kernels.integrations.diffusers as lkd
+
+        lkd.optimize(model, quantization="fp8" if "fp8" in args.variant else None)
+    if "compile" in args.variant:
+        common.compile_blocks(model)
+    for _ in range(2):  # compile and warm up
+        common.denoise(problem, model, 2, eargs.guidance_scale, device)
+    cuda = device.type == "cuda"
+    act = torch.profiler.ProfilerActivity.CUDA if cuda else torch.profiler.ProfilerActivity.CPU
+    with torch.profiler.profile(activities=[act]) as prof:
+        common.denoise(problem, model, 1, eargs.guidance_scale, device)
+        if cuda:
+            torch.cuda.synchronize()
+    per_kernel = defaultdict(float)
+    for e in prof.events():
+        if cuda and e.device_type == torch.autograd.DeviceType.CUDA:
+            per_kernel[e.name] += e.device_time_total / 1e3  # us -> ms
+        elif not cuda and e.cpu_parent is None:  # top-level CPU ops
+            per_kernel[e.name] += e.cpu_time_total / 1e3
+    groups = defaultdict(float)
+    for name, ms in per_kernel.items():
+        groups[kind(name)] += ms
+    total = sum(groups.values())
+    print(f"{args.model} {args.variant}: {spec.describe(problem, eargs)}; GPU time of one step {total:.2f} ms")
+    for g, ms in sorted(groups.items(), key=lambda kv: -kv[1]):
+        print(f"  {g:<40} {ms:8.2f} ms  {100 * ms / total:5.1f}%")
+    top = sorted(per_kernel.items(), key=lambda kv: -kv[1])[:15]
+    for name, ms in top:
+        print(f"    {ms:7.2f} ms  {name[:110]}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(dict(model=args.model, variant=args.variant, shape=spec.describe(problem, eargs),
+                           step_gpu_ms=total, groups=groups, top=top), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
