@@ -46,3 +46,15 @@ def skip_cuda_without_kernel(request, op_name: str):
     wants_cuda = params.get("device") == "cuda" or "cuda" in request.node.name
     if HAS_CUDA and wants_cuda and not has_cuda_kernel(op_name):
         pytest.skip(f"{op_name}: CUDA kernel not registered in this build ")
+
+
+def load_bench(name: str):
+    """A script of benchmarks/ imported as a module (the e2e scripts' tiny-mode tests)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

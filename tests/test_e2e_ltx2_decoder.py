@@ -2,29 +2,21 @@
 processor and ours) run on the same stage, and ours matches flex in fp32 (the only differences are
 summation order and the fused norm/RoPE pre-pass: ~1e-7 relative)."""
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
 
 import ltx_kernels  # noqa: F401
 
+from conftest import load_bench
+
 pytest.importorskip("diffusers")
-
-
-def _load_bench(name):
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.mark.parametrize("stage", [2, 3])  # windows (3,7,7) and (3,5,5)
 def test_e2e_ltx2_decoder_tiny(stage, tmp_path):
-    mod = _load_bench("e2e_ltx2_decoder")
+    mod = load_bench("e2e_ltx2_decoder")
     try:
         mod.decoder_defaults()
     except ImportError as e:

@@ -9,17 +9,15 @@ RoPE, gated attention, LTX-2.3's prompt modulation, the a2v/v2a switches, masks,
 """
 
 import copy
-import importlib.util
 import logging
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
 import ltx_kernels  # noqa: F401
 
-from conftest import ALL_DEVICES, needs_cuda
+from conftest import ALL_DEVICES, load_bench, needs_cuda
 
 diffusers = pytest.importorskip("diffusers")
 lkd = pytest.importorskip("ltx_kernels.integrations.diffusers")
@@ -414,19 +412,11 @@ def test_fp8_quantization_close(device, model):
 # ---- end-to-end benchmark scripts (tiny, CPU) ------------------------------------------------
 
 
-def _load_bench(name):
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("script", ["e2e_ltx_video", "e2e_ltx2"])
 def test_e2e_tiny_smoke(script, tmp_path, capsys):
     import json
 
-    mod = _load_bench(script)
+    mod = load_bench(script)
     out = tmp_path / "r.json"
     rc = mod.main(["--tiny", "--steps", "2", "--warmup-iterations", "1", "--out", str(out)])
     assert rc in (None, 0)

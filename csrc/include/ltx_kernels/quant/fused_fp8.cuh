@@ -56,15 +56,7 @@ struct NormOp {
     v = fused_norm_detail::prologue<P, T, V, true, true>(rc, off);
   }
   template <int V>
-  __device__ __forceinline__ float sumsq(const Chunk<V>& v) const {
-    float s = 0.f;
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      const float f = to_f32(v.v[j]);
-      s += f * f;
-    }
-    return s;
-  }
+  __device__ __forceinline__ float sumsq(const Chunk<V>& v) const { return rope_detail::sum_sq(v); }
   __device__ __forceinline__ float stat(float s) const {
     return RMS_DIV ? rsqrtf(s / float(a.cols) + a.eps) : rsqrtf(s * a.inv_cols + a.eps);
   }
@@ -217,17 +209,6 @@ __device__ __forceinline__ RopeRowCtx<T, TT> rope_row(const RopeArgs<T, TT>& a, 
   return {a.x + r * a.x_stride, a.cos + b * a.cs.b + s * a.cs.s, a.sin + b * a.ss.b + s * a.ss.s};
 }
 
-template <typename T, int V>
-__device__ __forceinline__ float rope_sumsq(const Packed<T, V>& v) {
-  float s = 0.f;
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    const float f = to_f32(v.v[j]);
-    s += f * f;
-  }
-  return s;
-}
-
 // Interleaved pairs (2i, 2i+1) of the whole row; a 16-byte chunk holds whole pairs.
 template <typename T, typename TT>
 struct NormRopeOp {
@@ -243,7 +224,7 @@ struct NormRopeOp {
     v = load_stream<T, V>(rc.x + off);
   }
   template <int V>
-  __device__ __forceinline__ float sumsq(const Chunk<V>& v) const { return rope_sumsq(v); }
+  __device__ __forceinline__ float sumsq(const Chunk<V>& v) const { return rope_detail::sum_sq(v); }
   __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
   template <int V>
   __device__ __forceinline__ void finish(const RowCtx& rc, int64_t off, const Chunk<V>& v,
@@ -293,7 +274,7 @@ struct NormSplitRopeOp {
     c.partner = load_cached<T, V>(rc.x + partner_off(off));
   }
   template <int V>
-  __device__ __forceinline__ float sumsq(const Chunk<V>& c) const { return rope_sumsq(c.own); }
+  __device__ __forceinline__ float sumsq(const Chunk<V>& c) const { return rope_detail::sum_sq(c.own); }
   __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
   template <int V>
   __device__ __forceinline__ void finish(const RowCtx& rc, int64_t off, const Chunk<V>& c,
