@@ -58,3 +58,22 @@ def load_bench(name: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def rand_bytes(shape, dtype, device):
+    """Random BYTES viewed as `dtype` (NaN / inf patterns included): what a byte mover must return as is."""
+    es = torch.empty((), dtype=dtype).element_size()
+    n = 1
+    for v in shape:
+        n *= v
+    raw = torch.randint(0, 256, (n * es,), dtype=torch.uint8)
+    return raw.view(dtype).reshape(shape).to(device)
+
+
+def assert_bytes(a, b):
+    """a and b hold the same bytes (dtype and shape equal too)."""
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    ua, ub = a.contiguous().cpu().view(torch.uint8), b.contiguous().cpu().view(torch.uint8)
+    if not torch.equal(ua, ub):
+        bad = (ua != ub).nonzero()[:5].tolist()
+        raise AssertionError(f"{int((ua != ub).sum())} bytes differ, first at {bad}")

@@ -15,27 +15,10 @@ import torch.multiprocessing as mp
 import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
-from conftest import ALL_DEVICES, HAS_CUDA
+from conftest import ALL_DEVICES, HAS_CUDA, assert_bytes, rand_bytes
 
 # every dtype is moved as bytes: random BYTES (NaN/inf patterns included) must come back as is
 COMM_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn]
-
-
-def rand_bytes(shape, dtype, device):
-    es = torch.empty((), dtype=dtype).element_size()
-    n = 1
-    for v in shape:
-        n *= v
-    raw = torch.randint(0, 256, (n * es,), dtype=torch.uint8)
-    return raw.view(dtype).reshape(shape).to(device)
-
-
-def assert_bytes(a, b):
-    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
-    ua, ub = a.contiguous().cpu().view(torch.uint8), b.contiguous().cpu().view(torch.uint8)
-    if not torch.equal(ua, ub):
-        bad = (ua != ub).nonzero()[:5].tolist()
-        raise AssertionError(f"{int((ua != ub).sum())} bytes differ, first at {bad}")
 
 
 def sentinel_like(shape, dtype, device):

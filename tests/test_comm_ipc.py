@@ -16,26 +16,11 @@ import torch.multiprocessing as mp
 import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
-from conftest import HAS_CUDA, has_cuda_kernel
+from conftest import HAS_CUDA, assert_bytes, has_cuda_kernel, rand_bytes
 
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
 
 DTYPES = [torch.bfloat16, torch.float16, torch.float32, torch.float8_e4m3fn]
-
-
-def rand_bytes(shape, dtype, device):
-    es = torch.empty((), dtype=dtype).element_size()
-    n = 1
-    for v in shape:
-        n *= v
-    raw = torch.randint(0, 256, (n * es,), dtype=torch.uint8)
-    return raw.view(dtype).reshape(shape).to(device)
-
-
-def assert_bytes(a, b):
-    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
-    ua, ub = a.contiguous().cpu().view(torch.uint8), b.contiguous().cpu().view(torch.uint8)
-    assert torch.equal(ua, ub), f"{int((ua != ub).sum())} bytes differ"
 
 
 def _gather(dist, x):

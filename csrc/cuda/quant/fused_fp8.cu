@@ -12,23 +12,6 @@ using namespace fused_fp8_detail;
 namespace fn = fused_norm_detail;
 
 template <typename T>
-cudaError_t precheck(const Fp8GroupOut& o, int64_t cols) {
-  constexpr int V = kVec16<T>;
-  if (o.group <= 0 || cols % o.group != 0) return cudaErrorInvalidValue;
-  if (fused_fp8_cuda_unsupported(int(sizeof(T)), cols, o.group) != nullptr)
-    return cudaErrorInvalidValue;
-  if (cols > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
-  if (!aligned_to(o.q, 16) || o.q_stride % V != 0 || cols % V != 0)
-    return cudaErrorMisalignedAddress;
-  return cudaSuccess;
-}
-
-template <typename T>
-bool rows_ok(const T* p, int64_t stride) {
-  return p == nullptr || (aligned_to(p, 16) && stride % kVec16<T> == 0);
-}
-
-template <typename T>
 bool table_ok(const ModTable<T>& t) {
   return rows_ok(t.data, t.stride);
 }
@@ -117,15 +100,15 @@ cudaError_t act_and_mul_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, 
   switch (act) {
     case Fp8Act::kSilu: {
       using Op = ActAndMulOp<act_detail::Silu, T>;
-      return launch<Op, T>(Op{x, x_stride, d, act_first}, o, rows, d, stream);
+      return launch<Op, T>(Op{{}, x, x_stride, d, act_first}, o, rows, d, stream);
     }
     case Fp8Act::kGelu: {
       using Op = ActAndMulOp<act_detail::GeluErf, T>;
-      return launch<Op, T>(Op{x, x_stride, d, act_first}, o, rows, d, stream);
+      return launch<Op, T>(Op{{}, x, x_stride, d, act_first}, o, rows, d, stream);
     }
     case Fp8Act::kGeluTanh: {
       using Op = ActAndMulOp<act_detail::GeluTanh, T>;
-      return launch<Op, T>(Op{x, x_stride, d, act_first}, o, rows, d, stream);
+      return launch<Op, T>(Op{{}, x, x_stride, d, act_first}, o, rows, d, stream);
     }
   }
   return cudaErrorInvalidValue;
@@ -138,7 +121,7 @@ cudaError_t gelu_tanh_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, in
   if (cudaError_t e = precheck<T>(o, cols); e != cudaSuccess) return e;
   if (!rows_ok(x, x_stride)) return cudaErrorMisalignedAddress;
   using Op = ActOp<act_detail::GeluTanh, T>;
-  return launch<Op, T>(Op{x, x_stride}, o, rows, cols, stream);
+  return launch<Op, T>(Op{{}, x, x_stride}, o, rows, cols, stream);
 }
 
 template <typename T>
@@ -150,7 +133,7 @@ cudaError_t gated_attention_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stri
   if (cudaError_t e = precheck<T>(o, cols); e != cudaSuccess) return e;
   if (!rows_ok(x, x_stride)) return cudaErrorMisalignedAddress;
   using Op = GatedAttentionOp<T>;
-  return launch<Op, T>(Op{x, x_stride, gate, gate_stride, int(head_dim)}, o, rows, cols, stream);
+  return launch<Op, T>(Op{{}, x, x_stride, gate, gate_stride, int(head_dim)}, o, rows, cols, stream);
 }
 
 #define LTX_INSTANTIATE_FUSED_FP8(T)                                                              \

@@ -18,19 +18,13 @@ bool table_ok(const TT* t, const RopeTableStrides& st) {
 }
 
 template <typename T, typename TT>
-cudaError_t precheck(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* w,
-                     const TT* cos, const RopeTableStrides& cs, const TT* sin,
-                     const RopeTableStrides& ss, const RopeShape& sh) {
-  constexpr int V = kVec16<T>;
-  const int64_t cols = sh.cols;
-  if (o.group <= 0 || cols % o.group != 0 || sh.seq <= 0 || sh.head_dim <= 0 ||
-      cols % sh.head_dim != 0 || sh.head_dim % 2 != 0)
+cudaError_t rope_precheck(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* w,
+                          const TT* cos, const RopeTableStrides& cs, const TT* sin,
+                          const RopeTableStrides& ss, const RopeShape& sh) {
+  if (sh.seq <= 0 || sh.head_dim <= 0 || sh.cols % sh.head_dim != 0 || sh.head_dim % 2 != 0)
     return cudaErrorInvalidValue;
-  if (fused_fp8_cuda_unsupported(int(sizeof(T)), cols, o.group) != nullptr) return cudaErrorInvalidValue;
-  if (cols > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
-  if (!aligned_to(o.q, 16) || o.q_stride % V != 0 || cols % V != 0) return cudaErrorMisalignedAddress;
-  if (!aligned_to(x, 16) || x_stride % V != 0 || (w != nullptr && !aligned_to(w, 16)))
-    return cudaErrorMisalignedAddress;
+  if (cudaError_t e = precheck<T>(o, sh.cols); e != cudaSuccess) return e;
+  if (!rows_ok(x, x_stride) || !rows_ok(w, 0)) return cudaErrorMisalignedAddress;
   if (!table_ok(cos, cs) || !table_ok(sin, ss)) return cudaErrorMisalignedAddress;
   return cudaSuccess;
 }
@@ -51,7 +45,7 @@ cudaError_t rms_norm_rope_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride
   const int64_t rows = shape.batch * shape.seq;
   if (rows <= 0 || shape.cols <= 0) return cudaSuccess;
   if (shape.split || shape.head_dim != shape.cols) return cudaErrorInvalidValue;
-  if (cudaError_t e = precheck(o, x, x_stride, weight, cos, cs, sin, ss, shape); e != cudaSuccess)
+  if (cudaError_t e = rope_precheck(o, x, x_stride, weight, cos, cs, sin, ss, shape); e != cudaSuccess)
     return e;
   using Op = NormRopeOp<T, TT>;
   return launch<Op, T>(Op{rope_args(x, x_stride, weight, cos, cs, sin, ss, shape, eps)}, o, rows,
@@ -67,7 +61,7 @@ cudaError_t rms_norm_split_rope_fp8(const Fp8GroupOut& o, const T* x, int64_t x_
   if (rows <= 0 || shape.cols <= 0) return cudaSuccess;
   if (!shape.split || split_rope_fp8_cuda_unsupported(int(sizeof(T)), shape.head_dim) != nullptr)
     return cudaErrorInvalidValue;
-  if (cudaError_t e = precheck(o, x, x_stride, weight, cos, cs, sin, ss, shape); e != cudaSuccess)
+  if (cudaError_t e = rope_precheck(o, x, x_stride, weight, cos, cs, sin, ss, shape); e != cudaSuccess)
     return e;
   using Op = NormSplitRopeOp<T, TT>;
   return launch<Op, T>(Op{rope_args(x, x_stride, weight, cos, cs, sin, ss, shape, eps)}, o, rows,

@@ -79,13 +79,20 @@ struct NormOp {
   }
 };
 
+// The row statistic of ops without a norm: none.
+struct NoNormOp {
+  static constexpr bool kNorm = false;
+  template <class C>
+  __device__ __forceinline__ float sumsq(const C&) const { return 0.f; }
+  __device__ __forceinline__ float stat(float) const { return 0.f; }
+};
+
 template <class Act, typename T>
-struct ActAndMulOp {
+struct ActAndMulOp : NoNormOp {
   const T* x;  // [rows, 2d]
   int64_t x_stride;
   int64_t d;
   bool act_first;
-  static constexpr bool kNorm = false;
   static constexpr bool kCap64 = !std::is_same<T, __nv_bfloat16>::value;
   using RowCtx = const T*;
   template <int V>
@@ -99,9 +106,6 @@ struct ActAndMulOp {
     c.b = load_stream<T, V>(xr + d + off);
   }
   template <int V>
-  __device__ __forceinline__ float sumsq(const Chunk<V>&) const { return 0.f; }
-  __device__ __forceinline__ float stat(float) const { return 0.f; }
-  template <int V>
   __device__ __forceinline__ void finish(const RowCtx&, int64_t, const Chunk<V>& c, float,
                                          float (&y)[V]) const {
 #pragma unroll
@@ -113,10 +117,9 @@ struct ActAndMulOp {
 };
 
 template <class Act, typename T>
-struct ActOp {
+struct ActOp : NoNormOp {
   const T* x;
   int64_t x_stride;
-  static constexpr bool kNorm = false;
   static constexpr bool kCap64 = true;
   using RowCtx = const T*;
   template <int V>
@@ -127,9 +130,6 @@ struct ActOp {
     c = load_stream<T, V>(xr + off);
   }
   template <int V>
-  __device__ __forceinline__ float sumsq(const Chunk<V>&) const { return 0.f; }
-  __device__ __forceinline__ float stat(float) const { return 0.f; }
-  template <int V>
   __device__ __forceinline__ void finish(const RowCtx&, int64_t, const Chunk<V>& c, float,
                                          float (&y)[V]) const {
 #pragma unroll
@@ -138,13 +138,12 @@ struct ActOp {
 };
 
 template <typename T>
-struct GatedAttentionOp {
+struct GatedAttentionOp : NoNormOp {
   const T* x;  // [rows, heads * head_dim]
   int64_t x_stride;
   const T* gate;  // [rows, heads]
   int64_t gate_stride;
   int head_dim;
-  static constexpr bool kNorm = false;
   static constexpr bool kCap64 = true;
   struct RowCtx {
     const T* x;
@@ -159,9 +158,6 @@ struct GatedAttentionOp {
   __device__ __forceinline__ void load(const RowCtx& rc, int64_t off, Chunk<V>& c) const {
     c = load_stream<T, V>(rc.x + off);
   }
-  template <int V>
-  __device__ __forceinline__ float sumsq(const Chunk<V>&) const { return 0.f; }
-  __device__ __forceinline__ float stat(float) const { return 0.f; }
   template <int V>
   __device__ __forceinline__ void finish(const RowCtx& rc, int64_t off, const Chunk<V>& c, float,
                                          float (&y)[V]) const {
@@ -372,6 +368,25 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, (NV <= 4 && Op::kCap64)
       }
     }
   }
+}
+
+// Launcher preconditions shared by fused_fp8.cu and fused_fp8_rope.cu: the FP8 output and the
+// row width (fused_fp8.h's CUDA-path limits), and 16-byte aligned rows of whole vectors.
+template <typename T>
+cudaError_t precheck(const Fp8GroupOut& o, int64_t cols) {
+  constexpr int V = kVec16<T>;
+  if (o.group <= 0 || cols % o.group != 0) return cudaErrorInvalidValue;
+  if (fused_fp8_cuda_unsupported(int(sizeof(T)), cols, o.group) != nullptr)
+    return cudaErrorInvalidValue;
+  if (cols > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
+  if (!aligned_to(o.q, 16) || o.q_stride % V != 0 || cols % V != 0)
+    return cudaErrorMisalignedAddress;
+  return cudaSuccess;
+}
+
+template <typename T>
+bool rows_ok(const T* p, int64_t stride) {
+  return p == nullptr || (aligned_to(p, 16) && stride % kVec16<T> == 0);
 }
 
 constexpr int64_t kMaxGrid = int64_t(1) << 30;  // more rows are covered by the grid-stride loop
