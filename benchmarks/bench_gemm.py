@@ -6,7 +6,12 @@ tensorwise _scaled_mm at 8192^3 (here). Timing: CUDA-graph replay with input set
 3x L2 (common.time_graph). Each issue shape gives one row per backend of ours ("auto", "sm89"
 forced, the "torch" fallback); a backend that cannot run on this GPU/build is noted, not timed.
 The script ends by printing the geometric mean over the 12 issue shapes of
-(cuBLASLt blockwise time / our "auto" time)."""
+(cuBLASLt blockwise time / our "auto" time).
+
+Decode-like rows (M <= 128 tokens, weight-bandwidth bound) also carry bytes = the weight bytes
+N*K, so "% of copy" is the weight stream's rate against the copy ceiling of the same run (the
+issue's >= 80% at M <= 64); they time "auto" (the skinny kernel at M <= 64), the skinny kernel and
+the sm90 wgmma kernel forced. M = N = K = 8192 is timed for the issue's >= 1400 TFLOP/s."""
 
 import math
 
@@ -19,8 +24,9 @@ from common import Row, n_copies, time_graph
 F8 = torch.float8_e4m3fn
 ISSUE_M = [5376, 12288]
 ISSUE_NK = [(2048, 2048), (8192, 2048), (2048, 8192), (4096, 4096), (16384, 4096), (4096, 16384)]
-DECODE_M = [1, 16, 64, 128]
-DECODE_NK = (4096, 4096)
+DECODE_M = [1, 16, 32, 64, 128]
+DECODE_NK = [(4096, 4096), (16384, 4096), (4096, 16384), (2048, 2048)]
+SQUARE = (8192, 8192, 8192)
 
 
 def fp8_tensorwise_ceiling_tflops(n: int = 8192) -> float:
@@ -63,7 +69,6 @@ def _tflops(m, n, k, us):
 
 
 def run(copy_gbps, quick=False):
-    del copy_gbps  # compute bound: fractions refer to the matmul ceilings measured below
     from common import bf16_matmul_ceiling_tflops
 
     bf16_ceiling = bf16_matmul_ceiling_tflops()
@@ -71,10 +76,12 @@ def run(copy_gbps, quick=False):
     print(f"gemm ceilings: bf16 matmul {bf16_ceiling:.0f} TFLOP/s, fp8 tensorwise _scaled_mm {fp8_ceiling:.0f} TFLOP/s")
     shapes = [(m, n, k) for m in ISSUE_M for (n, k) in ISSUE_NK]
     n_issue = len(shapes)
-    shapes += [(m, *DECODE_NK) for m in DECODE_M]
+    shapes += [SQUARE]
+    n_big = len(shapes)
+    shapes += [(m, n, k) for (n, k) in DECODE_NK for m in DECODE_M]
     if quick:
-        shapes = shapes[:2] + shapes[n_issue:n_issue + 1]
-        n_issue = 2
+        shapes = shapes[:2] + shapes[n_big:n_big + 1]
+        n_issue = n_big = 2
     rows, ratios = [], []
     one = torch.ones((), device="cuda")
     for idx, (m, n, k) in enumerate(shapes):
@@ -94,7 +101,8 @@ def run(copy_gbps, quick=False):
         if t is not None:
             base["fp8_tensorwise"] = t
         base["bf16_matmul"] = time_graph(lambda i: torch.matmul(ins[i]["x"], ins[i]["w"].t(), out=ins[i]["y"]), sets)
-        for backend in ("auto", "sm89", "torch"):
+        decode = idx >= n_big
+        for backend in (("auto", "skinny", "sm90") if decode else ("auto", "sm89", "torch")):
             picked = ""
             try:
                 picked = lk.fp8_gemm_backend(ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"], backend=backend)
@@ -110,10 +118,14 @@ def run(copy_gbps, quick=False):
             note = [f"{ours:.0f} TFLOP/s ({picked}; {100 * ours / fp8_ceiling:.0f}% of the fp8 tensorwise ceiling)"]
             note += [f"{name} {_tflops(m, n, k, v):.0f}" for name, v in base.items()]
             note += notes
+            if decode:
+                note.append(f"weights {n * k / 1e6:.1f} MB at {n * k / us / 1e3:.0f} GB/s = "
+                            f"{100 * n * k / us / 1e3 / copy_gbps:.0f}% of copy")
             row = Row(f"fp8_blockwise_gemm[{backend}]", [m, n, k], "e4m3->bf16", us, dict(base),
-                      flops=2 * m * n * k, note="; ".join(note)).finish(0.0)
+                      bytes=n * k if decode else None, flops=2 * m * n * k, note="; ".join(note)).finish(copy_gbps)
             # TFLOP/s live in the note: run.py's table columns are bytes / copy-ceiling ones
-            row.ceiling = {"bf16_matmul_TFLOPs": round(bf16_ceiling, 1), "fp8_tensorwise_TFLOPs": round(fp8_ceiling, 1)}
+            row.ceiling.update({"bf16_matmul_TFLOPs": round(bf16_ceiling, 1),
+                                "fp8_tensorwise_TFLOPs": round(fp8_ceiling, 1)})
             rows.append(row)
             print(f"{row.op} {m}x{n}x{k}: {row.ours_us:.1f} us, {row.note}", flush=True)
             if backend == "auto" and idx < n_issue and "cublaslt_blockwise" in base:
@@ -147,5 +159,7 @@ if __name__ == "__main__":
     import sys
 
     quick = "--quick" in sys.argv
-    for r in run(0.0, quick=quick):
+    from common import copy_ceiling_gbps
+
+    for r in run(copy_ceiling_gbps(), quick=quick):
         print(r.op, r.shape, f"{r.ours_us:.1f} us", r.note)

@@ -11,7 +11,7 @@ Metrics (DeepGEMM's calc_diff, plus an elementwise bound):
   kernel that drops one K block (calc_diff ~ 1/G >= 1/128) or mis-scales one row.
   Elementwise: |out - ref| <= 2^-7 |ref| (bf16: two worst-case half ulps) + 2^-16 sum_k |a_k b_k|
   (fp32 accumulation of up to 256 terms in the worst case); fp16: 2^-10 |ref| + the same.
-CUDA cases run each backend ("auto", "sm90", "sm89", "torch"); a forced backend that cannot run
+CUDA cases run each backend ("auto", "skinny", "sm90", "sm89", "torch"); a forced backend that cannot run
 on this device or build is skipped with the reason the op gives.
 """
 
@@ -30,10 +30,12 @@ DEV_BACKENDS = [
     ("cpu", "auto"),
     ("cpu", "torch"),
     pytest.param("cuda", "auto", marks=CUDA),
+    pytest.param("cuda", "skinny", marks=CUDA),
     pytest.param("cuda", "sm90", marks=CUDA),
     pytest.param("cuda", "sm89", marks=CUDA),
     pytest.param("cuda", "torch", marks=CUDA),
 ]
+KERNELS = ("skinny", "sm90", "sm89")
 ALL_DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 CALC_DIFF_MAX = 1e-5
 REL = {torch.bfloat16: 2.0**-7, torch.float16: 2.0**-10}
@@ -51,7 +53,7 @@ def _abs_e4m3(q):
     return (q.view(torch.uint8) & 0x7F).view(torch.float8_e4m3fn)
 
 
-def check(out, a, sa, b, sb, bias=None, what=""):
+def check(out, a, sa, b, sb, bias=None, what="", backend="auto"):
     """calc_diff and the elementwise bound (module docstring) against the float64 reference."""
     want = ref.fp8_blockwise_gemm(a, sa, b, sb, bias).to(out.device)
     got = out.double()
@@ -63,7 +65,7 @@ def check(out, a, sa, b, sb, bias=None, what=""):
     # (about 14, DeepSeek-V3 section 3.3.2: why the recipe promotes to fp32 every 128 K); the H200
     # run showed errors up to ~2^-13 |a||b| on the sm90 kernel (calc_diff still <= 1e-5), so its
     # accumulation term is 2^-12; the mma.sync kernel, the fallback and the CPU keep 2^-16.
-    sm90 = out.is_cuda and lk.fp8_gemm_backend(a, b, sa, sb, out_dtype=out.dtype) == "sm90"
+    sm90 = out.is_cuda and lk.fp8_gemm_backend(a, b, sa, sb, out_dtype=out.dtype, backend=backend) == "sm90"
     tol = REL[out.dtype] * want.abs() + (2.0**-12 if sm90 else 2.0**-16) * absdot
     bad = (got - want).abs() > tol
     assert not bad.any(), (f"{what}: {int(bad.sum())} elements out of bound, e.g. got "
@@ -86,7 +88,7 @@ def skip_unless_runs(a, b, sa, sb, backend, bias=None, out_dtype=torch.bfloat16)
     """Skip a forced backend that cannot take this call here, with the op's own reason."""
     if a.device.type == "cuda" and not has_cuda_kernel("fp8_blockwise_gemm"):
         pytest.skip("fp8_blockwise_gemm: no CUDA kernel registered in this build")
-    if backend in ("sm90", "sm89"):
+    if backend in KERNELS:
         try:
             lk.fp8_gemm_backend(a, b, sa, sb, bias, out_dtype=out_dtype, backend=backend)
         except RuntimeError as e:
@@ -112,7 +114,7 @@ def test_fp8_gemm_shapes(device, backend, m, nk):
     skip_unless_runs(a, b, sa, sb, backend)
     out = lk.fp8_blockwise_gemm(a, sa, b, sb, backend=backend)
     assert out.shape == (m, n) and out.dtype == torch.bfloat16
-    check(out, a, sa, b, sb, what=f"{device}/{backend} {m}x{n}x{k} {layout}")
+    check(out, a, sa, b, sb, what=f"{device}/{backend} {m}x{n}x{k} {layout}", backend=backend)
 
 
 @pytest.mark.parametrize("device,backend", DEV_BACKENDS)
@@ -125,7 +127,7 @@ def test_fp8_gemm_bias_layout_dtype_leading_dims(device, backend, layout, out_dt
     skip_unless_runs(a, b, sa, sb, backend, bias, out_dtype)
     out = lk.fp8_blockwise_gemm(a, sa, b, sb, bias, out_dtype=out_dtype, backend=backend)
     assert out.shape == (3, 43, 136) and out.dtype == out_dtype
-    check(out, a, sa, b, sb, bias, what=f"{layout} {out_dtype} bias={with_bias}")
+    check(out, a, sa, b, sb, bias, what=f"{layout} {out_dtype} bias={with_bias}", backend=backend)
 
 
 @pytest.mark.parametrize("device,backend", DEV_BACKENDS)
@@ -146,7 +148,7 @@ def test_fp8_gemm_zero_blocks_exact(device, backend):
     assert torch.equal(out[0], bias_bf16), "an all-zero row must give exactly the bias"
     assert torch.equal(out[:, 128:], bias_bf16[128:].expand(m, 128)), "zero weight blocks must contribute exactly 0"
     assert torch.isfinite(out.float()).all()
-    check(out, a, sa, b, sb, bias, what="zero blocks")
+    check(out, a, sa, b, sb, bias, what="zero blocks", backend=backend)
     # the zero K group of rows 1.. contributes nothing: same result as without that group
     a2 = a.clone()
     out2 = lk.fp8_blockwise_gemm(a2, sa, b, sb, bias, backend=backend)
@@ -159,7 +161,7 @@ def test_fp8_gemm_sentinel_and_strided(device, backend):
     a, sa, b, sb = quantized(m, k, n, device, "row")
     skip_unless_runs(a, b, sa, sb, backend)
     want = lk.fp8_blockwise_gemm(a, sa, b, sb, backend=backend)
-    check(want, a, sa, b, sb, what="plain")
+    check(want, a, sa, b, sb, what="plain", backend=backend)
     # sentinel-filled, row-padded out: every element written, the gap untouched
     big = torch.full((m, n + 24), float("nan"), device=device, dtype=torch.bfloat16)
     lk.fp8_blockwise_gemm(a, sa, b, sb, out=big[:, :n], backend=backend)
@@ -172,18 +174,85 @@ def test_fp8_gemm_sentinel_and_strided(device, backend):
     ap, bp = abuf.view(torch.float8_e4m3fn)[:, :k], bbuf.view(torch.float8_e4m3fn)[:, :k]
     sbbuf = torch.zeros(sb.shape[0], sb.shape[1] + 3, device=device)
     sbbuf[:, : sb.shape[1]] = sb
-    out = lk.fp8_blockwise_gemm(ap, sa, bp, sbbuf[:, : sb.shape[1]], backend="auto" if backend in ("sm90", "sm89") else backend)
+    out = lk.fp8_blockwise_gemm(ap, sa, bp, sbbuf[:, : sb.shape[1]], backend="auto" if backend in KERNELS else backend)
     assert torch.equal(out, want) or calc_diff(out.double(), want.double()) < 1e-6
     # misaligned a (1-byte offset rows): "auto" must still be right (it falls back if needed)
     flat = torch.zeros(m * k + 1, device=device, dtype=torch.uint8)
     flat[1:] = a.view(torch.uint8).reshape(-1)
     amis = flat[1:].view(m, k).view(torch.float8_e4m3fn)
-    out = lk.fp8_blockwise_gemm(amis, sa, b, sb, backend="auto" if backend in ("sm90", "sm89") else backend)
+    out = lk.fp8_blockwise_gemm(amis, sa, b, sb, backend="auto" if backend in KERNELS else backend)
     check(out, a, sa, b, sb, what="misaligned a")
     # a transposed view is copied once (not row-addressable)
     at = a.view(torch.uint8).t().contiguous().t().view(torch.float8_e4m3fn)
     out = lk.fp8_blockwise_gemm(at, sa, b, sb, backend=backend if backend == "torch" else "auto")
     check(out, a, sa, b, sb, what="column-major a")
+
+
+SKINNY_M = [1, 2, 7, 8, 9, 16, 17, 31, 33, 63, 64]
+# N, K: ragged row tiles (N % 64 != 0, N % 16 == 8), one K block, split-K (few row tiles, long K),
+# no split (many row tiles), LTX / LLM decode shapes.
+SKINNY_NK = [(8, 128), (24, 384), (136, 1024), (1000, 2048), (2048, 2048), (4096, 4096), (16384, 512),
+             (4104, 8192)]
+
+
+@CUDA
+@pytest.mark.parametrize("m", SKINNY_M)
+@pytest.mark.parametrize("nk", SKINNY_NK, ids=lambda t: f"{t[0]}x{t[1]}")
+def test_fp8_gemm_skinny(m, nk):
+    """The few-token kernel (M <= 64): every n8-tile count (M_pad 8, 16, 32, 64), ragged N,
+    split-K and not, into a NaN-filled row-padded output (every element written, the gap
+    untouched), with bias, both scale layouts (odd M: M-major, even: row-major)."""
+    n, k = nk
+    layout = "mn_major" if m % 2 else "row"
+    a, sa, b, sb = quantized(m, k, n, "cuda", layout)
+    bias = torch.randn(n, device="cuda") if m % 3 else None
+    skip_unless_runs(a, b, sa, sb, "skinny", bias)
+    assert lk.fp8_gemm_backend(a, b, sa, sb, bias) == "skinny", "auto must pick the skinny kernel for M <= 64"
+    big = torch.full((m, n + 40), float("nan"), device="cuda", dtype=torch.bfloat16)
+    lk.fp8_blockwise_gemm(a, sa, b, sb, bias, out=big[:, :n], backend="skinny")
+    assert torch.isnan(big[:, n:].float()).all(), "wrote past N"
+    check(big[:, :n], a, sa, b, sb, bias, what=f"skinny {m}x{n}x{k} {layout}")
+    # deterministic: the split-K partials are summed in split order
+    again = lk.fp8_blockwise_gemm(a, sa, b, sb, bias, backend="skinny")
+    assert torch.equal(again, big[:, :n])
+
+
+@CUDA
+def test_fp8_gemm_skinny_fp16_zero_blocks_strided():
+    m, n, k = 33, 264, 1024
+    x = torch.randn(m, k, device="cuda")
+    x[0] = 0.0
+    x[1:, 256:384] = 0.0
+    w = torch.randn(n, k, device="cuda")
+    w[128:256] = 0.0
+    a, sa = lk.quantize_fp8_per_token_group(x, 128, "mn_major")
+    b, sb = lk.quantize_fp8_block(w)
+    bias = torch.randn(n, device="cuda")
+    skip_unless_runs(a, b, sa, sb, "skinny", bias, torch.float16)
+    out = lk.fp8_blockwise_gemm(a, sa, b, sb, bias, out_dtype=torch.float16, backend="skinny")
+    assert torch.equal(out[0], bias.half()), "an all-zero row must give exactly the bias"
+    assert torch.equal(out[:, 128:256], bias.half()[128:256].expand(m, 128))
+    check(out, a, sa, b, sb, bias, what="skinny fp16 zero blocks")
+    # padded rows of a and b, strided (non-contiguous) scales
+    abuf = torch.zeros(m, k + 32, device="cuda", dtype=torch.uint8)
+    abuf[:, :k] = a.view(torch.uint8)
+    bbuf = torch.zeros(n, k + 16, device="cuda", dtype=torch.uint8)
+    bbuf[:, :k] = b.view(torch.uint8)
+    sbbuf = torch.zeros(sb.shape[0], sb.shape[1] + 5, device="cuda")
+    sbbuf[:, : sb.shape[1]] = sb
+    out2 = lk.fp8_blockwise_gemm(abuf.view(torch.float8_e4m3fn)[:, :k], sa, bbuf.view(torch.float8_e4m3fn)[:, :k],
+                                 sbbuf[:, : sb.shape[1]], bias, out_dtype=torch.float16, backend="skinny")
+    assert torch.equal(out2, out)
+
+
+@CUDA
+def test_fp8_gemm_skinny_refuses_large_m():
+    a, sa, b, sb = quantized(65, 256, 64, "cuda")
+    if not has_cuda_kernel("fp8_blockwise_gemm"):
+        pytest.skip("no CUDA kernel")
+    with pytest.raises(RuntimeError, match="backend 'skinny' cannot run this call"):
+        lk.fp8_blockwise_gemm(a, sa, b, sb, backend="skinny")
+    assert lk.fp8_gemm_backend(a, b, sa, sb) != "skinny"
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)
@@ -224,7 +293,7 @@ def test_fp8_gemm_errors(device):
         (lambda: f(a, sa, b, sb, out=torch.empty(4, 16, device=device)), "out must be bfloat16 or float16"),
         (lambda: f(a, sa, b, sb, out=torch.empty(4, 8, device=device, dtype=torch.bfloat16)), "out must have shape a.shape[:-1] + [N] = [4, 16]"),
         (lambda: f(a, sa, b, sb, out=torch.empty(16, 4, device=device, dtype=torch.bfloat16).t()), "out must have stride 1"),
-        (lambda: f(a, sa, b, sb, backend="cutlass"), "backend must be 'auto', 'sm90', 'sm89', 'torch' or 'cpu'"),
+        (lambda: f(a, sa, b, sb, backend="cutlass"), "backend must be 'auto', 'skinny', 'sm90', 'sm89', 'torch' or 'cpu'"),
     ]
     if device == "cpu":
         bad.append((lambda: f(a, sa, b, sb, backend="sm90"), "backend 'sm90' cannot run this call (the tensors are on the CPU)"))
@@ -249,12 +318,12 @@ def test_fp8_gemm_backend_report(device):
         assert got == "cpu"
         assert lk.fp8_gemm_backend(a, b, sa, backend="torch") == "torch"
     else:
-        assert got in ("sm90", "sm89", "torch")
+        assert got in KERNELS + ("torch",)
         cc = torch.cuda.get_device_capability()
         print(f"auto picks {got} on compute capability {cc}")
         if got == "sm90":
             assert cc == (9, 0)
-        if got == "sm89":
+        if got in ("sm89", "skinny"):
             assert cc >= (8, 9)
 
 

@@ -3,6 +3,8 @@
 //   "cpu"   the C++ CPU backend (csrc/cpu/gemm), rows in parallel with at::parallel_for;
 //   "sm90"  the sm_90a wgmma kernel (built when LTX_KERNELS_HAS_SM90, device cc exactly 9.0);
 //   "sm89"  the mma.sync kernel (built when LTX_KERNELS_HAS_SM89, device cc >= 8.9);
+//   "skinny" the few-token mma.sync kernel, M <= 64 (built with sm89; weights streamed to
+//           registers, split-K across CTAs: fp8_gemm_skinny.cuh);
 //   "torch" dequantize both operands exactly in fp32 (e4m3 value * scale, one fp32 product)
 //           and at::matmul in fp32, + bias, one rounding to out's dtype. fp32 rather than bf16
 //           operands: rounding both dequantized operands to bf16 adds two more relative errors of
@@ -10,7 +12,7 @@
 //           data and up to ~2.3e-5 in the worst case, over the 1e-5 bound the tests hold every
 //           backend to (the exact kernels: <= 7.6e-6). The fallback is there to be right, not
 //           fast. (With TF32 matmuls enabled by the user the operands keep 11 bits: 2^-11.)
-// "auto" on CUDA takes the first of sm90, sm89, torch that can run the call; a forced backend
+// "auto" on CUDA takes the first of skinny (M <= 64), sm90, sm89, torch that can run the call; a forced backend
 // that cannot run it raises "backend 'X' cannot run this call (<why>)". A kernel answering
 // cudaErrorNotSupported under "auto" falls through to the next backend, never a wrong answer.
 #include <ATen/ATen.h>
@@ -40,7 +42,7 @@ using namespace ltx_kernels::torch_adapter;
 constexpr int64_t kGroup = 128;
 constexpr int64_t kCpuGrain = 16;  // rows per CPU task (the backend blocks 16 rows)
 
-enum class Backend : int64_t { kCpu = 0, kTorch = 1, kSm89 = 2, kSm90 = 3 };
+enum class Backend : int64_t { kCpu = 0, kTorch = 1, kSm89 = 2, kSm90 = 3, kSkinny = 4 };
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -65,7 +67,9 @@ Backend parse_backend(c10::string_view s, const char* op, bool fp6) {
   if (b == "torch") return Backend::kTorch;
   if (b == "sm89") return Backend::kSm89;
   if (!fp6 && b == "sm90") return Backend::kSm90;
-  LTX_CHECK(false, op, "backend must be ", fp6 ? "'auto', 'sm89', 'torch' or 'cpu'" : "'auto', 'sm90', 'sm89', 'torch' or 'cpu'",
+  if (!fp6 && b == "skinny") return Backend::kSkinny;
+  LTX_CHECK(false, op, "backend must be ",
+            fp6 ? "'auto', 'sm89', 'torch' or 'cpu'" : "'auto', 'skinny', 'sm90', 'sm89', 'torch' or 'cpu'",
             " (got '", b, "')");
   return Backend::kCpu;
 }
@@ -76,6 +80,7 @@ const char* backend_name(Backend b) {
     case Backend::kTorch: return "torch";
     case Backend::kSm89: return "sm89";
     case Backend::kSm90: return "sm90";
+    case Backend::kSkinny: return "skinny";
   }
   return "?";
 }
@@ -272,6 +277,17 @@ std::string why_not(Backend be, const gemm::Fp8BlockwiseGemmArgs& g, int cc, boo
     return "this build has no sm_90a kernel (needs TORCH_CUDA_ARCH_LIST with 9.0a)";
 #endif
   }
+  if (be == Backend::kSkinny) {
+#ifdef LTX_KERNELS_HAS_SM89
+    if (cc < 89) return "the mma.sync FP8 kernel needs compute capability >= 8.9; this device is " + ccs;
+    if (g.M > 64) return "the skinny kernel takes M <= 64 (got M=" + std::to_string(g.M) + ")";
+    if (!gemm::fp8_blockwise_gemm_skinny_supported(g, cc))
+      return "the skinny kernel does not take these arguments: " + args_str(g);
+    return "";
+#else
+    return "this build has no sm89 kernels (needs a CUDA target >= 8.9)";
+#endif
+  }
   if (be == Backend::kSm89) {
 #ifdef LTX_KERNELS_HAS_SM89
     if (cc < 89) return "the mma.sync FP8 kernel needs compute capability >= 8.9; this device is " + ccs;
@@ -299,6 +315,13 @@ cudaError_t launch(Backend be, const gemm::Fp8BlockwiseGemmArgs& g, const at::Te
   }
 #endif
 #ifdef LTX_KERNELS_HAS_SM89
+  if (be == Backend::kSkinny) {
+    const int sms = device_sms(like);
+    const size_t ws = gemm::fp8_blockwise_gemm_skinny_workspace(g, sms);
+    at::Tensor w;
+    if (ws > 0) w = at::empty({int64_t(ws)}, like.options().dtype(at::kByte));
+    return gemm::fp8_blockwise_gemm_skinny(g, ws > 0 ? w.data_ptr() : nullptr, ws, sms, stream);
+  }
   if (be == Backend::kSm89) return fp6 ? gemm::fp6_blockwise_gemm_sm89(g, stream) : gemm::fp8_blockwise_gemm_sm89(g, stream);
 #endif
   (void)g;
@@ -329,6 +352,7 @@ Backend select_fp8(const Problem& p, const at::Tensor& b, int64_t ldb, Backend r
     LTX_CHECK(why.empty(), op, "backend '", backend_name(requested), "' cannot run this call (", why, ")");
     return requested;
   }
+  if (g.M <= 64 && why_not(Backend::kSkinny, g, cc, false).empty()) return Backend::kSkinny;
   if (why_not(Backend::kSm90, g, cc, false).empty()) return Backend::kSm90;
   if (why_not(Backend::kSm89, g, cc, false).empty()) return Backend::kSm89;
 #else
@@ -349,7 +373,7 @@ void run_fp8(Problem& p, const at::Tensor& b, int64_t ldb, Backend be, bool is_a
   const gemm::Fp8BlockwiseGemmArgs g = make_args(p, b, ldb);
   cudaError_t err = launch(be, g, p.a2, scope.stream, false);
   if (err == cudaErrorNotSupported && is_auto) {
-    if (be == Backend::kSm90 && why_not(Backend::kSm89, g, device_cc(p.a2), false).empty()) {
+    if ((be == Backend::kSm90 || be == Backend::kSkinny) && why_not(Backend::kSm89, g, device_cc(p.a2), false).empty()) {
       err = launch(Backend::kSm89, g, p.a2, scope.stream, false);
       if (err != cudaErrorNotSupported) return check_cuda(err, op);
     }

@@ -9,8 +9,9 @@ quantize_fp8_per_token_group writes them), B float8_e4m3fn [N, K] with per-128x1
 sb [ceil(N/128), K/128] (quantize_fp8_block), bias fp32 [N]. Accumulation in fp32 per 128-K
 block, the scaled block sums in fp32 (kernels) or double (CPU), one rounding to bf16/fp16.
 
-backend: "auto" (CUDA: the sm_90a wgmma kernel on compute capability 9.0, else the mma.sync
-kernel on >= 8.9, else "torch"), "sm90", "sm89", "torch" (dequantize both operands exactly in
+backend: "auto" (CUDA: for M <= 64 tokens the "skinny" mma.sync kernel, which streams the
+weights through registers and splits K across SMs; otherwise the sm_90a wgmma kernel on compute
+capability 9.0, else the mma.sync kernel on >= 8.9, else "torch"), "skinny", "sm90", "sm89", "torch" (dequantize both operands exactly in
 fp32 and matmul in fp32; any device) or "cpu" (the C++ backend; what "auto" means on CPU). A
 forced backend that cannot run a call raises instead of falling back.
 """
@@ -29,7 +30,7 @@ __all__ = [
     "scaled_mm_nvfp4",
 ]
 
-_BACKENDS = ("cpu", "torch", "sm89", "sm90")
+_BACKENDS = ("cpu", "torch", "sm89", "sm90", "skinny")
 _OUT_DTYPES = (torch.bfloat16, torch.float16)
 
 

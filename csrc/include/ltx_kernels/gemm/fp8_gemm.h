@@ -57,6 +57,15 @@ cudaError_t fp8_blockwise_gemm_sm90(const Fp8BlockwiseGemmArgs& args, void* work
 bool fp8_blockwise_gemm_sm89_supported(const Fp8BlockwiseGemmArgs& args, int device_cc);
 cudaError_t fp8_blockwise_gemm_sm89(const Fp8BlockwiseGemmArgs& args, cudaStream_t stream);
 
+// ---- few tokens (1 <= M <= 64), sm_89+: mma.sync "swap AB" kernel that streams the weights
+// from HBM into registers, with split-K across CTAs when the row tiles alone leave SMs idle
+// (csrc/cuda/gemm/fp8_gemm_skinny_sm89.cu, compiled for every target >= 8.9). Any sa / sb strides.
+bool fp8_blockwise_gemm_skinny_supported(const Fp8BlockwiseGemmArgs& args, int device_cc);
+// Bytes of device scratch the call needs (0 if none); the caller allocates it.
+size_t fp8_blockwise_gemm_skinny_workspace(const Fp8BlockwiseGemmArgs& args, int num_sms);
+cudaError_t fp8_blockwise_gemm_skinny(const Fp8BlockwiseGemmArgs& args, void* workspace,
+                                      size_t workspace_bytes, int num_sms, cudaStream_t stream);
+
 // ---- FP6 weights (REFERENCE.md section 3): B given as LTX-2's packed FP6 ([N, 3K/4] bytes, row
 // stride ldb in bytes), unpacked to e4m3 in the kernel's load path. Same scales as above.
 bool fp6_blockwise_gemm_sm89_supported(const Fp8BlockwiseGemmArgs& args, int device_cc);

@@ -1,0 +1,292 @@
+// Blockwise-scaled FP8 GEMM for few tokens (M <= 64: decode, small batches), on mma.sync e4m3
+// (sm_89 and newer). Semantics and layouts: ltx_kernels/gemm/fp8_gemm.h. No torch.
+//
+// Why a separate kernel: at M <= 64 the GEMM reads N*K weight bytes and does 2*M*N*K FLOPs, i.e.
+// at most 128 FLOP per weight byte, below the H200's FP8 ridge (~400 FLOP/B): the weight read is
+// the whole cost (4096 x 4096: 16.8 MB = ~4 us at the copy rate). A 64- or 128-row wgmma tile
+// wastes most of its MMA on padding tokens and, with 32 x 32 such tiles at N = K = 4096, cannot
+// put enough bytes in flight on 132 SMs. So the operands swap roles ("swap AB"): the weight rows
+// are the MMA's M side (m16), the tokens its N side (n8 tiles), and every SM streams weights.
+//
+// Work split. One CTA = 8 warps = WR (4) row groups x WK (2) K groups; warp (wr, wk) owns the 16
+// weight rows row0 + 16*wr .. +15 and every WK-th 128-wide K block of the CTA's K range. The grid
+// is (ceil(N / 64), SK): SK > 1 splits K across CTAs when the row tiles alone leave SMs idle; the
+// SK partial sums go to a workspace and the last CTA of a row tile (atomic counter) adds them in
+// split order (deterministic), adds the bias and writes D.
+//
+// Data movement: a 4-stage cp.async ring in shared memory, one stage = one step of WK K blocks:
+// the CTA's 64 weight rows x WK x 128 B (16 KB), the activations M_pad x WK x 128 B, their sa
+// values and the WK sb values. Three stages in flight = 48 KB of weights per CTA (one to three
+// CTAs per SM), which is what HBM needs to stream at full rate (~4.8 TB/s x ~1 us / 132 SMs ~ 36 KB
+// per SM). A first version streamed the weights straight into registers two steps ahead: the
+// unrolled ring cost 168 registers even at M <= 8 (1 CTA per SM, too few bytes in flight).
+//
+// The k permutation. mma.m16n8k32 gives lane (g = lane/4, t = lane%4) the k slots
+// {4t..4t+3} (a0/a2 low, b0) and {16+4t..16+4t+3} (a2/a3, b1) of each 32-wide k step. A dot
+// product does not care in which order k is summed as long as A and B agree, so here lane t takes
+// the 16 contiguous bytes [16t, 16t+16) of each 64-wide half block of its weight rows g and g+8
+// and of its token g: bytes 0-7 feed k step 2c, bytes 8-15 k step 2c+1 (c = half). Every physical
+// k of the block meets exactly one logical slot, identically for A and B: one 16-byte shared load
+// per row and half, no ldmatrix.
+//
+// Shared tiles (weights and activations): [rows][128 B], 16-byte chunk q of row r stored at chunk
+// q ^ ((r & 1) << 2). A quarter warp (lanes 8i..8i+7: rows r, r+1, t = 0..3) reads chunks
+// {0..3} (or {4..7}) of rows r and r+1: the swizzle sends row r+1 to the other half, so the
+// eight 16-byte reads cover all 32 banks once.
+//
+// Promotion (the "1D2D" recipe): per K block fresh fp32 accumulators, then
+// total += acc * (sb(n/128, kb) * sa(m, kb)); a warp's 16 rows sit inside one 128-row scale block.
+#pragma once
+
+#include <cstdint>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "ltx_kernels/gemm/fp8_gemm.h"
+#include "ltx_kernels/gemm/fp8_gemm_sm89.cuh"
+
+namespace ltx_kernels {
+namespace gemm_skinny {
+
+constexpr int kWR = 4;                    // row groups (16 rows each) per CTA
+constexpr int kWK = 2;                    // K groups per CTA
+constexpr int kThreads = 32 * kWR * kWK;  // 256
+constexpr int kRowsPerCta = 16 * kWR;     // 64
+constexpr int kStages = 4;                // ring depth
+
+template <int NT>
+struct Cfg {
+  static constexpr int MP = 8 * NT;                  // padded token count
+  static constexpr int W = kWK * kRowsPerCta * 128;  // weight bytes per stage (16 KB)
+  static constexpr int ACT = kWK * MP * 128;         // activation bytes per stage
+  static constexpr int SA = kWK * MP * 4;            // sa bytes per stage
+  static constexpr int SB = 16;                      // WK sb values, padded
+  static constexpr int STAGE = W + ACT + SA + SB;
+  static constexpr int RED = kWR * NT * 32 * 16;     // K-group reduction buffer (float4 per lane per n tile)
+  static constexpr int SMEM = (kStages * STAGE > RED ? kStages * STAGE : RED);
+  static constexpr int MIN_BLOCKS = NT <= 4 ? 2 : 1;  // <= 128 registers per thread at NT <= 4
+  static constexpr int W_CPT = W / 16 / kThreads;     // weight chunks per thread per stage (4)
+  static constexpr int A_CPT = (ACT / 16 + kThreads - 1) / kThreads;
+  static_assert(W % (16 * kThreads) == 0, "weight chunks split evenly");
+  static_assert(STAGE % 16 == 0, "16-byte aligned stages");
+};
+
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ uint4 lds128(const uint8_t* p) {
+  return *reinterpret_cast<const uint4*>(p);
+}
+
+__host__ __device__ constexpr int swz(int row, int q) { return q ^ ((row & 1) << 2); }
+
+// The workspace of a split-K launch: counters (one int per row tile, zeroed by the launcher before
+// the kernel) then the partial sums, float4 per (split, tile, row group, n tile, lane).
+struct SplitWorkspace {
+  int* counters = nullptr;
+  float4* partial = nullptr;
+};
+
+template <int NT>
+__global__ void __launch_bounds__(kThreads, Cfg<NT>::MIN_BLOCKS)
+    skinny_gemm_kernel(const ltx::gemm::Fp8BlockwiseGemmArgs p, const int splits, SplitWorkspace ws) {
+  using C = Cfg<NT>;
+  constexpr int MP = C::MP;
+  extern __shared__ __align__(128) uint8_t smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wr = warp % kWR, wk = warp / kWR;
+  const int g = lane >> 2, t = lane & 3;
+
+  const int64_t tile = blockIdx.x;
+  const int split = blockIdx.y;
+  const int64_t KB = p.K / 128;
+  const int64_t kb_begin = KB * split / splits, kb_end = KB * (split + 1) / splits;
+  const int nsteps = int((kb_end - kb_begin + kWK - 1) / kWK);
+  const int64_t cta_row0 = tile * kRowsPerCta;
+
+  // ---- this thread's copy assignments (fixed over the stages).
+  // weights: chunk i = tid + 256 j -> K group j / 2, row (tid / 8 + 32 j) % 64, chunk tid % 8
+  const int wq = tid & 7;
+  const uint8_t* wsrc[2];
+  bool wok[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t row = cta_row0 + (tid >> 3) + 32 * h;
+    wok[h] = row < p.N;
+    wsrc[h] = p.b + (wok[h] ? row : 0) * p.ldb + wq * 16;
+  }
+  const float* sb_row = p.b_scales + (cta_row0 / 128) * p.sb_stride_n;
+
+  auto issue_stage = [&](int s) {
+    uint8_t* st = smem + (s % kStages) * C::STAGE;
+    if (s < nsteps) {
+      const int64_t kb0 = kb_begin + int64_t(s) * kWK;
+#pragma unroll
+      for (int j = 0; j < C::W_CPT; ++j) {
+        const int kl = j >> 1, h = j & 1, row = (tid >> 3) + 32 * h;
+        const bool ok = wok[h] && kb0 + kl < kb_end;
+        const uint8_t* src = ok ? wsrc[h] + (kb0 + kl) * 128 : p.b;
+        uint8_t* dst = st + kl * (kRowsPerCta * 128) + row * 128 + swz(row, wq) * 16;
+        gemm_sm89::cp_async16(gemm_sm89::smem_u32(dst), src, ok ? 16 : 0);
+      }
+      uint8_t* sact = st + C::W;
+#pragma unroll
+      for (int j = 0; j < C::A_CPT; ++j) {
+        const int i = tid + j * kThreads;
+        if (i < C::ACT / 16) {
+          const int kl = i / (MP * 8), row = (i >> 3) % MP, q = i & 7;
+          const bool ok = row < p.M && kb0 + kl < kb_end;
+          const uint8_t* src = ok ? p.a + int64_t(row) * p.lda + (kb0 + kl) * 128 + q * 16 : p.a;
+          uint8_t* dst = sact + kl * (MP * 128) + row * 128 + swz(row, q) * 16;
+          gemm_sm89::cp_async16(gemm_sm89::smem_u32(dst), src, ok ? 16 : 0);
+        }
+      }
+      if (tid < kWK * MP) {
+        const int kl = tid / MP, row = tid % MP;
+        const bool ok = row < p.M && kb0 + kl < kb_end;
+        const float* src = ok ? p.a_scales + int64_t(row) * p.sa_stride_m + (kb0 + kl) * p.sa_stride_k : p.a_scales;
+        cp_async4(gemm_sm89::smem_u32(st + C::W + C::ACT + tid * 4), src, ok ? 4 : 0);
+      } else if (tid >= kThreads - kWK) {
+        const int kl = tid - (kThreads - kWK);
+        const bool ok = kb0 + kl < kb_end;
+        const float* src = ok ? sb_row + (kb0 + kl) * p.sb_stride_k : p.b_scales;
+        cp_async4(gemm_sm89::smem_u32(st + C::W + C::ACT + C::SA + kl * 4), src, ok ? 4 : 0);
+      }
+    }
+    gemm_sm89::cp_async_commit();  // possibly empty: keeps the group count uniform
+  };
+
+  float total[NT][4];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) issue_stage(s);
+
+  const int64_t row0 = cta_row0 + 16 * wr;  // this warp's 16 rows
+  const bool warp_rows = row0 < p.N;
+  const int rl = 16 * wr + g, rh = rl + 8;  // local rows of this lane's fragments
+  for (int s = 0; s < nsteps; ++s) {
+    gemm_sm89::cp_async_wait<kStages - 2>();
+    __syncthreads();  // stage s visible to all; the slot of stage s-1 is free
+    issue_stage(s + kStages - 1);
+    const int64_t kb = kb_begin + int64_t(s) * kWK + wk;
+    if (warp_rows && kb < kb_end) {
+      const uint8_t* st = smem + (s % kStages) * C::STAGE;
+      const uint8_t* sw = st + wk * (kRowsPerCta * 128);
+      const uint8_t* act = st + C::W + wk * (MP * 128);
+      const float* ssa = reinterpret_cast<const float*>(st + C::W + C::ACT) + wk * MP;
+      const float sbv = reinterpret_cast<const float*>(st + C::W + C::ACT + C::SA)[wk];
+      float acc[NT][4];
+#pragma unroll
+      for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const uint4 wl = lds128(sw + rl * 128 + swz(rl, 4 * c + t) * 16);
+        const uint4 wh = lds128(sw + rh * 128 + swz(rh, 4 * c + t) * 16);
+        const uint32_t a0[4] = {wl.x, wh.x, wl.y, wh.y};
+        const uint32_t a1[4] = {wl.z, wh.z, wl.w, wh.w};
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int row = 8 * j + g;
+          const uint4 x = lds128(act + row * 128 + swz(row, 4 * c + t) * 16);
+          gemm_sm89::mma_e4m3(acc[j], a0, x.x, x.y);
+          gemm_sm89::mma_e4m3(acc[j], a1, x.z, x.w);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const float2 sa2 = *reinterpret_cast<const float2*>(ssa + 8 * j + 2 * t);
+        const float s0v = sbv * sa2.x, s1v = sbv * sa2.y;
+        total[j][0] = fmaf(acc[j][0], s0v, total[j][0]);
+        total[j][1] = fmaf(acc[j][1], s1v, total[j][1]);
+        total[j][2] = fmaf(acc[j][2], s0v, total[j][2]);
+        total[j][3] = fmaf(acc[j][3], s1v, total[j][3]);
+      }
+    }
+  }
+
+  // ---- reduce the WK K groups through shared memory (the ring is free after this barrier).
+  gemm_sm89::cp_async_wait<0>();
+  __syncthreads();
+  float4* red = reinterpret_cast<float4*>(smem);
+  static_assert(kWK == 2, "one reduction round");
+  if (wk == 1) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+      red[(wr * NT + j) * 32 + lane] = make_float4(total[j][0], total[j][1], total[j][2], total[j][3]);
+  }
+  __syncthreads();
+  if (wk == 0) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const float4 o = red[(wr * NT + j) * 32 + lane];
+      total[j][0] += o.x;
+      total[j][1] += o.y;
+      total[j][2] += o.z;
+      total[j][3] += o.w;
+    }
+  }
+
+  // ---- split-K: publish this CTA's partial; the last CTA of the row tile sums all of them.
+  if (splits > 1) {
+    const int64_t ntiles = gridDim.x;
+    auto part = [&](int sp, int j) {
+      return ws.partial + (((int64_t(sp) * ntiles + tile) * kWR + wr) * NT + j) * 32 + lane;
+    };
+    if (wk == 0) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        __stcg(part(split, j), make_float4(total[j][0], total[j][1], total[j][2], total[j][3]));
+    }
+    __threadfence();
+    __syncthreads();
+    __shared__ int is_last;
+    if (tid == 0) is_last = atomicAdd(ws.counters + tile, 1) == splits - 1;
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    if (wk == 0) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j) total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.f;
+      for (int sp = 0; sp < splits; ++sp) {
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const float4 o = __ldcg(part(sp, j));
+          total[j][0] += o.x;
+          total[j][1] += o.y;
+          total[j][2] += o.z;
+          total[j][3] += o.w;
+        }
+      }
+    }
+  }
+
+  // ---- epilogue: + bias, round once, store D[token, row] (rows >= N, tokens >= M never written).
+  if (wk != 0 || !warp_rows) return;
+  const int64_t r_lo = row0 + g, r_hi = row0 + g + 8;
+  const bool ok_lo = r_lo < p.N, ok_hi = r_hi < p.N;
+  const float b_lo = (p.bias && ok_lo) ? __ldg(p.bias + r_lo) : 0.f;
+  const float b_hi = (p.bias && ok_hi) ? __ldg(p.bias + r_hi) : 0.f;
+  const bool bf16 = p.out == ltx::gemm::GemmOut::kBF16;
+  uint16_t* d = static_cast<uint16_t*>(p.d);
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int m = 8 * j + 2 * t + (e & 1);
+      const bool hi = e >= 2;
+      if (m < p.M && (hi ? ok_hi : ok_lo)) {
+        const float v = total[j][e] + (hi ? b_hi : b_lo);
+        const uint32_t packed = gemm_sm89::pack_out2(v, 0.f, bf16);
+        d[int64_t(m) * p.ldd + (hi ? r_hi : r_lo)] = uint16_t(packed & 0xFFFF);
+      }
+    }
+  }
+}
+
+}  // namespace gemm_skinny
+}  // namespace ltx_kernels
