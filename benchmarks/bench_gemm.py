@@ -68,7 +68,7 @@ def _tflops(m, n, k, us):
     return 2 * m * n * k / (us * 1e-6) / 1e12
 
 
-def run(copy_gbps, quick=False):
+def run(copy_gbps, quick=False, decode_only=False):
     from common import bf16_matmul_ceiling_tflops
 
     bf16_ceiling = bf16_matmul_ceiling_tflops()
@@ -82,6 +82,8 @@ def run(copy_gbps, quick=False):
     if quick:
         shapes = shapes[:2] + shapes[n_big:n_big + 1]
         n_issue = n_big = 2
+    if decode_only:
+        shapes, n_issue, n_big = shapes[n_big:], 0, 0
     rows, ratios = [], []
     one = torch.ones((), device="cuda")
     for idx, (m, n, k) in enumerate(shapes):
@@ -133,7 +135,7 @@ def run(copy_gbps, quick=False):
         del ins
         torch.cuda.empty_cache()
     # the FP6-weight variant at two LTX shapes (weights 0.75 bytes per element)
-    for m, n, k in ([(5376, 2048, 2048)] if quick else [(5376, 2048, 2048), (5376, 8192, 2048)]):
+    for m, n, k in ([] if decode_only else [(5376, 2048, 2048)] if quick else [(5376, 2048, 2048), (5376, 8192, 2048)]):
         sets = n_copies(m * k + n * k * 3 // 4 + 2 * m * n)
         ins = _inputs(m, n, k, sets)
         packed = [lk.quantize_fp6_block(d["w"].cpu())[0].cuda() for d in ins]
@@ -161,5 +163,5 @@ if __name__ == "__main__":
     quick = "--quick" in sys.argv
     from common import copy_ceiling_gbps
 
-    for r in run(copy_ceiling_gbps(), quick=quick):
+    for r in run(copy_ceiling_gbps(), quick=quick, decode_only="--decode" in sys.argv):
         print(r.op, r.shape, f"{r.ours_us:.1f} us", r.note)

@@ -270,17 +270,18 @@ if hasattr(lk, "fp8_blockwise_gemm"):
         _ran += 1
     torch.cuda.synchronize()
     print(f"sanitize smoke: sm90 GEMM ran {_ran} of 6 shapes")
-# blockwise FP8 / FP6 GEMMs (every backend that can run here: sm90, sm89, the torch fallback;
+# blockwise FP8 / FP6 GEMMs (every backend that can run here: skinny, sm90, sm89, the torch fallback;
 # both scale layouts, bias on/off, ragged M and N, row-padded out) and the NVFP4 matmul
 if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("fp8_blockwise_gemm"), "CUDA"):
-    for m, n, k in [(1, 8, 128), (7, 24, 384), (129, 136, 256), (300, 520, 1024)]:
+    # (16, 1000, 4096) and (33, 264, 1024): the few-token kernel with split-K (cluster or workspace)
+    for m, n, k in [(1, 8, 128), (7, 24, 384), (129, 136, 256), (300, 520, 1024), (16, 1000, 4096), (33, 264, 1024)]:
         x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
         w = torch.randn(n, k, device=dev, dtype=torch.bfloat16)
         b, sb = lk.quantize_fp8_block(w)
         bias = torch.randn(n, device=dev)
         for layout in ["row", "mn_major"]:
             a, sa = lk.quantize_fp8_per_token_group(x, 128, layout)
-            for backend in ["sm90", "sm89", "torch"]:
+            for backend in ["skinny", "sm90", "sm89", "torch"]:
                 for bb in [None, bias]:
                     try:
                         lk.fp8_blockwise_gemm(a, sa, b, sb, bb, backend=backend)

@@ -34,10 +34,22 @@
 // {0..3} (or {4..7}) of rows r and r+1: the swizzle sends row r+1 to the other half, so the
 // eight 16-byte reads cover all 32 banks once.
 //
+// Two variants of the inner product (template flag WG):
+//   * mma.sync (sm_89+): per warp, 16 rows x M_pad tokens with m16n8k32 and the k permutation
+//     above (conflict-free 16-byte shared loads, swizzle q ^ ((r & 1) << 2)). On Hopper the
+//     FP8 mma.sync rate caps it near ~170 TFLOP/s (H200 run 1: M = 64 at 16384 x 4096 took 50 us,
+//     compute bound), enough for M <= 16 only.
+//   * wgmma (sm_90a builds on compute capability 9.0): per warpgroup (= one K group), one
+//     wgmma.m64nNk32 per 32-wide k step with N = M_pad, both operands K-major from shared memory
+//     in the canonical 128B swizzle (chunk q ^ (r % 8), 1024-byte atoms), and split-K reduced in
+//     distributed shared memory inside a (1, SK) thread-block cluster instead of the workspace +
+//     counter + memset of the mma.sync variant.
+//
 // Promotion (the "1D2D" recipe): per K block fresh fp32 accumulators, then
 // total += acc * (sb(n/128, kb) * sa(m, kb)); a warp's 16 rows sit inside one 128-row scale block.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cstdint>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -49,27 +61,30 @@
 namespace ltx_kernels {
 namespace gemm_skinny {
 
-constexpr int kWR = 4;                    // row groups (16 rows each) per CTA
-constexpr int kWK = 2;                    // K groups per CTA
+constexpr int kWR = 4;                    // row groups (16 rows each) per CTA = warps of a warpgroup
+constexpr int kWK = 2;                    // K groups per CTA (= warpgroups)
 constexpr int kThreads = 32 * kWR * kWK;  // 256
 constexpr int kRowsPerCta = 16 * kWR;     // 64
-constexpr int kStages = 4;                // ring depth
+constexpr int kMaxClusterSplits = 8;      // portable cluster size
 
-template <int NT>
+// WG = the sm_90a variant: wgmma.m64nNk32 (N = M_pad tokens) from 128B-swizzled shared tiles, and
+// split-K reduced through distributed shared memory inside a (1, SK) cluster (no workspace).
+template <int NT, bool WG>
 struct Cfg {
   static constexpr int MP = 8 * NT;                  // padded token count
   static constexpr int W = kWK * kRowsPerCta * 128;  // weight bytes per stage (16 KB)
   static constexpr int ACT = kWK * MP * 128;         // activation bytes per stage
   static constexpr int SA = kWK * MP * 4;            // sa bytes per stage
   static constexpr int SB = 16;                      // WK sb values, padded
-  static constexpr int STAGE = W + ACT + SA + SB;
-  static constexpr int RED = kWR * NT * 32 * 16;     // K-group reduction buffer (float4 per lane per n tile)
-  static constexpr int SMEM = (kStages * STAGE > RED ? kStages * STAGE : RED);
-  static constexpr int MIN_BLOCKS = NT <= 4 ? 2 : 1;  // <= 128 registers per thread at NT <= 4
-  static constexpr int W_CPT = W / 16 / kThreads;     // weight chunks per thread per stage (4)
+  static constexpr int STAGE = (W + ACT + SA + SB + 1023) / 1024 * 1024;  // 1024-aligned (swizzle atoms)
+  static constexpr int STAGES = (WG && NT == 8) ? 3 : 4;
+  static constexpr int RED = kWR * NT * 32 * 16;     // reduction buffer (float4 per lane per n tile)
+  static constexpr int SMEM = (STAGES * STAGE > 2 * RED ? STAGES * STAGE : 2 * RED) + 1024;  // + alignment slack
+  // registers: mma.sync <= 128 at NT <= 4 (2 CTAs per SM); wgmma keeps no A/B fragments
+  static constexpr int MIN_BLOCKS = (WG || NT <= 4) ? 2 : 1;
+  static constexpr int W_CPT = W / 16 / kThreads;    // weight chunks per thread per stage (4)
   static constexpr int A_CPT = (ACT / 16 + kThreads - 1) / kThreads;
   static_assert(W % (16 * kThreads) == 0, "weight chunks split evenly");
-  static_assert(STAGE % 16 == 0, "16-byte aligned stages");
 };
 
 __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, int src_bytes) {
@@ -81,21 +96,91 @@ __device__ __forceinline__ uint4 lds128(const uint8_t* p) {
   return *reinterpret_cast<const uint4*>(p);
 }
 
-__host__ __device__ constexpr int swz(int row, int q) { return q ^ ((row & 1) << 2); }
+// 16-byte chunk q of tile row r (rows of 128 B) lives at chunk swz(r, q). mma.sync reads: the
+// conflict-free half swap above. wgmma: the canonical 128B swizzle (chunk ^ row % 8 inside
+// 1024-byte atoms of 8 rows), what its shared-memory descriptor with layout type 1 expects.
+template <bool WG>
+__host__ __device__ constexpr int swz(int row, int q) {
+  return WG ? (q ^ (row & 7)) : (q ^ ((row & 1) << 2));
+}
 
-// The workspace of a split-K launch: counters (one int per row tile, zeroed by the launcher before
-// the kernel) then the partial sums, float4 per (split, tile, row group, n tile, lane).
+// wgmma shared-memory descriptor, K-major operand with 128B swizzle: start address >> 4 (bits
+// 0-13), leading offset unused for swizzled K-major (1), stride offset = 1024 B between 8-row
+// atoms (bits 32-45), layout type 1 = SWIZZLE_128B (bits 62-63). Advancing the start address by
+// 32 B selects the next 32-wide k step inside the atom (the swizzle applies to address bits).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t smem_addr) {
+  return uint64_t((smem_addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
+         (uint64_t(1) << 62);
+}
+
+template <int NT>
+struct Wgmma;
+template <>
+struct Wgmma<1> {
+  __device__ __forceinline__ static void run(float (&d)[1][4], uint64_t a, uint64_t b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
+        : "l"(a), "l"(b), "r"(scale_d));
+  }
+};
+template <>
+struct Wgmma<2> {
+  __device__ __forceinline__ static void run(float (&d)[2][4], uint64_t a, uint64_t b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3])
+        : "l"(a), "l"(b), "r"(scale_d));
+  }
+};
+template <>
+struct Wgmma<4> {
+  __device__ __forceinline__ static void run(float (&d)[4][4], uint64_t a, uint64_t b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
+        : "l"(a), "l"(b), "r"(scale_d));
+  }
+};
+template <>
+struct Wgmma<8> {
+  __device__ __forceinline__ static void run(float (&d)[8][4], uint64_t a, uint64_t b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+        : "l"(a), "l"(b), "r"(scale_d));
+  }
+};
+
+template <int NT>
+__device__ __forceinline__ void fence_operands(float (&d)[NT][4]) {
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[j][e])::"memory");
+}
+
+// The workspace of a split-K launch without clusters: counters (one int per row tile, zeroed by
+// the launcher before the kernel) then the partial sums, float4 per (split, tile, row group,
+// n tile, lane).
 struct SplitWorkspace {
   int* counters = nullptr;
   float4* partial = nullptr;
 };
 
-template <int NT>
-__global__ void __launch_bounds__(kThreads, Cfg<NT>::MIN_BLOCKS)
+template <int NT, bool WG>
+__global__ void __launch_bounds__(kThreads, Cfg<NT, WG>::MIN_BLOCKS)
     skinny_gemm_kernel(const ltx::gemm::Fp8BlockwiseGemmArgs p, const int splits, SplitWorkspace ws) {
-  using C = Cfg<NT>;
+  using C = Cfg<NT, WG>;
   constexpr int MP = C::MP;
-  extern __shared__ __align__(128) uint8_t smem[];
+  constexpr int ST = C::STAGES;
+  extern __shared__ __align__(128) uint8_t smem_raw[];
+  // 1024-aligned base (the 128B-swizzle atoms of the wgmma variant; harmless for mma.sync)
+  uint8_t* smem = smem_raw + ((1024 - (gemm_sm89::smem_u32(smem_raw) & 1023)) & 1023);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wr = warp % kWR, wk = warp / kWR;
   const int g = lane >> 2, t = lane & 3;
@@ -121,7 +206,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<NT>::MIN_BLOCKS)
   const float* sb_row = p.b_scales + (cta_row0 / 128) * p.sb_stride_n;
 
   auto issue_stage = [&](int s) {
-    uint8_t* st = smem + (s % kStages) * C::STAGE;
+    uint8_t* st = smem + (s % ST) * C::STAGE;
     if (s < nsteps) {
       const int64_t kb0 = kb_begin + int64_t(s) * kWK;
 #pragma unroll
@@ -129,7 +214,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<NT>::MIN_BLOCKS)
         const int kl = j >> 1, h = j & 1, row = (tid >> 3) + 32 * h;
         const bool ok = wok[h] && kb0 + kl < kb_end;
         const uint8_t* src = ok ? wsrc[h] + (kb0 + kl) * 128 : p.b;
-        uint8_t* dst = st + kl * (kRowsPerCta * 128) + row * 128 + swz(row, wq) * 16;
+        uint8_t* dst = st + kl * (kRowsPerCta * 128) + row * 128 + swz<WG>(row, wq) * 16;
         gemm_sm89::cp_async16(gemm_sm89::smem_u32(dst), src, ok ? 16 : 0);
       }
       uint8_t* sact = st + C::W;
@@ -140,7 +225,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<NT>::MIN_BLOCKS)
           const int kl = i / (MP * 8), row = (i >> 3) % MP, q = i & 7;
           const bool ok = row < p.M && kb0 + kl < kb_end;
           const uint8_t* src = ok ? p.a + int64_t(row) * p.lda + (kb0 + kl) * 128 + q * 16 : p.a;
-          uint8_t* dst = sact + kl * (MP * 128) + row * 128 + swz(row, q) * 16;
+          uint8_t* dst = sact + kl * (MP * 128) + row * 128 + swz<WG>(row, q) * 16;
           gemm_sm89::cp_async16(gemm_sm89::smem_u32(dst), src, ok ? 16 : 0);
         }
       }
@@ -164,18 +249,22 @@ __global__ void __launch_bounds__(kThreads, Cfg<NT>::MIN_BLOCKS)
   for (int j = 0; j < NT; ++j) total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.f;
 
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) issue_stage(s);
+  for (int s = 0; s < ST - 1; ++s) issue_stage(s);
 
   const int64_t row0 = cta_row0 + 16 * wr;  // this warp's 16 rows
   const bool warp_rows = row0 < p.N;
   const int rl = 16 * wr + g, rh = rl + 8;  // local rows of this lane's fragments
   for (int s = 0; s < nsteps; ++s) {
-    gemm_sm89::cp_async_wait<kStages - 2>();
+    gemm_sm89::cp_async_wait<ST - 2>();
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if constexpr (WG) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // cp.async data -> wgmma
+#endif
     __syncthreads();  // stage s visible to all; the slot of stage s-1 is free
-    issue_stage(s + kStages - 1);
+    issue_stage(s + ST - 1);
     const int64_t kb = kb_begin + int64_t(s) * kWK + wk;
-    if (warp_rows && kb < kb_end) {
-      const uint8_t* st = smem + (s % kStages) * C::STAGE;
+    // WG: the whole warpgroup takes part in wgmma (rows >= N are zeros in shared memory)
+    if ((WG || warp_rows) && kb < kb_end) {
+      const uint8_t* st = smem + (s % ST) * C::STAGE;
       const uint8_t* sw = st + wk * (kRowsPerCta * 128);
       const uint8_t* act = st + C::W + wk * (MP * 128);
       const float* ssa = reinterpret_cast<const float*>(st + C::W + C::ACT) + wk * MP;
@@ -183,20 +272,38 @@ __global__ void __launch_bounds__(kThreads, Cfg<NT>::MIN_BLOCKS)
       float acc[NT][4];
 #pragma unroll
       for (int j = 0; j < NT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+      if constexpr (WG) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        const uint32_t a_addr = gemm_sm89::smem_u32(sw), b_addr = gemm_sm89::smem_u32(act);
+        fence_operands<NT>(acc);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const uint4 wl = lds128(sw + rl * 128 + swz(rl, 4 * c + t) * 16);
-        const uint4 wh = lds128(sw + rh * 128 + swz(rh, 4 * c + t) * 16);
-        const uint32_t a0[4] = {wl.x, wh.x, wl.y, wh.y};
-        const uint32_t a1[4] = {wl.z, wh.z, wl.w, wh.w};
+        for (int ks = 0; ks < 4; ++ks)
+          Wgmma<NT>::run(acc, sw128_desc(a_addr + 32 * ks), sw128_desc(b_addr + 32 * ks), ks);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        fence_operands<NT>(acc);
+#else
+        __trap();  // never launched: the host takes this variant only with an sm_90a image
+#endif
+      } else {
 #pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          const int row = 8 * j + g;
-          const uint4 x = lds128(act + row * 128 + swz(row, 4 * c + t) * 16);
-          gemm_sm89::mma_e4m3(acc[j], a0, x.x, x.y);
-          gemm_sm89::mma_e4m3(acc[j], a1, x.z, x.w);
+        for (int c = 0; c < 2; ++c) {
+          const uint4 wl = lds128(sw + rl * 128 + swz<WG>(rl, 4 * c + t) * 16);
+          const uint4 wh = lds128(sw + rh * 128 + swz<WG>(rh, 4 * c + t) * 16);
+          const uint32_t a0[4] = {wl.x, wh.x, wl.y, wh.y};
+          const uint32_t a1[4] = {wl.z, wh.z, wl.w, wh.w};
+#pragma unroll
+          for (int j = 0; j < NT; ++j) {
+            const int row = 8 * j + g;
+            const uint4 x = lds128(act + row * 128 + swz<WG>(row, 4 * c + t) * 16);
+            gemm_sm89::mma_e4m3(acc[j], a0, x.x, x.y);
+            gemm_sm89::mma_e4m3(acc[j], a1, x.z, x.w);
+          }
         }
       }
+      // wgmma's accumulator fragment of m64nNk32 has the mma.sync m16n8 layout per warp (warp w
+      // of the warpgroup: rows 16w + g, +8; n tile j: columns 8j + 2t, +1), so one promotion.
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         const float2 sa2 = *reinterpret_cast<const float2*>(ssa + 8 * j + 2 * t);
@@ -231,35 +338,69 @@ __global__ void __launch_bounds__(kThreads, Cfg<NT>::MIN_BLOCKS)
     }
   }
 
-  // ---- split-K: publish this CTA's partial; the last CTA of the row tile sums all of them.
   if (splits > 1) {
-    const int64_t ntiles = gridDim.x;
-    auto part = [&](int sp, int j) {
-      return ws.partial + (((int64_t(sp) * ntiles + tile) * kWR + wr) * NT + j) * 32 + lane;
-    };
-    if (wk == 0) {
+    if constexpr (WG) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      // ---- split-K inside the cluster: every CTA publishes its partial in its own shared memory
+      // (second half of the reduction area), rank 0 adds them in rank order (deterministic).
+      namespace cg = cooperative_groups;
+      cg::cluster_group cluster = cg::this_cluster();
+      float4* mine = red + kWR * NT * 32;
+      if (wk == 0) {
 #pragma unroll
-      for (int j = 0; j < NT; ++j)
-        __stcg(part(split, j), make_float4(total[j][0], total[j][1], total[j][2], total[j][3]));
-    }
-    __threadfence();
-    __syncthreads();
-    __shared__ int is_last;
-    if (tid == 0) is_last = atomicAdd(ws.counters + tile, 1) == splits - 1;
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    if (wk == 0) {
+        for (int j = 0; j < NT; ++j)
+          mine[(wr * NT + j) * 32 + lane] = make_float4(total[j][0], total[j][1], total[j][2], total[j][3]);
+      }
+      cluster.sync();
+      const unsigned rank = cluster.block_rank();
+      if (rank == 0 && wk == 0) {
+        for (int r = 1; r < splits; ++r) {
+          const float4* other = cluster.map_shared_rank(mine, r);
 #pragma unroll
-      for (int j = 0; j < NT; ++j) total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.f;
-      for (int sp = 0; sp < splits; ++sp) {
+          for (int j = 0; j < NT; ++j) {
+            const float4 o = other[(wr * NT + j) * 32 + lane];
+            total[j][0] += o.x;
+            total[j][1] += o.y;
+            total[j][2] += o.z;
+            total[j][3] += o.w;
+          }
+        }
+      }
+      cluster.sync();  // the other CTAs' shared memory stays alive until rank 0 has read it
+      if (rank != 0) return;
+#else
+      __trap();
+#endif
+    } else {
+      // ---- split-K through the workspace: the last CTA of the row tile sums all partials.
+      const int64_t ntiles = gridDim.x;
+      auto part = [&](int sp, int j) {
+        return ws.partial + (((int64_t(sp) * ntiles + tile) * kWR + wr) * NT + j) * 32 + lane;
+      };
+      if (wk == 0) {
 #pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          const float4 o = __ldcg(part(sp, j));
-          total[j][0] += o.x;
-          total[j][1] += o.y;
-          total[j][2] += o.z;
-          total[j][3] += o.w;
+        for (int j = 0; j < NT; ++j)
+          __stcg(part(split, j), make_float4(total[j][0], total[j][1], total[j][2], total[j][3]));
+      }
+      __threadfence();
+      __syncthreads();
+      __shared__ int is_last;
+      if (tid == 0) is_last = atomicAdd(ws.counters + tile, 1) == splits - 1;
+      __syncthreads();
+      if (!is_last) return;
+      __threadfence();
+      if (wk == 0) {
+#pragma unroll
+        for (int j = 0; j < NT; ++j) total[j][0] = total[j][1] = total[j][2] = total[j][3] = 0.f;
+        for (int sp = 0; sp < splits; ++sp) {
+#pragma unroll
+          for (int j = 0; j < NT; ++j) {
+            const float4 o = __ldcg(part(sp, j));
+            total[j][0] += o.x;
+            total[j][1] += o.y;
+            total[j][2] += o.z;
+            total[j][3] += o.w;
+          }
         }
       }
     }
