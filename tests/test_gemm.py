@@ -212,7 +212,9 @@ def test_fp8_gemm_skinny(m, nk):
     a, sa, b, sb = quantized(m, k, n, "cuda", layout)
     bias = torch.randn(n, device="cuda") if m % 3 else None
     skip_unless_runs(a, b, sa, sb, "skinny", bias)
-    assert lk.fp8_gemm_backend(a, b, sa, sb, bias) == "skinny", "auto must pick the skinny kernel for M <= 64"
+    # auto: the few-token kernel for M <= 32; above, the sm90 kernel where its tiles fill the GPU
+    picked = lk.fp8_gemm_backend(a, b, sa, sb, bias)
+    assert picked == "skinny" if m <= 32 else picked in ("skinny", "sm90"), picked
     big = torch.full((m, n + 40), float("nan"), device="cuda", dtype=torch.bfloat16)
     lk.fp8_blockwise_gemm(a, sa, b, sb, bias, out=big[:, :n], backend="skinny")
     assert torch.isnan(big[:, n:].float()).all(), "wrote past N"

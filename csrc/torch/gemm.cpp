@@ -3,8 +3,8 @@
 //   "cpu"   the C++ CPU backend (csrc/cpu/gemm), rows in parallel with at::parallel_for;
 //   "sm90"  the sm_90a wgmma kernel (built when LTX_KERNELS_HAS_SM90, device cc exactly 9.0);
 //   "sm89"  the mma.sync kernel (built when LTX_KERNELS_HAS_SM89, device cc >= 8.9);
-//   "skinny" the few-token mma.sync kernel, M <= 64 (built with sm89; weights streamed to
-//           registers, split-K across CTAs: fp8_gemm_skinny.cuh);
+//   "skinny" the few-token kernel, M <= 64 (built with sm89: wgmma + cluster split-K on sm_90a
+//           builds on cc 9.0, mma.sync + workspace split-K elsewhere: fp8_gemm_skinny.cuh);
 //   "torch" dequantize both operands exactly in fp32 (e4m3 value * scale, one fp32 product)
 //           and at::matmul in fp32, + bias, one rounding to out's dtype. fp32 rather than bf16
 //           operands: rounding both dequantized operands to bf16 adds two more relative errors of
@@ -12,7 +12,8 @@
 //           data and up to ~2.3e-5 in the worst case, over the 1e-5 bound the tests hold every
 //           backend to (the exact kernels: <= 7.6e-6). The fallback is there to be right, not
 //           fast. (With TF32 matmuls enabled by the user the operands keep 11 bits: 2^-11.)
-// "auto" on CUDA takes the first of skinny (M <= 64), sm90, sm89, torch that can run the call; a forced backend
+// "auto" on CUDA takes the first of skinny (when fp8_blockwise_gemm_skinny_preferred: M <= 64 and
+// not beaten by the sm90 kernel), sm90, sm89, torch that can run the call; a forced backend
 // that cannot run it raises "backend 'X' cannot run this call (<why>)". A kernel answering
 // cudaErrorNotSupported under "auto" falls through to the next backend, never a wrong answer.
 #include <ATen/ATen.h>
@@ -352,8 +353,13 @@ Backend select_fp8(const Problem& p, const at::Tensor& b, int64_t ldb, Backend r
     LTX_CHECK(why.empty(), op, "backend '", backend_name(requested), "' cannot run this call (", why, ")");
     return requested;
   }
-  if (g.M <= 64 && why_not(Backend::kSkinny, g, cc, false).empty()) return Backend::kSkinny;
-  if (why_not(Backend::kSm90, g, cc, false).empty()) return Backend::kSm90;
+  const bool sm90_ok = why_not(Backend::kSm90, g, cc, false).empty();
+#ifdef LTX_KERNELS_HAS_SM89
+  if (gemm::fp8_blockwise_gemm_skinny_preferred(g, device_sms(like), sm90_ok) &&
+      why_not(Backend::kSkinny, g, cc, false).empty())
+    return Backend::kSkinny;
+#endif
+  if (sm90_ok) return Backend::kSm90;
   if (why_not(Backend::kSm89, g, cc, false).empty()) return Backend::kSm89;
 #else
   (void)p;

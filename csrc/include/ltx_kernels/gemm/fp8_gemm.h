@@ -65,6 +65,10 @@ bool fp8_blockwise_gemm_skinny_supported(const Fp8BlockwiseGemmArgs& args, int d
 size_t fp8_blockwise_gemm_skinny_workspace(const Fp8BlockwiseGemmArgs& args, int num_sms);
 cudaError_t fp8_blockwise_gemm_skinny(const Fp8BlockwiseGemmArgs& args, void* workspace,
                                       size_t workspace_bytes, int num_sms, cudaStream_t stream);
+// Whether "auto" should take the few-token kernel for this shape: M <= 32 always; 32 < M <= 64
+// unless the sm_90a kernel can run (`sm90_available`) and its 64-row tiles alone fill the GPU
+// (ceil(N/128) >= 0.9 x SMs: then it streams the weights as fast and its wgmma tiles waste less).
+bool fp8_blockwise_gemm_skinny_preferred(const Fp8BlockwiseGemmArgs& args, int num_sms, bool sm90_available);
 
 // ---- FP6 weights (REFERENCE.md section 3): B given as LTX-2's packed FP6 ([N, 3K/4] bytes, row
 // stride ldb in bytes), unpacked to e4m3 in the kernel's load path. Same scales as above.
