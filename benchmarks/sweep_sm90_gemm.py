@@ -31,26 +31,11 @@ SETTINGS = [
 ]
 
 
-def _inputs(m, n, k, sets):
-    import torch
-
-    import ltx_kernels as lk
-
-    out = []
-    for _ in range(sets):
-        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.05
-        a, sa = lk.quantize_fp8_per_token_group(x, 128, "mn_major")
-        b, sb = lk.quantize_fp8_block(w)
-        out.append(dict(a=a, sa=sa, b=b, sb=sb, sa_cm=sa.contiguous().t().contiguous().t(),
-                        y=torch.empty(m, n, device="cuda", dtype=torch.bfloat16)))
-    return out
-
-
 def child():
     import torch
 
     import ltx_kernels as lk
+    from bench_gemm import _inputs
     from common import n_copies, time_graph
 
     res = {}
@@ -67,6 +52,7 @@ def child():
 def parent(json_path=None):
     import torch
 
+    from bench_gemm import _inputs
     from common import n_copies, time_graph
 
     cublas = {}

@@ -304,24 +304,28 @@ std::string why_not(Backend be, const gemm::Fp8BlockwiseGemmArgs& g, int cc, boo
   return "";
 }
 
+// Run a core entry point that takes (args, workspace, bytes, num_sms, stream) with the scratch its
+// *_workspace function asks for, from the caching allocator on like's stream.
+template <class WorkspaceFn, class RunFn>
+cudaError_t with_workspace(const gemm::Fp8BlockwiseGemmArgs& g, const at::Tensor& like, cudaStream_t stream,
+                           WorkspaceFn workspace_fn, RunFn run_fn) {
+  const int sms = device_sms(like);
+  const size_t ws = workspace_fn(g, sms);
+  at::Tensor w;
+  if (ws > 0) w = at::empty({int64_t(ws)}, like.options().dtype(at::kByte));
+  return run_fn(g, ws > 0 ? w.data_ptr() : nullptr, ws, sms, stream);
+}
+
 cudaError_t launch(Backend be, const gemm::Fp8BlockwiseGemmArgs& g, const at::Tensor& like, cudaStream_t stream,
                    bool fp6) {
 #ifdef LTX_KERNELS_HAS_SM90
   if (be == Backend::kSm90) {
-    const int sms = device_sms(like);
-    const size_t ws = gemm::fp8_blockwise_gemm_sm90_workspace(g, sms);
-    at::Tensor w;
-    if (ws > 0) w = at::empty({int64_t(ws)}, like.options().dtype(at::kByte));
-    return gemm::fp8_blockwise_gemm_sm90(g, ws > 0 ? w.data_ptr() : nullptr, ws, sms, stream);
+    return with_workspace(g, like, stream, gemm::fp8_blockwise_gemm_sm90_workspace, gemm::fp8_blockwise_gemm_sm90);
   }
 #endif
 #ifdef LTX_KERNELS_HAS_SM89
   if (be == Backend::kSkinny) {
-    const int sms = device_sms(like);
-    const size_t ws = gemm::fp8_blockwise_gemm_skinny_workspace(g, sms);
-    at::Tensor w;
-    if (ws > 0) w = at::empty({int64_t(ws)}, like.options().dtype(at::kByte));
-    return gemm::fp8_blockwise_gemm_skinny(g, ws > 0 ? w.data_ptr() : nullptr, ws, sms, stream);
+    return with_workspace(g, like, stream, gemm::fp8_blockwise_gemm_skinny_workspace, gemm::fp8_blockwise_gemm_skinny);
   }
   if (be == Backend::kSm89) return fp6 ? gemm::fp6_blockwise_gemm_sm89(g, stream) : gemm::fp8_blockwise_gemm_sm89(g, stream);
 #endif

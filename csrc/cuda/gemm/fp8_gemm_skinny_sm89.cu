@@ -94,6 +94,27 @@ int occupancy(int nt, bool wg) {
   return wgm[nt_index(nt)];
 }
 
+// Launch configuration of a (tiles, splits) grid; cluster (1, splits) when `cluster` (`attr` must
+// outlive the configuration).
+template <int NT, bool WG>
+cudaLaunchConfig_t launch_config(int64_t tiles, int splits, bool cluster, cudaLaunchAttribute (&attr)[1],
+                                 cudaStream_t stream) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(tiles), unsigned(splits), 1);
+  cfg.blockDim = dim3(kThreads, 1, 1);
+  cfg.dynamicSmemBytes = Cfg<NT, WG>::SMEM;
+  cfg.stream = stream;
+  if (cluster) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1;
+    attr[0].val.clusterDim.y = unsigned(splits);
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  return cfg;
+}
+
 // Clusters of (1, sk) CTAs of the wgmma variant that fit on the device at once (0 if none).
 template <int NT>
 int max_clusters(int sk) {
@@ -102,17 +123,8 @@ int max_clusters(int sk) {
     (void)cudaGetLastError();
     return 0;
   }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(1, unsigned(sk), 1);
-  cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = Cfg<NT, true>::SMEM;
   cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = unsigned(sk);
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  const cudaLaunchConfig_t cfg = launch_config<NT, true>(1, sk, true, attr, nullptr);
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -201,26 +213,13 @@ cudaError_t launch(const Fp8BlockwiseGemmArgs& p, int splits, void* ws, cudaStre
   if (e != cudaSuccess) return e;
   const int64_t tiles = cdiv(p.N, kRowsPerCta);
   SplitWorkspace w;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(unsigned(tiles), unsigned(splits), 1);
-  cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = Cfg<NT, WG>::SMEM;
-  cfg.stream = stream;
   cudaLaunchAttribute attr[1];
-  if (splits > 1) {
-    if (WG) {
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = 1;
-      attr[0].val.clusterDim.y = unsigned(splits);
-      attr[0].val.clusterDim.z = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-    } else {
-      w.counters = static_cast<int*>(ws);
-      w.partial = reinterpret_cast<float4*>(static_cast<uint8_t*>(ws) + counters_bytes(tiles));
-      e = cudaMemsetAsync(w.counters, 0, size_t(tiles) * sizeof(int), stream);
-      if (e != cudaSuccess) return e;
-    }
+  const cudaLaunchConfig_t cfg = launch_config<NT, WG>(tiles, splits, WG && splits > 1, attr, stream);
+  if (!WG && splits > 1) {
+    w.counters = static_cast<int*>(ws);
+    w.partial = reinterpret_cast<float4*>(static_cast<uint8_t*>(ws) + counters_bytes(tiles));
+    e = cudaMemsetAsync(w.counters, 0, size_t(tiles) * sizeof(int), stream);
+    if (e != cudaSuccess) return e;
   }
   return cudaLaunchKernelEx(&cfg, kernel, p, splits, w);
 }
