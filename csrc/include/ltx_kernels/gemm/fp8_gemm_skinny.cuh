@@ -14,12 +14,15 @@
 // SK partial sums go to a workspace and the last CTA of a row tile (atomic counter) adds them in
 // split order (deterministic), adds the bias and writes D.
 //
-// Data movement: a 4-stage cp.async ring in shared memory, one stage = one step of WK K blocks:
-// the CTA's 64 weight rows x WK x 128 B (16 KB), the activations M_pad x WK x 128 B, their sa
-// values and the WK sb values. Three stages in flight = 48 KB of weights per CTA (one to three
-// CTAs per SM), which is what HBM needs to stream at full rate (~4.8 TB/s x ~1 us / 132 SMs ~ 36 KB
-// per SM). A first version streamed the weights straight into registers two steps ahead: the
-// unrolled ring cost 168 registers even at M <= 8 (1 CTA per SM, too few bytes in flight).
+// Data movement: a cp.async ring in shared memory (4 stages; 3 for the wgmma variant at M > 32, so
+// that two CTAs fit per SM), one stage = one step of WK K blocks: the CTA's 64 weight rows x WK x
+// 128 B (16 KB), the activations M_pad x WK x 128 B, their sa values and the WK sb values. Stages
+// in flight x CTAs per SM = 64-96 KB of weights per SM, above what HBM needs to stream at full
+// rate (~4.8 TB/s x ~1 us / 132 SMs ~ 36 KB per SM). A first version streamed the weights
+// straight into registers two steps ahead: the unrolled ring cost 168 registers even at M <= 8
+// (1 CTA per SM, too few bytes in flight). What limits it now (ncu, H200 session 4): latency,
+// not bandwidth: 16 warps per SM, every thread issues its own copies and address arithmetic per
+// stage, one barrier per step; DRAM at 32-66% of peak. A TMA producer warp is the next step.
 //
 // The k permutation. mma.m16n8k32 gives lane (g = lane/4, t = lane%4) the k slots
 // {4t..4t+3} (a0/a2 low, b0) and {16+4t..16+4t+3} (a2/a3, b1) of each 32-wide k step. A dot
