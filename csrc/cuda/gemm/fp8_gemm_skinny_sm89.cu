@@ -15,6 +15,7 @@
 
 #include "ltx_kernels/gemm/fp8_gemm.h"
 #include "ltx_kernels/gemm/fp8_gemm_skinny.cuh"
+#include "ltx_kernels/gemm/gemm_host.h"
 
 namespace ltx {
 namespace gemm {
@@ -28,6 +29,7 @@ using ltx_kernels::gemm_skinny::kWK;
 using ltx_kernels::gemm_skinny::kWR;
 using ltx_kernels::gemm_skinny::skinny_gemm_kernel;
 using ltx_kernels::gemm_skinny::SplitWorkspace;
+using host::resolve_sms;
 
 constexpr int64_t kMaxM = 64;
 constexpr int kMaxSplits = 16;
@@ -160,27 +162,16 @@ int forced_splits() {
   return v;
 }
 
-int resolve_sms(int num_sms) {
-  if (num_sms > 0) return num_sms;
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0) {
-    (void)cudaGetLastError();
-    return 132;
-  }
-  return sms;
-}
-
 int choose_splits(const Fp8BlockwiseGemmArgs& p, int num_sms, bool wg) {
   const int64_t kb = p.K / 128;
   const int64_t tiles = cdiv(p.N, kRowsPerCta);
+  const int64_t slots = int64_t(resolve_sms(num_sms)) * std::max(1, occupancy(nt_for(p.M), wg));
   int64_t sk;
   if (forced_splits() > 0) {
     sk = forced_splits();
   } else if (wg) {
     // the largest cluster split whose clusters all fit on the device at once (one wave) without
     // more CTAs than CTA slots; none fits: no split
-    const int64_t slots = int64_t(resolve_sms(num_sms)) * std::max(1, occupancy(nt_for(p.M), wg));
     const int* maxc = cluster_table(nt_for(p.M));
     sk = 1;
     for (int c = kMaxClusterSplits; c >= 2; --c) {
@@ -190,7 +181,6 @@ int choose_splits(const Fp8BlockwiseGemmArgs& p, int num_sms, bool wg) {
       }
     }
   } else {
-    const int64_t slots = int64_t(resolve_sms(num_sms)) * std::max(1, occupancy(nt_for(p.M), wg));
     sk = slots / tiles;
     sk = std::min<int64_t>(sk, kb / (2 * kWK));
   }

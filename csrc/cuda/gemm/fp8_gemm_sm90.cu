@@ -61,6 +61,7 @@
 #include "cutlass/arch/config.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
 #include "ltx_kernels/gemm/fp8_gemm_sm90_configs.cuh"
+#include "ltx_kernels/gemm/gemm_host.h"
 
 namespace ltx {
 namespace gemm {
@@ -68,6 +69,7 @@ namespace {
 
 using sm90::Sm90Kernel;
 using sm90::Sm90RunOptions;
+using host::resolve_sms;
 
 struct EnvChoice {
   bool forced = false;
@@ -156,17 +158,6 @@ Sm90Kernel select_kernel(const Fp8BlockwiseGemmArgs& p, int num_sms) {
   // Ping-pong: one CTA per SM, each of its two consumer warp groups owns a 64x128 tile.
   return wave_efficiency(t64, 2 * S) > wave_efficiency(t128, S) + 0.15 ? Sm90Kernel::kT64x128
                                                                        : Sm90Kernel::kT128x128;
-}
-
-int resolve_sms(int num_sms) {
-  if (num_sms > 0) return num_sms;
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0) {
-    cudaGetLastError();
-    return 132;
-  }
-  return sms;
 }
 
 size_t workspace_for(Sm90Kernel k, const Fp8BlockwiseGemmArgs& p, int sms, const Sm90RunOptions& o) {
