@@ -225,22 +225,11 @@ print("sanitize smoke: done")
 # @family:gemm
 # @family:gemm_sm90
 # @family:natten
-# neighborhood attention: every query-box configuration (LTX_NATTEN_TILE), d 32/64/128, fp16/bf16,
-# partial boxes at ragged borders, causal and dilated axes, a strided out
+# neighborhood attention: scripts/sanitize_natten.py (also run alone, for the natten kernels only)
+import runpy as _runpy  # noqa: E402
 import os as _os  # noqa: E402
 
-for _tile in range(6):
-    _os.environ["LTX_NATTEN_TILE"] = str(_tile)
-    for _d, _dt in [(32, torch.float16), (64, torch.bfloat16), (128, torch.bfloat16)]:
-        _q, _k, _v = (torch.randn(1, 5, 9, 13, 2, _d, device=dev, dtype=_dt) for _ in range(3))
-        lk.na3d(_q, _k, _v, (3, 5, 5))
-        lk.na3d(_q, _k, _v, (3, 3, 3), dilation=(1, 2, 2), is_causal=(True, False, False))
-        _o = torch.empty(1, 5, 9, 13, 2, _d + 8, device=dev, dtype=_dt)[..., :_d]
-        lk.na3d(_q, _k, _v, (3, 7, 7), out=_o)
-        _q1 = torch.randn(2, 70, 1, _d, device=dev, dtype=_dt)
-        lk.na1d(_q1, _q1, _q1, 9)
-del _os.environ["LTX_NATTEN_TILE"]
-torch.cuda.synchronize()
+_runpy.run_path(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "sanitize_natten.py"))
 # sm_90a CUTLASS GEMM (backend "sm90", H100/H200 builds): shapes chosen so that the automatic
 # heuristic (csrc/cuda/gemm/fp8_gemm_sm90.cu) runs every compiled kernel: t64x128 ping-pong
 # (M <= 64, short K; fp16), t128x128sk stream-K (M <= 64, K >= 1024, bf16), t128x128 cooperative

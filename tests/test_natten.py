@@ -15,7 +15,9 @@ from ltx_kernels import reference as ref
 
 from conftest import ALL_DEVICES, HAS_CUDA, TOL
 
-NUM_TILES = 6  # natten_problem.h kNaNumTiles
+NUM_TILES = 6  # natten_problem.h kNaNumTiles: query boxes of the portable mma.sync kernel
+NUM_SM90_BOXES = 3  # kNaSm90Boxes: boxes of the sm_90 TMA kernel, forced as NUM_TILES + i
+IS_SM90 = HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
 
 # Tolerances against the fp32 oracle. CPU: fp32 scores and sums, one rounding of the output
 # (conftest TOL) plus fp32 order differences over <= 343 keys. CUDA: P is rounded to the input
@@ -214,11 +216,14 @@ def test_strided_inputs_and_out(device):
 
 
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
-@pytest.mark.parametrize("tile", range(NUM_TILES))
+@pytest.mark.parametrize("tile", range(NUM_TILES + NUM_SM90_BOXES))
 @pytest.mark.parametrize("d", [32, 64, 128])
 def test_cuda_every_tile(tile, d, monkeypatch):
     """Each query-box configuration the dispatcher can pick, forced through LTX_NATTEN_TILE, on
-    3-D, 2-D and 1-D grids with partial boxes, borders and causal/dilated axes."""
+    3-D, 2-D and 1-D grids with partial boxes, borders and causal/dilated axes. Tiles >= NUM_TILES
+    are the sm_90 TMA kernel (head dim 64; forcing it elsewhere is an error, tested below)."""
+    if tile >= NUM_TILES and not (IS_SM90 and d == 64):
+        pytest.skip("the sm_90 kernel takes head dim 64 on an sm_90 GPU")
     monkeypatch.setenv("LTX_NATTEN_TILE", str(tile))
     dtype = torch.bfloat16 if d != 64 else torch.float16
     cases = [
@@ -248,6 +253,53 @@ def test_cuda_ltx2_stage_shape(kernel):
     check(y, q, k, v, kernel, device="cuda")
     y_cpu = lk.na3d(q.cpu(), k.cpu(), v.cpu(), kernel)
     torch.testing.assert_close(y.cpu().float(), y_cpu.float(), **CUDA_TOL[torch.bfloat16])
+
+
+@pytest.mark.skipif(not IS_SM90, reason="needs an sm_90 GPU")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_cuda_sm90_kernel(dtype, monkeypatch):
+    """The sm_90 TMA kernel (forced, and as the automatic choice for head dim 64 and w windows
+    <= 9) on windows that take both staged row widths (16: w window <= 9; 32: <= 25), batch 2,
+    heads > 1, grids just at the window and ragged ones, a causal time axis, a large scale
+    (softmax far from uniform), and permuted storage (head-major, a stride order that TMA may or
+    may not accept: whichever kernel takes it must be right). Each against the oracle, and the
+    sm_90 kernel against the portable one."""
+    cases = [
+        ((2, 5, 13, 17, 3, 64), (3, 7, 7), {}),
+        ((1, 3, 7, 7, 2, 64), (3, 7, 7), {}),
+        ((1, 7, 9, 30, 2, 64), (5, 5, 5), dict(is_causal=(True, False, False))),
+        ((1, 11, 12, 23, 1, 64), (11, 11, 11), {}),
+        ((1, 4, 18, 9, 2, 64), (1, 3, 9), dict(scale=0.6)),
+        ((2, 1, 40, 33, 2, 64), (1, 9, 21), {}),
+    ]
+    for shape, kernel, kw in cases:
+        q, k, v = qkv(shape, "cuda", dtype)
+        y = lk.na3d(q, k, v, kernel, **kw)  # automatic choice (the portable kernel for w windows > 9)
+        check(y, q, k, v, kernel, None, kw.get("is_causal"), kw.get("scale"), device="cuda")
+        monkeypatch.setenv("LTX_NATTEN_TILE", str(NUM_TILES))  # the sm_90 kernel, box 0
+        y_sm90 = lk.na3d(q, k, v, kernel, **kw)
+        monkeypatch.delenv("LTX_NATTEN_TILE")
+        check(y_sm90, q, k, v, kernel, None, kw.get("is_causal"), kw.get("scale"), device="cuda")
+        monkeypatch.setenv("LTX_NATTEN_SM90", "0")
+        y_portable = lk.na3d(q, k, v, kernel, **kw)
+        monkeypatch.delenv("LTX_NATTEN_SM90")
+        torch.testing.assert_close(y_sm90.float(), y_portable.float(), **CUDA_TOL[dtype])
+    B, T, H, W, heads, d = 1, 4, 10, 12, 3, 64
+    qp, kp, vp = (torch.randn(B, heads, T, H, W, d, device="cuda").to(dtype).permute(0, 2, 3, 4, 1, 5)
+                  for _ in range(3))
+    check(lk.na3d(qp, kp, vp, (3, 5, 5)), qp, kp, vp, (3, 5, 5), device="cuda")
+
+
+@pytest.mark.skipif(not IS_SM90, reason="needs an sm_90 GPU")
+def test_cuda_sm90_forced_outside_envelope(monkeypatch):
+    """Forcing the sm_90 kernel on a problem it does not take is a clear error, not a fallback."""
+    monkeypatch.setenv("LTX_NATTEN_TILE", str(NUM_TILES))
+    q, k, v = qkv((1, 3, 8, 8, 1, 32), "cuda", torch.bfloat16)
+    with pytest.raises(RuntimeError, match="forces the sm_90 kernel"):
+        lk.na3d(q, k, v, (3, 5, 5))
+    q, k, v = qkv((1, 1, 4, 40, 1, 64), "cuda", torch.bfloat16)  # w window 27 > 25
+    with pytest.raises(RuntimeError, match="forces the sm_90 kernel"):
+        lk.na3d(q, k, v, (1, 3, 27))
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)

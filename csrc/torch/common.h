@@ -143,6 +143,15 @@ inline void check_cuda(cudaError_t err, const char* op) {
   LTX_CHECK(err == cudaSuccess, op, "CUDA error: ", cudaGetErrorString(err));
 }
 
+// Compute capability of the tensor's device as major * 10 + minor (90 = sm_90).
+inline int device_cc(const at::Tensor& t) {
+  int major = 0, minor = 0;
+  const int dev = t.device().index();
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major * 10 + minor;
+}
+
 inline const at::Tensor& checked_cuda(const at::Tensor& t, const char* op) {
   LTX_CHECK(t.is_cuda(), op, "x must be a CPU or CUDA tensor (got ", t.device(), ")");
   return t;

@@ -219,14 +219,6 @@ void run_torch(Problem& p, const at::Tensor& b_e4m3) {
 #ifdef LTX_KERNELS_WITH_CUDA
 namespace gemm = ::ltx::gemm;
 
-int device_cc(const at::Tensor& t) {
-  int major = 0, minor = 0;
-  const int dev = t.device().index();
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return major * 10 + minor;
-}
-
 int device_sms(const at::Tensor& t) {
   int n = 0;
   cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, t.device().index());

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <ATen/ops/empty_like.h>
@@ -42,6 +43,14 @@ bool cuda_friendly(const at::Tensor& t) {
     if (t.size(d) > 1 && t.stride(d) % 8 != 0) return false;
   return true;
 }
+
+#ifdef LTX_KERNELS_HAS_SM90
+// LTX_NATTEN_SM90=0 keeps the automatic choice on the portable mma.sync kernel (benchmarks).
+bool sm90_enabled() {
+  const char* s = std::getenv("LTX_NATTEN_SM90");
+  return s == nullptr || std::string(s) != "0";
+}
+#endif
 
 int tile_override() {
   const char* s = std::getenv("LTX_NATTEN_TILE");  // tests force each tile configuration
@@ -104,6 +113,9 @@ void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
     LTX_CHECK(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16, op,
               "the CUDA kernel takes float16 or bfloat16 (got ", q.scalar_type(), ")");
     LTX_CHECK(d == 32 || d == 64 || d == 128, op, "the CUDA kernel takes head dim 32, 64 or 128 (got ", d, ")");
+    const int cc = device_cc(q);
+    LTX_CHECK(cc >= 80, op, "the CUDA kernel needs compute capability 8.0 or newer (got ", cc / 10, ".", cc % 10,
+              ")");
     for (int64_t a = 0; a < nd; ++a)
       LTX_CHECK(kernel_size[a] <= 511, op, "the CUDA kernel takes kernel sizes <= 511 (got ",
                 shape_str(kernel_size), ")");
@@ -162,24 +174,33 @@ void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
 #ifdef LTX_KERNELS_WITH_CUDA
         const CudaScope scope(q, op);
         const int tile = tile_override();
-        LTX_CHECK(tile >= -1 && tile < kNaNumTiles, op, "LTX_NATTEN_TILE must be in [0, ", kNaNumTiles,
-                  ") (got ", tile, ")");
+        LTX_CHECK(tile >= -1 && tile < kNaNumTiles + kNaSm90Boxes, op, "LTX_NATTEN_TILE must be in [0, ",
+                  kNaNumTiles + kNaSm90Boxes, ") (got ", tile, ")");
+        auto run = [&](auto* type_tag) {
+          using T = std::remove_pointer_t<decltype(type_tag)>;
+          T* o = reinterpret_cast<T*>(og.data_ptr());
+          const T* qp = reinterpret_cast<const T*>(qg.data_ptr());
+          const T* kp = reinterpret_cast<const T*>(kg.data_ptr());
+          const T* vp = reinterpret_cast<const T*>(vg.data_ptr());
+#ifdef LTX_KERNELS_HAS_SM90
+          if (tile >= kNaNumTiles || (tile == -1 && sm90_enabled())) {
+            const cudaError_t err =
+                device_cc(q) == 90
+                    ? na_forward_sm90<T>(o, os, qp, qs, kp, ks, vp, vs, p, tile >= 0 ? tile - kNaNumTiles : -1,
+                                         scope.stream)
+                    : cudaErrorNotSupported;
+            if (err != cudaErrorNotSupported) return check_cuda(err, op);
+          }
+#endif
+          LTX_CHECK(tile < kNaNumTiles, op, "LTX_NATTEN_TILE=", tile,
+                    " forces the sm_90 kernel, which does not take this problem (it needs an sm_90 GPU and a "
+                    "build with sm_90a, head dim 64, a w window <= 25 and TMA-compatible strides)");
+          check_cuda(ltx_kernels::na_forward<T>(o, os, qp, qs, kp, ks, vp, vs, p, tile, scope.stream), op);
+        };
         if (q.scalar_type() == at::kHalf) {
-          using T = __half;
-          check_cuda(ltx_kernels::na_forward<T>(reinterpret_cast<T*>(og.data_ptr()), os,
-                                                reinterpret_cast<const T*>(qg.data_ptr()), qs,
-                                                reinterpret_cast<const T*>(kg.data_ptr()), ks,
-                                                reinterpret_cast<const T*>(vg.data_ptr()), vs, p, tile,
-                                                scope.stream),
-                     op);
+          run(static_cast<__half*>(nullptr));
         } else {
-          using T = __nv_bfloat16;
-          check_cuda(ltx_kernels::na_forward<T>(reinterpret_cast<T*>(og.data_ptr()), os,
-                                                reinterpret_cast<const T*>(qg.data_ptr()), qs,
-                                                reinterpret_cast<const T*>(kg.data_ptr()), ks,
-                                                reinterpret_cast<const T*>(vg.data_ptr()), vs, p, tile,
-                                                scope.stream),
-                     op);
+          run(static_cast<__nv_bfloat16*>(nullptr));
         }
 #else
         no_cuda_backend(q, op);

@@ -122,6 +122,7 @@ struct Smem {
 template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) na_fwd_kernel(const NaKernelArgs a) {
   static_assert(D % 16 == 0 && D >= 32 && D <= 128, "head dim 32, 64 or 128");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // cp.async, m16n8k16 (the adapter requires sm_80)
   using S = Smem<T, D>;
   constexpr int kRow = S::kRow;
   constexpr int KSTEPS = D / 16;  // k-steps of S = Q K^T
@@ -389,6 +390,7 @@ __global__ void __launch_bounds__(kThreads) na_fwd_kernel(const NaKernelArgs a) 
       *reinterpret_cast<uint32_t*>(orp + dn * 8 + 2 * t4) = pack2<T>(o[dn][2 * i] * inv, o[dn][2 * i + 1] * inv);
     }
   }
+#endif
 }
 
 }  // namespace natten_detail

@@ -29,4 +29,16 @@ template <typename T>
 cudaError_t na_forward(T* out, NaStrides os, const T* q, NaStrides qs, const T* k, NaStrides ks,
                        const T* v, NaStrides vs, const NaProblem& p, int tile, cudaStream_t stream);
 
+// The sm_90 kernel (csrc/cuda/attention/natten_sm90.cu, built only for sm_90a: TMA, mbarrier
+// pipeline, per-warp row skipping). Takes head dim 64, w-axis windows up to 25, strides that a
+// TMA descriptor accepts (16-byte multiples; the adapter guarantees them); batch is looped on the
+// host. na_sm90_pick returns the box the dispatcher would use, or -1 when the automatic choice
+// is the portable kernel (outside the envelope, or w windows > 9, where the portable kernel
+// measured faster); na_forward_sm90 returns cudaErrorNotSupported then (box -1 = pick; a forced
+// box runs anything inside the envelope), so the caller can fall back to na_forward.
+int na_sm90_pick(const NaProblem& p);
+template <typename T>
+cudaError_t na_forward_sm90(T* out, NaStrides os, const T* q, NaStrides qs, const T* k, NaStrides ks,
+                            const T* v, NaStrides vs, const NaProblem& p, int box, cudaStream_t stream);
+
 }  // namespace ltx_kernels

@@ -32,4 +32,13 @@ inline void na_tile_shape(int i, int& t, int& h, int& w) {
   w = kShapes[i][2];
 }
 
+// Query boxes of the sm_90 TMA kernel (natten_sm90.cuh): (t, h) extents, 8 along w, 128 queries
+// (8 consumer warps of 1 x 2 x 8). LTX_NATTEN_TILE = kNaNumTiles + i forces box i.
+constexpr int kNaSm90Boxes = 3;
+inline void na_sm90_box(int i, int& t, int& h) {
+  static const int kBoxes[kNaSm90Boxes][2] = {{2, 8}, {1, 16}, {4, 4}};
+  t = kBoxes[i][0];
+  h = kBoxes[i][1];
+}
+
 }  // namespace ltx_kernels

@@ -1,0 +1,157 @@
+// sm_90 neighborhood attention launcher: envelope, box choice, TMA descriptors (one pair per batch
+// element), launch. See natten_sm90.cuh for the kernel.
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+
+#include <algorithm>
+#include <type_traits>
+
+#include "ltx_kernels/attention/natten.h"
+#include "ltx_kernels/attention/natten_sm90.cuh"
+
+namespace ltx_kernels {
+namespace {
+
+using natten_sm90::kD;
+using natten_sm90::kNK;
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Columns staged per key row: the union's w extent rounded up to 16 or 32; 0 = too wide.
+int row_width(const NaProblem& p) {
+  const int u2 = std::min(8 + p.kernel[2] - 1, p.size[2]);
+  return u2 <= 16 ? 16 : (u2 <= 32 ? 32 : 0);
+}
+
+// Keys staged over the whole grid with box i (a proxy for the load traffic and the pipeline
+// length; per-warp compute does not depend on the box).
+double box_cost(const NaProblem& p, int i, int w8) {
+  int bt, bh;
+  na_sm90_box(i, bt, bh);
+  const int kr = kNK / w8;
+  const double boxes = double(cdiv(p.size[0], bt)) * double(cdiv(p.size[1], bh)) * double(cdiv(p.size[2], 8));
+  const int u0 = std::min(bt + p.kernel[0] - 1, p.size[0]);
+  const int u1 = std::min(bh + p.kernel[1] - 1, p.size[1]);
+  return boxes * double(u0) * double(cdiv(u1, kr) * kr) * double(w8);
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();  // not sticky: the caller falls back to the portable kernel
+      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// K or V of one batch element as a 5-D tensor (d, head, w, h, t), box {64, 1, w8, 64 / w8, 1},
+// 128-byte swizzle. Strides of extent-1 axes are replaced by packed ones (never used to address).
+template <typename T>
+bool encode(CUtensorMap* map, const T* base, const NaStrides& s, const NaProblem& p, int w8) {
+  auto fn = encode_fn();
+  if (fn == nullptr) return false;
+  const cuuint64_t dims[5] = {cuuint64_t(kD), cuuint64_t(p.heads), cuuint64_t(p.size[2]), cuuint64_t(p.size[1]),
+                              cuuint64_t(p.size[0])};
+  const int64_t el[4] = {s.head, s.s2, s.s1, s.s0};
+  cuuint64_t strides[4];
+  int64_t prev = kD * int64_t(sizeof(T)), prev_extent = 1;
+  for (int i = 0; i < 4; ++i) {
+    int64_t b = el[i] * int64_t(sizeof(T));
+    if (dims[i + 1] == 1) b = (i == 0 ? prev : prev * prev_extent);
+    if (b <= 0 || b % 16 != 0) return false;
+    strides[i] = cuuint64_t(b);
+    prev = b;
+    prev_extent = int64_t(dims[i + 1]);
+  }
+  const cuuint32_t box[5] = {cuuint32_t(kD), 1, cuuint32_t(w8), cuuint32_t(kNK / w8), 1};
+  const cuuint32_t estr[5] = {1, 1, 1, 1, 1};
+  const CUtensorMapDataType dt =
+      std::is_same<T, __half>::value ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  return fn(map, dt, 5, const_cast<T*>(base), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+bool in_envelope(const NaProblem& p) { return p.dim == kD && p.heads <= 65535 && row_width(p) != 0; }
+
+}  // namespace
+
+// The automatic choice leaves 32-wide rows (w windows 10-25) to the portable kernel: measured
+// slower there on the H200 (window (11, 11, 11), 16x32x48, 4 heads: 638 vs 589 us), since half of
+// each staged row is outside every window. Forcing a box still runs them (tests).
+int na_sm90_pick(const NaProblem& p) {
+  if (!in_envelope(p)) return -1;
+  const int w8 = row_width(p);
+  if (w8 != 16) return -1;
+  int best = 0;
+  double best_cost = box_cost(p, 0, w8);
+  for (int i = 1; i < kNaSm90Boxes; ++i) {
+    const double c = box_cost(p, i, w8);
+    if (c < best_cost) {
+      best = i;
+      best_cost = c;
+    }
+  }
+  return best;
+}
+
+template <typename T>
+cudaError_t na_forward_sm90(T* out, NaStrides os, const T* q, NaStrides qs, const T* k, NaStrides ks,
+                            const T* v, NaStrides vs, const NaProblem& p, int box, cudaStream_t stream) {
+  if (p.batch <= 0 || p.heads <= 0 || p.size[0] <= 0 || p.size[1] <= 0 || p.size[2] <= 0) return cudaSuccess;
+  for (int a = 0; a < 3; ++a)
+    if (p.kernel[a] < 1 || p.size[a] < p.kernel[a]) return cudaErrorInvalidValue;
+  if (!in_envelope(p)) return cudaErrorNotSupported;
+  if (box < 0) box = na_sm90_pick(p);
+  if (box < 0) return cudaErrorNotSupported;
+  if (box >= kNaSm90Boxes) return cudaErrorInvalidValue;
+  const int w8 = row_width(p);
+
+  natten_sm90::NaTmaArgs args{};
+  args.qs = qs;
+  args.os = os;
+  na_sm90_box(box, args.box[0], args.box[1]);
+  const int bext[3] = {args.box[0], args.box[1], 8};
+  int64_t boxes = 1;
+  for (int a = 0; a < 3; ++a) {
+    args.n[a] = p.size[a];
+    args.ker[a] = p.kernel[a];
+    args.causal[a] = p.causal[a] ? 1 : 0;
+    args.ntile[a] = int(cdiv(p.size[a], bext[a]));
+    boxes *= args.ntile[a];
+  }
+  if (boxes > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
+  args.scale_log2 = p.scale * 1.4426950408889634f;
+
+  auto kernel = w8 == 16 ? natten_sm90::na_tma_kernel<T, 16> : natten_sm90::na_tma_kernel<T, 32>;
+  cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(natten_sm90::kSmemBytes));
+  if (err != cudaSuccess) return err;
+  // two CTAs per SM need 2 x 67 KB: ask for the largest shared-memory carveout
+  err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, int(cudaSharedmemCarveoutMaxShared));
+  if (err != cudaSuccess) return err;
+  const dim3 grid(unsigned(boxes), unsigned(p.heads), 1);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    CUtensorMap tk, tv;
+    if (!encode(&tk, k + b * ks.batch, ks, p, w8) || !encode(&tv, v + b * vs.batch, vs, p, w8))
+      return cudaErrorNotSupported;
+    args.q = q + b * qs.batch;
+    args.out = out + b * os.batch;
+    kernel<<<grid, natten_sm90::kThreads, natten_sm90::kSmemBytes, stream>>>(tk, tv, args);
+    err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
+template cudaError_t na_forward_sm90<__half>(__half*, NaStrides, const __half*, NaStrides, const __half*, NaStrides,
+                                             const __half*, NaStrides, const NaProblem&, int, cudaStream_t);
+template cudaError_t na_forward_sm90<__nv_bfloat16>(__nv_bfloat16*, NaStrides, const __nv_bfloat16*, NaStrides,
+                                                    const __nv_bfloat16*, NaStrides, const __nv_bfloat16*, NaStrides,
+                                                    const NaProblem&, int, cudaStream_t);
+
+}  // namespace ltx_kernels

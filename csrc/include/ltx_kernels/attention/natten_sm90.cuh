@@ -1,0 +1,350 @@
+// Neighborhood attention forward for sm_90: TMA row loads into a shared-memory ring refilled by
+// whichever warp releases a stage last, and warps that each walk only the key rows their own
+// queries attend.
+// Included only by csrc/cuda/attention/natten_sm90.cu. head dim 64, fp16/bf16.
+//
+// Geometry (per CTA, one (batch, head)):
+//   queries  a box (Q0, Q1, 8) of (t, h, w); NW = 8 consumer warps, warp j owns the 16 queries
+//            (t0 + j / (Q1/2), h0 + 2 (j % (Q1/2)) + {0, 1}, w0 + 0..7); mma row r = 8 dh + dw,
+//            so a thread's two rows (g, g + 8) share w = w0 + g and differ in h.
+//   keys     the union of the box's windows, U0 x U1 rows (t, h) of W8 keys along w (W8 in
+//            {16, 32}, >= the union's w extent 8 + kw - 1). A chunk is KR = 64 / W8 consecutive
+//            h rows of one t slice: 64 keys = one TMA box {d 64, head 1, w W8, h KR, t 1} per tensor,
+//            written 128B-swizzled (key row = 128 bytes; 16-byte piece c of row r lands at c ^ (r & 7)).
+//            Rows past the union or the grid are loaded (or zero-filled by TMA) and masked.
+//   pipeline ST stages of (K, V) chunks; full[s] (mbarrier) completes on the TMA bytes. There is
+//            no producer warp (it would cost a ninth warp's registers and halve the CTAs per SM):
+//            each warp, done with chunk c, adds one to a shared counter of stage s; the warp that
+//            brings it to NW is the last reader, so it resets the counter and issues chunk c + ST
+//            into the stage. Nobody ever blocks on an empty stage. Every warp waits full for every
+//            chunk (so counts and phases stay in step) but computes only the rows its queries need:
+//            all its queries share one t (so one t window) and two h values (an h range of at most
+//            kh + 1 rows), and a skipped row costs neither S = Q K^T nor P V. Warps drift apart by up
+//            to ST chunks, which absorbs that different warps need different rows of a slice.
+//   math     mma.sync m16n8k16 (fp32 accumulate), K fragments by ldmatrix, V by ldmatrix.trans,
+//            online softmax in fp32 in the log2 domain; the mask of element (query, key) is a bit
+//            test of the query's w-window bitmask and one compare of the key row's h against the
+//            query's h window (t is warp-uniform).
+//
+// Work per query, window (3, 7, 7), W8 = 16: a warp computes 3 slices x 8 rows x 16 keys = 384
+// keys for its 147 attended ones (38%); the CTA stages U0 x ceil(U1/4) x 4 x 16 keys for its
+// 128 queries (box 2 x 8 x 8: 4 x 16 x 16 = 8 keys per query).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (type only; the map is encoded on the host)
+
+#include "ltx_kernels/attention/natten.cuh"
+
+namespace ltx_kernels {
+namespace natten_sm90 {
+
+using natten_detail::mma16816;
+using natten_detail::pack2;
+using natten_detail::win;
+
+constexpr int kD = 64;        // head dim
+constexpr int kNW = 8;        // warps (16 queries each)
+constexpr int kThreads = kNW * 32;
+constexpr int kStages = 4;
+constexpr int kNK = 64;       // keys per chunk
+constexpr int kRowBytes = kD * 2;
+constexpr int kTileBytes = kNK * kRowBytes;       // 8 KB: one tensor's chunk
+constexpr int kStageBytes = 2 * kTileBytes;       // K then V
+constexpr size_t kSmemBytes = size_t(kStages) * kStageBytes + kStages * (sizeof(uint64_t) + sizeof(uint32_t)) + 1024;
+
+struct NaTmaArgs {
+  const void* q;  // batch already applied
+  void* out;
+  NaStrides qs, os;  // batch entries unused
+  int n[3];
+  int ker[3];
+  int causal[3];
+  int box[2];     // query box (t, h) extents; w extent 8; box[0] * box[1] == 2 * kNW
+  int ntile[3];   // boxes per axis
+  float scale_log2;
+};
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void tma_load_5d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
+                                            int c4, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5, %6}], [%7];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans_u32(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+// Address of 16-byte piece `c` of key row `r` in a 128B-swizzled tile.
+__device__ __forceinline__ uint32_t swz(uint32_t tile, int r, int c) {
+  return tile + uint32_t(r) * kRowBytes + (uint32_t((c ^ (r & 7))) << 4);
+}
+
+template <typename T, int W8>
+__global__ void __launch_bounds__(kThreads, 2)
+    na_tma_kernel(const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, const NaTmaArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static_assert(W8 == 16 || W8 == 32, "W8");
+  constexpr int KR = kNK / W8;  // h rows per chunk
+  constexpr int NB = W8 / 8;    // 8-key blocks per row
+  constexpr int KSTEPS = kD / 16;
+  constexpr int DN = kD / 8;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t smem0 = (smem_u32(smem_raw) + 1023u) & ~1023u;  // swizzle atoms need 1024B alignment
+  const uint32_t bar_full = smem0 + kStages * kStageBytes;
+  uint32_t* released = reinterpret_cast<uint32_t*>(smem_raw + (bar_full + kStages * 8 - smem_u32(smem_raw)));
+
+  const int tid = threadIdx.x;
+  const int warp = tid >> 5, lane = tid & 31;
+
+  // ---- box, head; union of the box's windows [ulo, ulo + U)
+  int64_t bx = blockIdx.x;
+  const int tb2 = int(bx % a.ntile[2]);
+  bx /= a.ntile[2];
+  const int tb1 = int(bx % a.ntile[1]);
+  const int tb0 = int(bx / a.ntile[1]);
+  const int head = int(blockIdx.y);
+  const int bext[3] = {a.box[0], a.box[1], 8};
+  const int q0[3] = {tb0 * bext[0], tb1 * bext[1], tb2 * 8};
+  int ulo[3], U[3];
+#pragma unroll
+  for (int ax = 0; ax < 3; ++ax) {
+    const int last = min(q0[ax] + bext[ax] - 1, a.n[ax] - 1);
+    int lo0, len0, lo1, len1;
+    win(q0[ax], a.n[ax], a.ker[ax], a.causal[ax], lo0, len0);
+    win(last, a.n[ax], a.ker[ax], a.causal[ax], lo1, len1);
+    ulo[ax] = lo0;
+    U[ax] = lo1 + len1 - lo0;
+  }
+  const int CH = (U[1] + KR - 1) / KR;  // chunks per t slice
+  const int nchunks = U[0] * CH;
+
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(bar_full + 8 * s, 1);
+      released[s] = 0;
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+  __syncthreads();
+  // Chunk c into stage c % ST: one expect_tx arrival, K and V boxes at (d 0, head, w, h, t).
+  auto issue = [&](int c) {
+    const int s = c % kStages;
+    const int ct = c / CH, ch = (c - ct * CH) * KR;
+    const uint32_t dst = smem0 + s * kStageBytes;
+    mbar_expect_tx(bar_full + 8 * s, kStageBytes);
+    tma_load_5d(dst, &tk, 0, head, ulo[2], ulo[1] + ch, ulo[0] + ct, bar_full + 8 * s);
+    tma_load_5d(dst + kTileBytes, &tv, 0, head, ulo[2], ulo[1] + ch, ulo[0] + ct, bar_full + 8 * s);
+  };
+  if (tid == 0) {
+    for (int c = 0; c < min(kStages, nchunks); ++c) issue(c);
+  }
+
+  // ---- this warp's queries and their windows (union-relative)
+  const int g = lane >> 2, t4 = lane & 3;
+  const int wpr = a.box[1] / 2;
+  const int wt = warp / wpr, wh = warp - wt * wpr;
+  int qi[3] = {q0[0] + wt, 0, q0[2] + g};
+  bool valid = qi[0] < a.n[0] && qi[2] < a.n[2];
+  qi[0] = min(qi[0], a.n[0] - 1);
+  qi[2] = min(qi[2], a.n[2] - 1);
+  int tlo, tlen, wlo, wlen;
+  win(qi[0], a.n[0], a.ker[0], a.causal[0], tlo, tlen);
+  win(qi[2], a.n[2], a.ker[2], a.causal[2], wlo, wlen);
+  tlo -= ulo[0];
+  wlo -= ulo[2];
+  // w window as bits over the row's W8 columns, pre-shifted by this thread's column pair 2 t4
+  const uint32_t cb = uint32_t(((uint64_t(1) << wlen) - 1) << wlo) >> (2 * t4);
+  int hlo[2], hlen[2];
+  bool row_valid[2];
+  const T* qrow[2];
+  int64_t orow[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    int qh = q0[1] + 2 * wh + i;
+    row_valid[i] = valid && qh < a.n[1];
+    qh = min(qh, a.n[1] - 1);
+    win(qh, a.n[1], a.ker[1], a.causal[1], hlo[i], hlen[i]);
+    hlo[i] -= ulo[1];
+    qrow[i] = static_cast<const T*>(a.q) + int64_t(qi[0]) * a.qs.s0 + int64_t(qh) * a.qs.s1 +
+              int64_t(qi[2]) * a.qs.s2 + int64_t(head) * a.qs.head;
+    orow[i] = int64_t(qi[0]) * a.os.s0 + int64_t(qh) * a.os.s1 + int64_t(qi[2]) * a.os.s2 + int64_t(head) * a.os.head;
+  }
+  const int hmin = min(hlo[0], hlo[1]), hmax = max(hlo[0] + hlen[0], hlo[1] + hlen[1]);  // warp-uniform
+
+  uint32_t qf[KSTEPS][4];
+#pragma unroll
+  for (int kk = 0; kk < KSTEPS; ++kk) {
+    const int c = kk * 16 + 2 * t4;
+    qf[kk][0] = *reinterpret_cast<const uint32_t*>(qrow[0] + c);
+    qf[kk][1] = *reinterpret_cast<const uint32_t*>(qrow[1] + c);
+    qf[kk][2] = *reinterpret_cast<const uint32_t*>(qrow[0] + c + 8);
+    qf[kk][3] = *reinterpret_cast<const uint32_t*>(qrow[1] + c + 8);
+  }
+
+  float o[DN][4];
+#pragma unroll
+  for (int i = 0; i < DN; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY};
+  float l[2] = {0.f, 0.f};
+
+  for (int c = 0; c < nchunks; ++c) {
+    const int s = c % kStages;
+    const uint32_t parity = uint32_t(c / kStages) & 1u;
+    const int ct = c / CH, ch = (c - ct * CH) * KR;
+    uint32_t rows = 0;  // bit rr: some query of this warp attends key row ch + rr
+    if (unsigned(ct - tlo) < unsigned(tlen)) {
+#pragma unroll
+      for (int rr = 0; rr < KR; ++rr) rows |= uint32_t(ch + rr >= hmin && ch + rr < hmax) << rr;
+    }
+    mbar_wait(bar_full + 8 * s, parity);
+    if (rows != 0u) {
+      const uint32_t ks = smem0 + s * kStageBytes;
+      const uint32_t vs = ks + kTileBytes;
+      bool rin[2][KR];  // query row i attends key row rr (t and h)
+#pragma unroll
+      for (int rr = 0; rr < KR; ++rr) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) rin[i][rr] = ((rows >> rr) & 1u) && unsigned(ch + rr - hlo[i]) < unsigned(hlen[i]);
+      }
+      float sc[8][4];
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
+        if ((rows >> (nt / NB)) & 1u) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            uint32_t b[4];
+            ldmatrix_x4(b, swz(ks, nt * 8 + (lane & 7), 4 * h + (lane >> 3)));
+            mma16816<T>(sc[nt], qf[2 * h], b[0], b[1]);
+            mma16816<T>(sc[nt], qf[2 * h + 1], b[2], b[3]);
+          }
+        }
+      }
+      float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        const int rr = nt / NB;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const bool wb = (cb >> ((nt % NB) * 8 + e)) & 1u;
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            float& x = sc[nt][2 * i + e];
+            x = (wb && rin[i][rr]) ? x * a.scale_log2 : -INFINITY;
+            mx[i] = fmaxf(mx[i], x);
+          }
+        }
+      }
+      float alpha[2], mbase[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+        const float mnew = fmaxf(m[i], mx[i]);
+        mbase[i] = mnew == -INFINITY ? 0.f : mnew;
+        alpha[i] = exp2f(m[i] - mbase[i]);
+        m[i] = mnew;
+        l[i] *= alpha[i];
+      }
+#pragma unroll
+      for (int dn = 0; dn < DN; ++dn) {
+        o[dn][0] *= alpha[0];
+        o[dn][1] *= alpha[0];
+        o[dn][2] *= alpha[1];
+        o[dn][3] *= alpha[1];
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {  // 16-key steps (blocks 2j, 2j + 1: one key row when W8 = 16)
+        if (((rows >> ((2 * j) / NB)) & 1u) == 0u) continue;
+        uint32_t pa[4];
+        {
+          float p[2][4];
+#pragma unroll
+          for (int h2 = 0; h2 < 2; ++h2) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              p[h2][e] = exp2f(sc[2 * j + h2][e] - mbase[e >> 1]);
+              l[e >> 1] += p[h2][e];
+            }
+          }
+          pa[0] = pack2<T>(p[0][0], p[0][1]);
+          pa[1] = pack2<T>(p[0][2], p[0][3]);
+          pa[2] = pack2<T>(p[1][0], p[1][1]);
+          pa[3] = pack2<T>(p[1][2], p[1][3]);
+        }
+        const int key = j * 16 + (lane & 15);
+#pragma unroll
+        for (int dn = 0; dn < DN; dn += 2) {
+          uint32_t b[4];
+          ldmatrix_x4_trans_u32(b, swz(vs, key, dn + (lane >> 4)));
+          mma16816<T>(o[dn], pa, b[0], b[1]);
+          mma16816<T>(o[dn + 1], pa, b[2], b[3]);
+        }
+      }
+    }
+    __syncwarp();
+    if (lane == 0 && c + kStages < nchunks) {
+      __threadfence_block();  // this warp's reads of stage s before the count (and the last
+                              // releaser's count before its refill)
+      if (atomicAdd(&released[s], 1u) == kNW - 1) {
+        __threadfence_block();
+        released[s] = 0;
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic reads, then TMA writes
+        issue(c + kStages);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+  }
+  T* out = static_cast<T*>(a.out);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if (!row_valid[i]) continue;
+    const float inv = 1.f / l[i];
+    T* orp = out + orow[i];
+#pragma unroll
+    for (int dn = 0; dn < DN; ++dn) {
+      *reinterpret_cast<uint32_t*>(orp + dn * 8 + 2 * t4) = pack2<T>(o[dn][2 * i] * inv, o[dn][2 * i + 1] * inv);
+    }
+  }
+#endif
+}
+
+}  // namespace natten_sm90
+}  // namespace ltx_kernels
