@@ -300,6 +300,11 @@ def test_cuda_sm90_forced_outside_envelope(monkeypatch):
     q, k, v = qkv((1, 1, 4, 40, 1, 64), "cuda", torch.bfloat16)  # w window 27 > 25
     with pytest.raises(RuntimeError, match="forces the sm_90 kernel"):
         lk.na3d(q, k, v, (1, 3, 27))
+    q, k, v = qkv((1, 3, 8, 8, 1, 64), "cuda", torch.bfloat16)  # it tracks maxima of raw scores
+    with pytest.raises(RuntimeError, match="forces the sm_90 kernel"):
+        lk.na3d(q, k, v, (3, 5, 5), scale=-0.125)
+    monkeypatch.delenv("LTX_NATTEN_TILE")
+    check(lk.na3d(q, k, v, (3, 5, 5), scale=-0.125), q, k, v, (3, 5, 5), scale=-0.125, device="cuda")
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)

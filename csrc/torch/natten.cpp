@@ -194,7 +194,7 @@ void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
 #endif
           LTX_CHECK(tile < kNaNumTiles, op, "LTX_NATTEN_TILE=", tile,
                     " forces the sm_90 kernel, which does not take this problem (it needs an sm_90 GPU and a "
-                    "build with sm_90a, head dim 64, a w window <= 25 and TMA-compatible strides)");
+                    "build with sm_90a, head dim 64, a w window <= 25, scale > 0 and TMA-compatible strides)");
           check_cuda(ltx_kernels::na_forward<T>(o, os, qp, qs, kp, ks, vp, vs, p, tile, scope.stream), op);
         };
         if (q.scalar_type() == at::kHalf) {

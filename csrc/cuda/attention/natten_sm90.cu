@@ -76,7 +76,10 @@ bool encode(CUtensorMap* map, const T* base, const NaStrides& s, const NaProblem
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-bool in_envelope(const NaProblem& p) { return p.dim == kD && p.heads <= 65535 && row_width(p) != 0; }
+// scale > 0: the kernel tracks row maxima of the raw scores (see natten_sm90.cuh).
+bool in_envelope(const NaProblem& p) {
+  return p.dim == kD && p.heads <= 65535 && p.scale > 0.f && row_width(p) != 0;
+}
 
 }  // namespace
 

@@ -33,6 +33,8 @@
 
 #include <cuda.h>  // CUtensorMap (type only; the map is encoded on the host)
 
+#include <type_traits>
+
 #include "ltx_kernels/attention/natten.cuh"
 
 namespace ltx_kernels {
@@ -103,6 +105,11 @@ __device__ __forceinline__ void ldmatrix_x4_trans_u32(uint32_t (&r)[4], uint32_t
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
+}
+__device__ __forceinline__ float fast_exp2(float x) {  // 2^x; -inf -> +0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 // Address of 16-byte piece `c` of key row `r` in a 128B-swizzled tile.
 __device__ __forceinline__ uint32_t swz(uint32_t tile, int r, int c) {
@@ -202,6 +209,13 @@ __global__ void __launch_bounds__(kThreads, 2)
     orow[i] = int64_t(qi[0]) * a.os.s0 + int64_t(qh) * a.os.s1 + int64_t(qi[2]) * a.os.s2 + int64_t(head) * a.os.head;
   }
   const int hmin = min(hlo[0], hlo[1]), hmax = max(hlo[0] + hlen[0], hlo[1] + hlen[1]);  // warp-uniform
+  // w-window bits of this thread's elements in one key row: bit 2 nb + e = column 8 nb + 2 t4 + e
+  uint32_t wpat = 0;
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) wpat |= ((cb >> (8 * nb + e)) & 1u) << (2 * nb + e);
+  const float sl2 = a.scale_log2;
 
   uint32_t qf[KSTEPS][4];
 #pragma unroll
@@ -238,52 +252,77 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int i = 0; i < 2; ++i) rin[i][rr] = ((rows >> rr) & 1u) && unsigned(ch + rr - hlo[i]) < unsigned(hlen[i]);
       }
+      // S = Q K^T over the chunk's 8 key blocks. k-steps outermost so that the blocks' dependent
+      // mma chains interleave (one chain of 4 dependent mmas per block would expose the mma
+      // latency); all rows when the warp needs the whole chunk, else row by row.
       float sc[8][4];
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
-        if ((rows >> (nt / NB)) & 1u) {
+      for (int nt = 0; nt < 8; ++nt) sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
+      auto s_blocks = [&](int nt0, auto nblocks) {
+        constexpr int NBL = decltype(nblocks)::value;
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            uint32_t b[4];
-            ldmatrix_x4(b, swz(ks, nt * 8 + (lane & 7), 4 * h + (lane >> 3)));
-            mma16816<T>(sc[nt], qf[2 * h], b[0], b[1]);
-            mma16816<T>(sc[nt], qf[2 * h + 1], b[2], b[3]);
-          }
+        for (int h = 0; h < 2; ++h) {
+          uint32_t b[NBL][4];
+#pragma unroll
+          for (int x = 0; x < NBL; ++x) ldmatrix_x4(b[x], swz(ks, (nt0 + x) * 8 + (lane & 7), 4 * h + (lane >> 3)));
+#pragma unroll
+          for (int x = 0; x < NBL; ++x) mma16816<T>(sc[nt0 + x], qf[2 * h], b[x][0], b[x][1]);
+#pragma unroll
+          for (int x = 0; x < NBL; ++x) mma16816<T>(sc[nt0 + x], qf[2 * h + 1], b[x][2], b[x][3]);
         }
+      };
+      if (rows == (1u << KR) - 1u) {
+        s_blocks(0, std::integral_constant<int, 4>());  // 4 chains in flight, 16 fragment registers
+        s_blocks(4, std::integral_constant<int, 4>());
+      } else {
+#pragma unroll
+        for (int rr = 0; rr < KR; ++rr)
+          if ((rows >> rr) & 1u) s_blocks(rr * NB, std::integral_constant<int, NB>());
+      }
+      // Mask (element k = 2 nt + e of row i: bit k of emask[i]) and row maxima of the raw scores.
+      uint32_t emask[2] = {0u, 0u};
+#pragma unroll
+      for (int rr = 0; rr < KR; ++rr) {
+#pragma unroll
+        for (int i = 0; i < 2; ++i) emask[i] |= rin[i][rr] ? wpat << (rr * 2 * NB) : 0u;
       }
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
-        const int rr = nt / NB;
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const bool wb = (cb >> ((nt % NB) * 8 + e)) & 1u;
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             float& x = sc[nt][2 * i + e];
-            x = (wb && rin[i][rr]) ? x * a.scale_log2 : -INFINITY;
+            x = ((emask[i] >> (2 * nt + e)) & 1u) ? x : -INFINITY;
             mx[i] = fmaxf(mx[i], x);
           }
         }
       }
-      float alpha[2], mbase[2];
+      // Online softmax in the log2 domain: p = 2^(x sl2 - m sl2), m the running raw maximum
+      // (sl2 > 0: the dispatcher sends scale <= 0 to the portable kernel).
+      float mb[2], alpha[2];  // m * sl2 (finite), rescale factors
+      bool grew = false;
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
         const float mnew = fmaxf(m[i], mx[i]);
-        mbase[i] = mnew == -INFINITY ? 0.f : mnew;
-        alpha[i] = exp2f(m[i] - mbase[i]);
+        grew = grew || mnew > m[i];
+        mb[i] = mnew == -INFINITY ? 0.f : mnew * sl2;
+        alpha[i] = fast_exp2(m[i] * sl2 - mb[i]);  // 0 when m was -inf
         m[i] = mnew;
-        l[i] *= alpha[i];
       }
+      if (__any_sync(0xffffffffu, grew)) {  // rescale only when some row maximum moved
 #pragma unroll
-      for (int dn = 0; dn < DN; ++dn) {
-        o[dn][0] *= alpha[0];
-        o[dn][1] *= alpha[0];
-        o[dn][2] *= alpha[1];
-        o[dn][3] *= alpha[1];
+        for (int i = 0; i < 2; ++i) l[i] *= alpha[i];
+#pragma unroll
+        for (int dn = 0; dn < DN; ++dn) {
+          o[dn][0] *= alpha[0];
+          o[dn][1] *= alpha[0];
+          o[dn][2] *= alpha[1];
+          o[dn][3] *= alpha[1];
+        }
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {  // 16-key steps (blocks 2j, 2j + 1: one key row when W8 = 16)
@@ -295,7 +334,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           for (int h2 = 0; h2 < 2; ++h2) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              p[h2][e] = exp2f(sc[2 * j + h2][e] - mbase[e >> 1]);
+              p[h2][e] = fast_exp2(fmaf(sc[2 * j + h2][e], sl2, -mb[e >> 1]));
               l[e >> 1] += p[h2][e];
             }
           }
