@@ -182,10 +182,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int g = lane >> 2, t4 = lane & 3;
   const int wpr = a.box[1] / 2;
   const int wt = warp / wpr, wh = warp - wt * wpr;
-  int qi[3] = {q0[0] + wt, 0, q0[2] + g};
-  bool valid = qi[0] < a.n[0] && qi[2] < a.n[2];
-  qi[0] = min(qi[0], a.n[0] - 1);
-  qi[2] = min(qi[2], a.n[2] - 1);
+  // rows past the grid compute a clamped query and are not stored
+  const int qi[3] = {min(q0[0] + wt, a.n[0] - 1), 0, min(q0[2] + g, a.n[2] - 1)};
   int tlo, tlen, wlo, wlen;
   win(qi[0], a.n[0], a.ker[0], a.causal[0], tlo, tlen);
   win(qi[2], a.n[2], a.ker[2], a.causal[2], wlo, wlen);
@@ -194,19 +192,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   // w window as bits over the row's W8 columns, pre-shifted by this thread's column pair 2 t4
   const uint32_t cb = uint32_t(((uint64_t(1) << wlen) - 1) << wlo) >> (2 * t4);
   int hlo[2], hlen[2];
-  bool row_valid[2];
   const T* qrow[2];
-  int64_t orow[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    int qh = q0[1] + 2 * wh + i;
-    row_valid[i] = valid && qh < a.n[1];
-    qh = min(qh, a.n[1] - 1);
+    const int qh = min(q0[1] + 2 * wh + i, a.n[1] - 1);
     win(qh, a.n[1], a.ker[1], a.causal[1], hlo[i], hlen[i]);
     hlo[i] -= ulo[1];
     qrow[i] = static_cast<const T*>(a.q) + int64_t(qi[0]) * a.qs.s0 + int64_t(qh) * a.qs.s1 +
               int64_t(qi[2]) * a.qs.s2 + int64_t(head) * a.qs.head;
-    orow[i] = int64_t(qi[0]) * a.os.s0 + int64_t(qh) * a.os.s1 + int64_t(qi[2]) * a.os.s2 + int64_t(head) * a.os.head;
   }
   const int hmin = min(hlo[0], hlo[1]), hmax = max(hlo[0] + hlen[0], hlo[1] + hlen[1]);  // warp-uniform
   // w-window bits of this thread's elements in one key row: bit 2 nb + e = column 8 nb + 2 t4 + e
@@ -233,10 +226,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   float m[2] = {-INFINITY, -INFINITY};
   float l[2] = {0.f, 0.f};
 
+  int ct = 0, ch = 0;  // chunk c = t slice ct, h rows [ch, ch + KR) (stepped, no division)
   for (int c = 0; c < nchunks; ++c) {
-    const int s = c % kStages;
+    const int s = c & (kStages - 1);
     const uint32_t parity = uint32_t(c / kStages) & 1u;
-    const int ct = c / CH, ch = (c - ct * CH) * KR;
     uint32_t rows = 0;  // bit rr: some query of this warp attends key row ch + rr
     if (unsigned(ct - tlo) < unsigned(tlen)) {
 #pragma unroll
@@ -271,13 +264,18 @@ __global__ void __launch_bounds__(kThreads, 2)
           for (int x = 0; x < NBL; ++x) mma16816<T>(sc[nt0 + x], qf[2 * h + 1], b[x][2], b[x][3]);
         }
       };
-      if (rows == (1u << KR) - 1u) {
-        s_blocks(0, std::integral_constant<int, 4>());  // 4 chains in flight, 16 fragment registers
-        s_blocks(4, std::integral_constant<int, 4>());
-      } else {
+      // groups of 4 blocks (two rows of 16 or one of 32): 4 chains in flight, 16 fragment registers
 #pragma unroll
-        for (int rr = 0; rr < KR; ++rr)
-          if ((rows >> rr) & 1u) s_blocks(rr * NB, std::integral_constant<int, NB>());
+      for (int gi = 0; gi < 2; ++gi) {
+        constexpr int RG = 4 / NB;  // rows per group
+        const uint32_t gr = (rows >> (gi * RG)) & ((1u << RG) - 1u);
+        if (gr == (1u << RG) - 1u) {
+          s_blocks(4 * gi, std::integral_constant<int, 4>());
+        } else if (RG == 2 && gr == 1u) {
+          s_blocks(4 * gi, std::integral_constant<int, NB>());
+        } else if (RG == 2 && gr == 2u) {
+          s_blocks(4 * gi + NB, std::integral_constant<int, NB>());
+        }
       }
       // Mask (element k = 2 nt + e of row i: bit k of emask[i]) and row maxima of the raw scores.
       uint32_t emask[2] = {0u, 0u};
@@ -289,6 +287,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
+        if (((rows >> (nt / NB)) & 1u) == 0u) continue;  // warp-uniform: the row's scores stay unused
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
 #pragma unroll
@@ -354,6 +353,11 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
     __syncwarp();
+    ch += KR;
+    if (ch >= CH * KR) {
+      ch = 0;
+      ++ct;
+    }
     if (lane == 0 && c + kStages < nchunks) {
       __threadfence_block();  // this warp's reads of stage s before the count (and the last
                               // releaser's count before its refill)
@@ -371,12 +375,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
   }
+  // Output coordinates are recomputed here, so that nothing of them stays live across the loop.
   T* out = static_cast<T*>(a.out);
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    if (!row_valid[i]) continue;
+    const int qt = q0[0] + wt, qh = q0[1] + 2 * wh + i, qw = q0[2] + g;
+    if (qt >= a.n[0] || qh >= a.n[1] || qw >= a.n[2]) continue;
     const float inv = 1.f / l[i];
-    T* orp = out + orow[i];
+    T* orp = out + int64_t(qt) * a.os.s0 + int64_t(qh) * a.os.s1 + int64_t(qw) * a.os.s2 + int64_t(head) * a.os.head;
 #pragma unroll
     for (int dn = 0; dn < DN; ++dn) {
       *reinterpret_cast<uint32_t*>(orp + dn * 8 + 2 * t4) = pack2<T>(o[dn][2 * i] * inv, o[dn][2 * i + 1] * inv);
