@@ -236,18 +236,22 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int rr = 0; rr < KR; ++rr) rows |= uint32_t(ch + rr >= hmin && ch + rr < hmax) << rr;
     }
     mbar_wait(bar_full + 8 * s, parity);
-    if (rows != 0u) {
+    // The chunk body, generic over `full`: when the warp needs every row of the chunk (the common
+    // case) the row tests fold away and the compiler can interleave rows (exp of one row under
+    // the mma of the previous one).
+    auto body = [&](auto full) {
+      const uint32_t rws = decltype(full)::value ? (1u << KR) - 1u : rows;
       const uint32_t ks = smem0 + s * kStageBytes;
       const uint32_t vs = ks + kTileBytes;
       bool rin[2][KR];  // query row i attends key row rr (t and h)
 #pragma unroll
       for (int rr = 0; rr < KR; ++rr) {
 #pragma unroll
-        for (int i = 0; i < 2; ++i) rin[i][rr] = ((rows >> rr) & 1u) && unsigned(ch + rr - hlo[i]) < unsigned(hlen[i]);
+        for (int i = 0; i < 2; ++i) rin[i][rr] = ((rws >> rr) & 1u) && unsigned(ch + rr - hlo[i]) < unsigned(hlen[i]);
       }
       // S = Q K^T over the chunk's 8 key blocks. k-steps outermost so that the blocks' dependent
       // mma chains interleave (one chain of 4 dependent mmas per block would expose the mma
-      // latency); all rows when the warp needs the whole chunk, else row by row.
+      // latency); whole row pairs when the warp needs both rows, else one row.
       float sc[8][4];
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
@@ -268,7 +272,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int gi = 0; gi < 2; ++gi) {
         constexpr int RG = 4 / NB;  // rows per group
-        const uint32_t gr = (rows >> (gi * RG)) & ((1u << RG) - 1u);
+        const uint32_t gr = (rws >> (gi * RG)) & ((1u << RG) - 1u);
         if (gr == (1u << RG) - 1u) {
           s_blocks(4 * gi, std::integral_constant<int, 4>());
         } else if (RG == 2 && gr == 1u) {
@@ -287,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
-        if (((rows >> (nt / NB)) & 1u) == 0u) continue;  // warp-uniform: the row's scores stay unused
+        if (((rws >> (nt / NB)) & 1u) == 0u) continue;  // warp-uniform: the row's scores stay unused
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
 #pragma unroll
@@ -325,7 +329,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {  // 16-key steps (blocks 2j, 2j + 1: one key row when W8 = 16)
-        if (((rows >> ((2 * j) / NB)) & 1u) == 0u) continue;
+        if (((rws >> ((2 * j) / NB)) & 1u) == 0u) continue;
         uint32_t pa[4];
         {
           float p[2][4];
@@ -351,6 +355,11 @@ __global__ void __launch_bounds__(kThreads, 2)
           mma16816<T>(o[dn + 1], pa, b[2], b[3]);
         }
       }
+    };
+    if (rows == (1u << KR) - 1u) {
+      body(std::true_type());
+    } else if (rows != 0u) {
+      body(std::false_type());
     }
     __syncwarp();
     ch += KR;
