@@ -38,16 +38,7 @@ cudaError_t launch(const natten_detail::NaKernelArgs& args, int64_t boxes, const
 }  // namespace
 
 int na_pick_tile(const NaProblem& p) {
-  int best = 0;
-  double best_cost = tile_cost(p, 0);
-  for (int i = 1; i < kNaNumTiles; ++i) {
-    const double c = tile_cost(p, i);
-    if (c < best_cost) {
-      best = i;
-      best_cost = c;
-    }
-  }
-  return best;
+  return na_argmin(kNaNumTiles, [&](int i) { return tile_cost(p, i); });
 }
 
 template <typename T>

@@ -90,16 +90,7 @@ int na_sm90_pick(const NaProblem& p) {
   if (!in_envelope(p)) return -1;
   const int w8 = row_width(p);
   if (w8 != 16) return -1;
-  int best = 0;
-  double best_cost = box_cost(p, 0, w8);
-  for (int i = 1; i < kNaSm90Boxes; ++i) {
-    const double c = box_cost(p, i, w8);
-    if (c < best_cost) {
-      best = i;
-      best_cost = c;
-    }
-  }
-  return best;
+  return na_argmin(kNaSm90Boxes, [&](int i) { return box_cost(p, i, w8); });
 }
 
 template <typename T>

@@ -91,11 +91,39 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem_row) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_row));
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
+}
+
+// Online-softmax pieces shared by the portable and the sm_90 kernel (a thread holds rows g and
+// g + 8 of a warp's 16 query rows; C fragments c0, c1 are row g, c2, c3 row g + 8).
+// O rows *= their rescale factors.
+template <int DN>
+__device__ __forceinline__ void scale_rows(float (&o)[DN][4], const float (&alpha)[2]) {
+#pragma unroll
+  for (int dn = 0; dn < DN; ++dn) {
+    o[dn][0] *= alpha[0];
+    o[dn][1] *= alpha[0];
+    o[dn][2] *= alpha[1];
+    o[dn][3] *= alpha[1];
+  }
+}
+// O += P V over one 16-key step: p = the C fragments of key blocks 2j, 2j + 1 (A layout: a0 = block
+// 2j row g, a1 = row g + 8, a2/a3 = block 2j + 1); v_addr(dn) = shared address of this lane's
+// ldmatrix.trans row for head dims [8 dn, 8 dn + 16).
+template <typename T, int DN, class VAddr>
+__device__ __forceinline__ void pv_step(float (&o)[DN][4], const float (&p)[2][4], VAddr v_addr) {
+  const uint32_t pa[4] = {pack2<T>(p[0][0], p[0][1]), pack2<T>(p[0][2], p[0][3]), pack2<T>(p[1][0], p[1][1]),
+                          pack2<T>(p[1][2], p[1][3])};
+#pragma unroll
+  for (int dn = 0; dn < DN; dn += 2) {
+    uint32_t b[4];
+    ldmatrix_x4_trans(b, v_addr(dn));
+    mma16816<T>(o[dn], pa, b[0], b[1]);
+    mma16816<T>(o[dn + 1], pa, b[2], b[3]);
+  }
 }
 
 // 16-byte async copy; src_bytes 0 zero-fills the destination.
@@ -331,43 +359,23 @@ __global__ void __launch_bounds__(kThreads) na_fwd_kernel(const NaKernelArgs a) 
         m[i] = mnew;
         l[i] *= alpha[i];
       }
-#pragma unroll
-      for (int dn = 0; dn < DN; ++dn) {
-        o[dn][0] *= alpha[0];
-        o[dn][1] *= alpha[0];
-        o[dn][2] *= alpha[1];
-        o[dn][3] *= alpha[1];
-      }
+      scale_rows(o, alpha);
       // P = exp2(S - m), O += P V over 16-key steps.
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        uint32_t pa[4];
-        {
-          float p[2][4];
+        float p[2][4];
 #pragma unroll
-          for (int h2 = 0; h2 < 2; ++h2) {
-            const int nt = 2 * j + h2;
+        for (int h2 = 0; h2 < 2; ++h2) {
+          const int nt = 2 * j + h2;
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              p[h2][e] = exp2f(sc[nt][e] - mbase[e >> 1]);
-              l[e >> 1] += p[h2][e];
-            }
+          for (int e = 0; e < 4; ++e) {
+            p[h2][e] = exp2f(sc[nt][e] - mbase[e >> 1]);
+            l[e >> 1] += p[h2][e];
           }
-          // A layout: a0 (g, keys 2t..) = block 2j rows g; a1 (g+8) ; a2/a3 = block 2j+1
-          pa[0] = pack2<T>(p[0][0], p[0][1]);
-          pa[1] = pack2<T>(p[0][2], p[0][3]);
-          pa[2] = pack2<T>(p[1][0], p[1][1]);
-          pa[3] = pack2<T>(p[1][2], p[1][3]);
         }
         if (((blocks >> (8 * j)) & 0xffu) == 0u) continue;  // both blocks skipped: P is 0
-        const int key = j * 16 + (lane & 15);
-#pragma unroll
-        for (int dn = 0; dn < DN; dn += 2) {
-          uint32_t b[4];
-          ldmatrix_x4_trans(b, vs + key * kRow + dn * 8 + (lane >> 4) * 8);
-          mma16816<T>(o[dn], pa, b[0], b[1]);
-          mma16816<T>(o[dn + 1], pa, b[2], b[3]);
-        }
+        const T* vrow = vs + (j * 16 + (lane & 15)) * kRow + (lane >> 4) * 8;
+        pv_step<T>(o, p, [&](int dn) { return static_cast<uint32_t>(__cvta_generic_to_shared(vrow + dn * 8)); });
       }
     }
     __syncthreads();  // stage s is refilled by the next iteration's prefetch

@@ -32,6 +32,21 @@ inline void na_tile_shape(int i, int& t, int& h, int& w) {
   w = kShapes[i][2];
 }
 
+// Index in [0, n) of the smallest cost(i), the first on ties (the dispatchers' box choice).
+template <class Cost>
+inline int na_argmin(int n, Cost cost) {
+  int best = 0;
+  double best_cost = cost(0);
+  for (int i = 1; i < n; ++i) {
+    const double c = cost(i);
+    if (c < best_cost) {
+      best = i;
+      best_cost = c;
+    }
+  }
+  return best;
+}
+
 // Query boxes of the sm_90 TMA kernel (natten_sm90.cuh): (t, h) extents, 8 along w, 128 queries
 // (8 consumer warps of 1 x 2 x 8). LTX_NATTEN_TILE = kNaNumTiles + i forces box i.
 constexpr int kNaSm90Boxes = 3;

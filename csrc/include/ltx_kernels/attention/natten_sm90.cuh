@@ -42,6 +42,8 @@ namespace natten_sm90 {
 
 using natten_detail::mma16816;
 using natten_detail::pack2;
+using natten_detail::pv_step;
+using natten_detail::scale_rows;
 using natten_detail::win;
 
 constexpr int kD = 64;        // head dim
@@ -98,11 +100,6 @@ __device__ __forceinline__ void tma_load_5d(uint32_t dst, const CUtensorMap* map
 }
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans_u32(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
@@ -319,41 +316,22 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (__any_sync(0xffffffffu, grew)) {  // rescale only when some row maximum moved
 #pragma unroll
         for (int i = 0; i < 2; ++i) l[i] *= alpha[i];
-#pragma unroll
-        for (int dn = 0; dn < DN; ++dn) {
-          o[dn][0] *= alpha[0];
-          o[dn][1] *= alpha[0];
-          o[dn][2] *= alpha[1];
-          o[dn][3] *= alpha[1];
-        }
+        scale_rows(o, alpha);
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {  // 16-key steps (blocks 2j, 2j + 1: one key row when W8 = 16)
         if (((rws >> ((2 * j) / NB)) & 1u) == 0u) continue;
-        uint32_t pa[4];
-        {
-          float p[2][4];
+        float p[2][4];
 #pragma unroll
-          for (int h2 = 0; h2 < 2; ++h2) {
+        for (int h2 = 0; h2 < 2; ++h2) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              p[h2][e] = fast_exp2(fmaf(sc[2 * j + h2][e], sl2, -mb[e >> 1]));
-              l[e >> 1] += p[h2][e];
-            }
+          for (int e = 0; e < 4; ++e) {
+            p[h2][e] = fast_exp2(fmaf(sc[2 * j + h2][e], sl2, -mb[e >> 1]));
+            l[e >> 1] += p[h2][e];
           }
-          pa[0] = pack2<T>(p[0][0], p[0][1]);
-          pa[1] = pack2<T>(p[0][2], p[0][3]);
-          pa[2] = pack2<T>(p[1][0], p[1][1]);
-          pa[3] = pack2<T>(p[1][2], p[1][3]);
         }
         const int key = j * 16 + (lane & 15);
-#pragma unroll
-        for (int dn = 0; dn < DN; dn += 2) {
-          uint32_t b[4];
-          ldmatrix_x4_trans_u32(b, swz(vs, key, dn + (lane >> 4)));
-          mma16816<T>(o[dn], pa, b[0], b[1]);
-          mma16816<T>(o[dn + 1], pa, b[2], b[3]);
-        }
+        pv_step<T>(o, p, [&](int dn) { return swz(vs, key, dn + (lane >> 4)); });
       }
     };
     if (rows == (1u << KR) - 1u) {
