@@ -97,6 +97,26 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t add
                : "r"(addr));
 }
 
+// Final O / l of the thread's two rows: row sums completed over the row's 4 lanes; row_ptr(i)
+// is the output row of row i (g, g + 8), or nullptr for a padded row (not stored).
+template <typename T, int DN, class RowPtr>
+__device__ __forceinline__ void store_rows(const float (&o)[DN][4], float (&l)[2], int t4, RowPtr row_ptr) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    T* orp = row_ptr(i);
+    if (orp == nullptr) continue;
+    const float inv = 1.f / l[i];
+#pragma unroll
+    for (int dn = 0; dn < DN; ++dn)
+      *reinterpret_cast<uint32_t*>(orp + dn * 8 + 2 * t4) = pack2<T>(o[dn][2 * i] * inv, o[dn][2 * i + 1] * inv);
+  }
+}
+
 // Online-softmax pieces shared by the portable and the sm_90 kernel (a thread holds rows g and
 // g + 8 of a warp's 16 query rows; C fragments c0, c1 are row g, c2, c3 row g + 8).
 // O rows *= their rescale factors.
@@ -381,23 +401,9 @@ __global__ void __launch_bounds__(kThreads) na_fwd_kernel(const NaKernelArgs a) 
     __syncthreads();  // stage s is refilled by the next iteration's prefetch
   }
 
-  // ---- finalize: full row sums over the 4 lanes of a row, normalise, store valid rows
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-  }
+  // ---- finalize: normalise, store valid rows
   T* out = static_cast<T*>(a.out);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    if (!row_valid[i]) continue;
-    const float inv = 1.f / l[i];
-    T* orp = out + orow[i];
-#pragma unroll
-    for (int dn = 0; dn < DN; ++dn) {
-      *reinterpret_cast<uint32_t*>(orp + dn * 8 + 2 * t4) = pack2<T>(o[dn][2 * i] * inv, o[dn][2 * i + 1] * inv);
-    }
-  }
+  store_rows<T>(o, l, t4, [&](int i) { return row_valid[i] ? out + orow[i] : static_cast<T*>(nullptr); });
 #endif
 }
 

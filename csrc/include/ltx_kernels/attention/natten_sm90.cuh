@@ -44,6 +44,7 @@ using natten_detail::mma16816;
 using natten_detail::pack2;
 using natten_detail::pv_step;
 using natten_detail::scale_rows;
+using natten_detail::store_rows;
 using natten_detail::win;
 
 constexpr int kD = 64;        // head dim
@@ -357,24 +358,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   }
 
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-  }
   // Output coordinates are recomputed here, so that nothing of them stays live across the loop.
   T* out = static_cast<T*>(a.out);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  store_rows<T>(o, l, t4, [&](int i) {
     const int qt = q0[0] + wt, qh = q0[1] + 2 * wh + i, qw = q0[2] + g;
-    if (qt >= a.n[0] || qh >= a.n[1] || qw >= a.n[2]) continue;
-    const float inv = 1.f / l[i];
-    T* orp = out + int64_t(qt) * a.os.s0 + int64_t(qh) * a.os.s1 + int64_t(qw) * a.os.s2 + int64_t(head) * a.os.head;
-#pragma unroll
-    for (int dn = 0; dn < DN; ++dn) {
-      *reinterpret_cast<uint32_t*>(orp + dn * 8 + 2 * t4) = pack2<T>(o[dn][2 * i] * inv, o[dn][2 * i + 1] * inv);
-    }
-  }
+    return qt >= a.n[0] || qh >= a.n[1] || qw >= a.n[2]
+               ? static_cast<T*>(nullptr)
+               : out + int64_t(qt) * a.os.s0 + int64_t(qh) * a.os.s1 + int64_t(qw) * a.os.s2 + int64_t(head) * a.os.head;
+  });
 #endif
 }
 
