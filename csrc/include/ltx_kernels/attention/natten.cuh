@@ -57,6 +57,28 @@ __device__ __forceinline__ void win(int i, int n, int k, int causal, int& lo, in
   }
 }
 
+// This CTA's query box (blockIdx.x over ntile boxes of extents ext, w fastest): its origin q0
+// and the union of its queries' windows, [ulo, ulo + U) per axis (the NATTEN start is monotone
+// in the query position, so the first and the last query bound it).
+__device__ __forceinline__ void box_union(const int (&n)[3], const int (&ker)[3], const int (&causal)[3],
+                                          const int (&ntile)[3], const int (&ext)[3], int (&q0)[3], int (&ulo)[3],
+                                          int (&U)[3]) {
+  int64_t bx = blockIdx.x;
+  q0[2] = int(bx % ntile[2]) * ext[2];
+  bx /= ntile[2];
+  q0[1] = int(bx % ntile[1]) * ext[1];
+  q0[0] = int(bx / ntile[1]) * ext[0];
+#pragma unroll
+  for (int ax = 0; ax < 3; ++ax) {
+    const int last = min(q0[ax] + ext[ax] - 1, n[ax] - 1);
+    int lo0, len0, lo1, len1;
+    win(q0[ax], n[ax], ker[ax], causal[ax], lo0, len0);
+    win(last, n[ax], ker[ax], causal[ax], lo1, len1);
+    ulo[ax] = lo0;
+    U[ax] = lo1 + len1 - lo0;
+  }
+}
+
 template <typename T>
 __device__ __forceinline__ uint32_t pack2(float a, float b);
 template <>
@@ -114,6 +136,20 @@ __device__ __forceinline__ void store_rows(const float (&o)[DN][4], float (&l)[2
 #pragma unroll
     for (int dn = 0; dn < DN; ++dn)
       *reinterpret_cast<uint32_t*>(orp + dn * 8 + 2 * t4) = pack2<T>(o[dn][2 * i] * inv, o[dn][2 * i + 1] * inv);
+  }
+}
+
+// Q fragments of the thread's rows (A operand, row major): a0 (g, 2t), a1 (g+8, 2t), a2 (g, 2t+8),
+// a3 (g+8, 2t+8) of each 16-wide k-step; qrow[i] = the query row of row g + 8 i.
+template <typename T, int KSTEPS>
+__device__ __forceinline__ void load_q(uint32_t (&qf)[KSTEPS][4], const T* const (&qrow)[2], int t4) {
+#pragma unroll
+  for (int kk = 0; kk < KSTEPS; ++kk) {
+    const int c = kk * 16 + 2 * t4;
+    qf[kk][0] = *reinterpret_cast<const uint32_t*>(qrow[0] + c);
+    qf[kk][1] = *reinterpret_cast<const uint32_t*>(qrow[1] + c);
+    qf[kk][2] = *reinterpret_cast<const uint32_t*>(qrow[0] + c + 8);
+    qf[kk][3] = *reinterpret_cast<const uint32_t*>(qrow[1] + c + 8);
   }
 }
 
@@ -181,26 +217,10 @@ __global__ void __launch_bounds__(kThreads) na_fwd_kernel(const NaKernelArgs a) 
   const int warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t4 = lane & 3;
 
-  // ---- which box, head, batch
-  int64_t bx = blockIdx.x;
-  const int tb2 = int(bx % a.ntile[2]);
-  bx /= a.ntile[2];
-  const int tb1 = int(bx % a.ntile[1]);
-  const int tb0 = int(bx / a.ntile[1]);
+  // ---- which box, head, batch; the union of the box's windows
   const int64_t head = blockIdx.y, batch = blockIdx.z;
-  const int q0[3] = {tb0 * a.tile[0], tb1 * a.tile[1], tb2 * a.tile[2]};
-
-  // ---- union of the box's windows: [ulo, ulo + U) per axis
-  int ulo[3], U[3];
-#pragma unroll
-  for (int ax = 0; ax < 3; ++ax) {
-    const int last = min(q0[ax] + a.tile[ax] - 1, a.n[ax] - 1);
-    int lo0, len0, lo1, len1;
-    win(q0[ax], a.n[ax], a.ker[ax], a.causal[ax], lo0, len0);
-    win(last, a.n[ax], a.ker[ax], a.causal[ax], lo1, len1);
-    ulo[ax] = lo0;
-    U[ax] = lo1 + len1 - lo0;
-  }
+  int q0[3], ulo[3], U[3];
+  box_union(a.n, a.ker, a.causal, a.ntile, a.tile, q0, ulo, U);
   const int U12 = U[1] * U[2];
   const int utotal = U[0] * U12;
   const int nchunks = (utotal + kKeys - 1) / kKeys;
@@ -246,16 +266,9 @@ __global__ void __launch_bounds__(kThreads) na_fwd_kernel(const NaKernelArgs a) 
     wb_hi[ax] = hi;
   }
 
-  // ---- Q fragments (A operand, row major): a0 (g, 2t), a1 (g+8, 2t), a2 (g, 2t+8), a3 (g+8, 2t+8)
+  // ---- Q fragments
   uint32_t qf[KSTEPS][4];
-#pragma unroll
-  for (int kk = 0; kk < KSTEPS; ++kk) {
-    const int c = kk * 16 + 2 * t4;
-    qf[kk][0] = *reinterpret_cast<const uint32_t*>(qrow[0] + c);
-    qf[kk][1] = *reinterpret_cast<const uint32_t*>(qrow[1] + c);
-    qf[kk][2] = *reinterpret_cast<const uint32_t*>(qrow[0] + c + 8);
-    qf[kk][3] = *reinterpret_cast<const uint32_t*>(qrow[1] + c + 8);
-  }
+  load_q<T>(qf, qrow, t4);
 
   const T* kbase = static_cast<const T*>(a.k) + batch * a.ks.batch + head * a.ks.head;
   const T* vbase = static_cast<const T*>(a.v) + batch * a.vs.batch + head * a.vs.head;

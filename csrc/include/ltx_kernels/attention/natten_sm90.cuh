@@ -40,6 +40,8 @@
 namespace ltx_kernels {
 namespace natten_sm90 {
 
+using natten_detail::box_union;
+using natten_detail::load_q;
 using natten_detail::mma16816;
 using natten_detail::pack2;
 using natten_detail::pv_step;
@@ -132,24 +134,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int warp = tid >> 5, lane = tid & 31;
 
   // ---- box, head; union of the box's windows [ulo, ulo + U)
-  int64_t bx = blockIdx.x;
-  const int tb2 = int(bx % a.ntile[2]);
-  bx /= a.ntile[2];
-  const int tb1 = int(bx % a.ntile[1]);
-  const int tb0 = int(bx / a.ntile[1]);
   const int head = int(blockIdx.y);
   const int bext[3] = {a.box[0], a.box[1], 8};
-  const int q0[3] = {tb0 * bext[0], tb1 * bext[1], tb2 * 8};
-  int ulo[3], U[3];
-#pragma unroll
-  for (int ax = 0; ax < 3; ++ax) {
-    const int last = min(q0[ax] + bext[ax] - 1, a.n[ax] - 1);
-    int lo0, len0, lo1, len1;
-    win(q0[ax], a.n[ax], a.ker[ax], a.causal[ax], lo0, len0);
-    win(last, a.n[ax], a.ker[ax], a.causal[ax], lo1, len1);
-    ulo[ax] = lo0;
-    U[ax] = lo1 + len1 - lo0;
-  }
+  int q0[3], ulo[3], U[3];
+  box_union(a.n, a.ker, a.causal, a.ntile, bext, q0, ulo, U);
   const int CH = (U[1] + KR - 1) / KR;  // chunks per t slice
   const int nchunks = U[0] * CH;
 
@@ -209,14 +197,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   const float sl2 = a.scale_log2;
 
   uint32_t qf[KSTEPS][4];
-#pragma unroll
-  for (int kk = 0; kk < KSTEPS; ++kk) {
-    const int c = kk * 16 + 2 * t4;
-    qf[kk][0] = *reinterpret_cast<const uint32_t*>(qrow[0] + c);
-    qf[kk][1] = *reinterpret_cast<const uint32_t*>(qrow[1] + c);
-    qf[kk][2] = *reinterpret_cast<const uint32_t*>(qrow[0] + c + 8);
-    qf[kk][3] = *reinterpret_cast<const uint32_t*>(qrow[1] + c + 8);
-  }
+  load_q<T>(qf, qrow, t4);
 
   float o[DN][4];
 #pragma unroll
