@@ -215,18 +215,16 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int rr = 0; rr < KR; ++rr) rows |= uint32_t(ch + rr >= hmin && ch + rr < hmax) << rr;
     }
     mbar_wait(bar_full + 8 * s, parity);
-    // The chunk body, generic over `full`: when the warp needs every row of the chunk (the common
-    // case) the row tests fold away and the compiler can interleave rows (exp of one row under
-    // the mma of the previous one).
-    auto body = [&](auto full) {
-      const uint32_t rws = decltype(full)::value ? (1u << KR) - 1u : rows;
+    // (A copy of this body specialised for whole chunks, where the row tests fold away, measured
+    // 4-9% slower on the H200: it brought spills back. See the results README, session 5.)
+    if (rows != 0u) {
       const uint32_t ks = smem0 + s * kStageBytes;
       const uint32_t vs = ks + kTileBytes;
       bool rin[2][KR];  // query row i attends key row rr (t and h)
 #pragma unroll
       for (int rr = 0; rr < KR; ++rr) {
 #pragma unroll
-        for (int i = 0; i < 2; ++i) rin[i][rr] = ((rws >> rr) & 1u) && unsigned(ch + rr - hlo[i]) < unsigned(hlen[i]);
+        for (int i = 0; i < 2; ++i) rin[i][rr] = ((rows >> rr) & 1u) && unsigned(ch + rr - hlo[i]) < unsigned(hlen[i]);
       }
       // S = Q K^T over the chunk's 8 key blocks. k-steps outermost so that the blocks' dependent
       // mma chains interleave (one chain of 4 dependent mmas per block would expose the mma
@@ -251,7 +249,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int gi = 0; gi < 2; ++gi) {
         constexpr int RG = 4 / NB;  // rows per group
-        const uint32_t gr = (rws >> (gi * RG)) & ((1u << RG) - 1u);
+        const uint32_t gr = (rows >> (gi * RG)) & ((1u << RG) - 1u);
         if (gr == (1u << RG) - 1u) {
           s_blocks(4 * gi, std::integral_constant<int, 4>());
         } else if (RG == 2 && gr == 1u) {
@@ -270,7 +268,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int nt = 0; nt < 8; ++nt) {
-        if (((rws >> (nt / NB)) & 1u) == 0u) continue;  // warp-uniform: the row's scores stay unused
+        if (((rows >> (nt / NB)) & 1u) == 0u) continue;  // warp-uniform: the row's scores stay unused
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
 #pragma unroll
@@ -302,7 +300,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {  // 16-key steps (blocks 2j, 2j + 1: one key row when W8 = 16)
-        if (((rws >> ((2 * j) / NB)) & 1u) == 0u) continue;
+        if (((rows >> ((2 * j) / NB)) & 1u) == 0u) continue;
         float p[2][4];
 #pragma unroll
         for (int h2 = 0; h2 < 2; ++h2) {
@@ -315,11 +313,6 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int key = j * 16 + (lane & 15);
         pv_step<T>(o, p, [&](int dn) { return swz(vs, key, dn + (lane >> 4)); });
       }
-    };
-    if (rows == (1u << KR) - 1u) {
-      body(std::true_type());
-    } else if (rows != 0u) {
-      body(std::false_type());
     }
     __syncwarp();
     ch += KR;
