@@ -84,7 +84,7 @@ bool in_envelope(const NaProblem& p) {
 }  // namespace
 
 // The automatic choice leaves 32-wide rows (w windows 10-25) to the portable kernel: measured
-// slower there on the H200 (window (11, 11, 11), 16x32x48, 4 heads: 638 vs 589 us), since half of
+// slower there on the H200 (window (11, 11, 11), 16x32x48, 4 heads: 638 vs 589 us, session 5 run 5), since half of
 // each staged row is outside every window. Forcing a box still runs them (tests).
 int na_sm90_pick(const NaProblem& p) {
   if (!in_envelope(p)) return -1;

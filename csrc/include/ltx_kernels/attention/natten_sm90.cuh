@@ -29,6 +29,9 @@
 // Work per query, window (3, 7, 7), W8 = 16: a warp computes 3 slices x 8 rows x 16 keys = 384
 // keys for its 147 attended ones (38%); the CTA stages U0 x ceil(U1/4) x 4 x 16 keys for its
 // 128 queries (box 2 x 8 x 8: 4 x 16 x 16 = 8 keys per query).
+// Measured (H200, benchmarks/results/h200/README.md session 5): 63.5 attended TFLOP/s at (3, 7, 7)
+// (~167 TFLOP/s of mma work, 2.25x the portable kernel); issue/latency bound at 4 warps per
+// scheduler (128 registers), ~130-200 non-mma instructions per 16 mma (mask, max, exp2, sums).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (type only; the map is encoded on the host)
