@@ -109,11 +109,12 @@ void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
   at::Tensor vh = v.stride(-1) == 1 ? v : v.contiguous();
   at::Tensor oh = out;
 #ifdef LTX_KERNELS_WITH_CUDA
+  int cc = 0;  // compute capability of q's device
   if (q.is_cuda()) {
     LTX_CHECK(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16, op,
               "the CUDA kernel takes float16 or bfloat16 (got ", q.scalar_type(), ")");
     LTX_CHECK(d == 32 || d == 64 || d == 128, op, "the CUDA kernel takes head dim 32, 64 or 128 (got ", d, ")");
-    const int cc = device_cc(q);
+    cc = device_cc(q);
     LTX_CHECK(cc >= 80, op, "the CUDA kernel needs compute capability 8.0 or newer (got ", cc / 10, ".", cc % 10,
               ")");
     for (int64_t a = 0; a < nd; ++a)
@@ -185,7 +186,7 @@ void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
 #ifdef LTX_KERNELS_HAS_SM90
           if (tile >= kNaNumTiles || (tile == -1 && sm90_enabled())) {
             const cudaError_t err =
-                device_cc(q) == 90
+                cc == 90
                     ? na_forward_sm90<T>(o, os, qp, qs, kp, ks, vp, vs, p, tile >= 0 ? tile - kNaNumTiles : -1,
                                          scope.stream)
                     : cudaErrorNotSupported;

@@ -24,9 +24,15 @@
 #include <cstdint>
 
 #include "ltx_kernels/attention/natten_problem.h"
+#include "ltx_kernels/common/ptx.cuh"
 
 namespace ltx_kernels {
 namespace natten_detail {
+
+using ptx::cp_async16;
+using ptx::cp_async_commit;
+using ptx::cp_async_wait;
+using ptx::smem_u32;
 
 constexpr int kThreads = 128;  // 4 warps x 16 query rows
 constexpr int kQ = 64;         // queries per CTA
@@ -113,12 +119,6 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
 // Final O / l of the thread's two rows: row sums completed over the row's 4 lanes; row_ptr(i)
 // is the output row of row i (g, g + 8), or nullptr for a padded row (not stored).
 template <typename T, int DN, class RowPtr>
@@ -176,21 +176,10 @@ __device__ __forceinline__ void pv_step(float (&o)[DN][4], const float (&p)[2][4
 #pragma unroll
   for (int dn = 0; dn < DN; dn += 2) {
     uint32_t b[4];
-    ldmatrix_x4_trans(b, v_addr(dn));
+    ptx::ldsm_x4_trans(b, v_addr(dn));
     mma16816<T>(o[dn], pa, b[0], b[1]);
     mma16816<T>(o[dn + 1], pa, b[2], b[3]);
   }
-}
-
-// 16-byte async copy; src_bytes 0 zero-fills the destination.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(addr), "l"(gmem), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 // Shared memory per stage: K [64][D + 8], V [64][D + 8] (T), key coordinates [64] (packed
@@ -298,8 +287,8 @@ __global__ void __launch_bounds__(kThreads) na_fwd_kernel(const NaKernelArgs a) 
         voff = jt * a.vs.s0 + jh * a.vs.s1 + jw * a.vs.s2;
         bytes = 16;
       }
-      cp_async16(ks + key * kRow + part * 8, kbase + koff + part * 8, bytes);
-      cp_async16(vs + key * kRow + part * 8, vbase + voff + part * 8, bytes);
+      cp_async16(smem_u32(ks + key * kRow + part * 8), kbase + koff + part * 8, bytes);
+      cp_async16(smem_u32(vs + key * kRow + part * 8), vbase + voff + part * 8, bytes);
     }
     if (tid < kKeys) {
       const int u = c * kKeys + tid;
@@ -408,7 +397,7 @@ __global__ void __launch_bounds__(kThreads) na_fwd_kernel(const NaKernelArgs a) 
         }
         if (((blocks >> (8 * j)) & 0xffu) == 0u) continue;  // both blocks skipped: P is 0
         const T* vrow = vs + (j * 16 + (lane & 15)) * kRow + (lane >> 4) * 8;
-        pv_step<T>(o, p, [&](int dn) { return static_cast<uint32_t>(__cvta_generic_to_shared(vrow + dn * 8)); });
+        pv_step<T>(o, p, [&](int dn) { return smem_u32(vrow + dn * 8); });
       }
     }
     __syncthreads();  // stage s is refilled by the next iteration's prefetch

@@ -51,6 +51,7 @@ using natten_detail::pv_step;
 using natten_detail::scale_rows;
 using natten_detail::store_rows;
 using natten_detail::win;
+using ptx::smem_u32;
 
 constexpr int kD = 64;        // head dim
 constexpr int kNW = 8;        // warps (16 queries each)
@@ -74,9 +75,6 @@ struct NaTmaArgs {
   float scale_log2;
 };
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
 }
@@ -103,11 +101,6 @@ __device__ __forceinline__ void tma_load_5d(uint32_t dst, const CUtensorMap* map
       "%5, %6}], [%7];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(bar)
       : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
 }
 __device__ __forceinline__ float fast_exp2(float x) {  // 2^x; -inf -> +0
   float y;
@@ -241,7 +234,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int h = 0; h < 2; ++h) {
           uint32_t b[NBL][4];
 #pragma unroll
-          for (int x = 0; x < NBL; ++x) ldmatrix_x4(b[x], swz(ks, (nt0 + x) * 8 + (lane & 7), 4 * h + (lane >> 3)));
+          for (int x = 0; x < NBL; ++x) ptx::ldsm_x4(b[x], swz(ks, (nt0 + x) * 8 + (lane & 7), 4 * h + (lane >> 3)));
 #pragma unroll
           for (int x = 0; x < NBL; ++x) mma16816<T>(sc[nt0 + x], qf[2 * h], b[x][0], b[x][1]);
 #pragma unroll

@@ -65,6 +65,7 @@
 #include <cstdint>
 
 #include "ltx_kernels/common/formats_lowbit.h"
+#include "ltx_kernels/common/ptx.cuh"
 #include "ltx_kernels/gemm/fp8_gemm.h"
 
 namespace ltx_kernels {
@@ -234,29 +235,11 @@ static_assert(fp6_unpack_reads_ok(), "FP6 unpack shared reads bank conflicts");
 }  // namespace layout_check
 
 // ---- device primitives ----------------------------------------------------------------------
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte async copy; src_bytes = 0 zero-fills the destination (src must still be a valid address).
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
+using ptx::cp_async16;
+using ptx::cp_async_commit;
+using ptx::cp_async_wait;
+using ptx::ldsm_x4;
+using ptx::smem_u32;
 
 // d = a(16x32 e4m3) * b(32x8 e4m3) + d, fp32.
 __device__ __forceinline__ void mma_e4m3(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
