@@ -135,3 +135,19 @@ void quantize_nvfp4(at::Tensor& packed, at::Tensor& block_scales, const at::Tens
                     const at::Tensor& per_tensor_scale, bool hi_first);
 void dequantize_nvfp4(at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
                       const at::Tensor& per_tensor_scale, bool hi_first);
+
+// dense attention family (csrc/torch/attention.cpp): CPU and CUDA impls registered per key
+#define LTX_ATTENTION_ARGS                                                                              \
+  at::Tensor &out, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, double scale,         \
+      const std::optional<at::Tensor> &kv_lengths, const std::optional<at::Tensor> &key_bias,            \
+      const std::optional<at::Tensor> &q_descale, const std::optional<at::Tensor> &k_descale,            \
+      const std::optional<at::Tensor> &v_descale, int64_t k_block, c10::string_view layout,              \
+      c10::string_view backend
+void attention_cpu(LTX_ATTENTION_ARGS);
+void attention_cuda(LTX_ATTENTION_ARGS);
+#undef LTX_ATTENTION_ARGS
+int64_t attention_backend(const at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          double scale, const std::optional<at::Tensor>& kv_lengths,
+                          const std::optional<at::Tensor>& key_bias, const std::optional<at::Tensor>& q_descale,
+                          const std::optional<at::Tensor>& k_descale, const std::optional<at::Tensor>& v_descale,
+                          int64_t k_block, c10::string_view layout, c10::string_view backend);

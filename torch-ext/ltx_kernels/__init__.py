@@ -38,6 +38,8 @@ from .distributed import *  # noqa: F401,F403
 from .distributed import __all__ as _comm_all
 from .gemm import *  # noqa: F401,F403
 from .gemm import __all__ as _gemm_all
+from .attention import *  # noqa: F401,F403
+from .attention import __all__ as _attention_all
 from .quantization import *  # noqa: F401,F403
 from .quantization import __all__ as _quantization_all
 from . import layers
@@ -60,4 +62,4 @@ __all__ += _lowbit_all
 __all__ += _fused_fp8_all
 __all__ += _natten_all
 __all__ += _comm_all
-__all__ += _gemm_all + _quantization_all
+__all__ += _gemm_all + _quantization_all + _attention_all

@@ -604,3 +604,57 @@ def scaled_mm_nvfp4(a_packed, b_packed, block_a, block_b, alpha, k: int, bias=No
     if bias is not None:
         y = y + bias.cpu().double()
     return y.reshape(*a_packed.shape[:-1], b.shape[0])
+
+
+def attention(q, k, v, scale=None, kv_lengths=None, key_bias=None, layout: str = "bshd") -> torch.Tensor:
+    """Dense attention in float64, from the definition: per batch row b and head h (key/value head
+    h // (H // Hkv)), softmax_j(scale <q_i, k_j> + key_bias[b, j]) over keys j < kv_lengths[b],
+    times v; a row with no valid key (or only -inf scores) is 0. q [B, Sq, H, D], k, v
+    [B, Skv, Hkv, D] ("bshd") or with S and H swapped ("bhsd"). Returns float64 in q's layout."""
+    if layout == "bshd":
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    q, k, v = q.double(), k.double(), v.double()
+    b, h, sq, d = q.shape
+    hk, skv = k.shape[1], k.shape[2]
+    if scale is None:
+        scale = d ** -0.5
+    if hk != h:
+        k = k.repeat_interleave(h // hk, 1)
+        v = v.repeat_interleave(h // hk, 1)
+    s = torch.einsum("bhid,bhjd->bhij", q, k) * scale
+    if key_bias is not None:
+        s = s + key_bias.double().reshape(b, 1, 1, skv)
+    if kv_lengths is not None:
+        j = torch.arange(skv, device=q.device).reshape(1, 1, 1, skv)
+        s = s.masked_fill(j >= kv_lengths.to(q.device).reshape(b, 1, 1, 1), float("-inf"))
+    m = s.amax(-1, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    p = torch.exp(s - m)
+    den = p.sum(-1, keepdim=True)
+    o = torch.einsum("bhij,bhjd->bhid", p, v) / torch.where(den > 0, den, torch.ones_like(den))
+    o = torch.where(den > 0, o, torch.zeros_like(o))
+    return o.transpose(1, 2) if layout == "bshd" else o
+
+
+def attention_fp8_dequantize(q8, k8, v8t, q_descale, k_descale, v_descale, layout: str = "bshd"):
+    """The real-valued q, k, v (float64, q's layout; v [B, Skv_pad, Hkv, D] bshd) that FP8
+    attention operands stand for: code value x its factor; v's keys put back in order."""
+    from .attention import KEY_ORDER
+
+    sq_dim = 1 if layout == "bshd" else 2
+    skv = k8.shape[sq_dim]
+    qd = q_descale if layout == "bshd" else q_descale.transpose(1, 2)
+    q = q8.double() * qd.double().unsqueeze(-1)
+    kd = k_descale.double()
+    if kd.shape[1] != skv:  # per 128 keys
+        kd = kd.repeat_interleave(128, 1)[:, :skv]
+    kd = kd if layout == "bshd" else kd.transpose(1, 2)
+    k = k8.double() * kd.unsqueeze(-1)
+    spad = v8t.shape[-1]
+    inv = [0] * 32
+    for p, key in enumerate(KEY_ORDER):
+        inv[key] = p
+    pos = torch.tensor([(j // 32) * 32 + inv[j % 32] for j in range(spad)], device=v8t.device)
+    vt = (v8t.double() * v_descale.double().unsqueeze(-1)).index_select(-1, pos)[..., :skv]  # [B,Hk,D,Skv]
+    v = vt.permute(0, 3, 1, 2) if layout == "bshd" else vt.transpose(2, 3)
+    return q, k, v

@@ -1,0 +1,127 @@
+"""Dense attention: ours (bf16, and FP8 on pre-quantized operands) beside every PyTorch SDPA
+backend, each forced with torch.nn.attention.sdpa_kernel, at LTX-Video and LTX-2 shapes.
+
+TFLOP/s = 4 B H Sq Skv D / time (the two GEMMs; softmax not counted), all timed by CUDA-graph
+replay of the op alone on inputs already in the backend's layout (SDPA: [B, H, S, D]; ours:
+[B, S, H, D], the layout diffusers' processors hold, and [B, H, S, D]). The ceiling reported is the
+fastest SDPA backend measured in the same run. FP8 rows time the attention op on operands from
+quantize_attention_fp8 (k factors per 128 keys, the kernel's fast path); the quantization pass is
+timed on its own row ("fp8 quantize").
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import ltx_kernels as lk
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import time_graph  # noqa: E402
+
+# name, B, Sq, Skv, H, D, cross (text keys with a padding mask)
+SHAPES = [
+    ("LTX-Video self 49x512x768", 2, 2688, 2688, 32, 64, False),
+    ("LTX-Video self 121x720x1280", 1, 14080, 14080, 32, 64, False),
+    ("LTX-Video cross (128 text keys)", 2, 2688, 128, 32, 64, True),
+    ("LTX-2 self 49x512x768", 2, 2688, 2688, 32, 128, False),
+    ("LTX-2 self 8k", 1, 8192, 8192, 32, 128, False),
+    ("LTX-2 self 16k", 1, 16384, 16384, 32, 128, False),
+]
+QUICK = [0, 3]
+
+
+def sdpa_backends():
+    from torch.nn.attention import SDPBackend
+
+    return {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+            "efficient": SDPBackend.EFFICIENT_ATTENTION}
+
+
+def bench_shape(name, b, sq, skv, h, d, cross, sets=2):
+    from torch.nn.attention import sdpa_kernel
+
+    flops = 4.0 * b * h * sq * skv * d
+    dev = "cuda"
+    qs = [torch.randn(b, sq, h, d, device=dev, dtype=torch.bfloat16) for _ in range(sets)]
+    ks = [torch.randn(b, skv, h, d, device=dev, dtype=torch.bfloat16) for _ in range(sets)]
+    vs = [torch.randn(b, skv, h, d, device=dev, dtype=torch.bfloat16) for _ in range(sets)]
+    mask = None
+    if cross:
+        mask = torch.ones(b, skv, dtype=torch.bool, device=dev)
+        mask[:, skv - 40:] = False  # padded text tokens
+    qh, kh, vh = ([t.transpose(1, 2).contiguous() for t in ts] for ts in (qs, ks, vs))
+    sdpa_mask = None if mask is None else torch.zeros(b, 1, 1, skv, device=dev, dtype=torch.bfloat16).masked_fill(
+        ~mask[:, None, None], float("-inf"))
+    row = {"shape": name, "B": b, "Sq": sq, "Skv": skv, "H": h, "D": d, "tflop": flops / 1e12, "us": {}}
+    for bname, be in sdpa_backends().items():
+        try:
+            with sdpa_kernel([be]):
+                def g(i):  # SDPA allocates its output: part of its cost, as in a model
+                    F.scaled_dot_product_attention(qh[i], kh[i], vh[i], attn_mask=sdpa_mask)
+                row["us"][f"sdpa_{bname}"] = time_graph(g, sets)
+        except Exception as e:  # a backend that does not take these inputs
+            row["us"][f"sdpa_{bname}"] = None
+            row.setdefault("skipped", {})[bname] = str(e).splitlines()[0][:160]
+    outs = torch.empty_like(qs[0])
+    row["backend"] = lk.attention_backend(qs[0], ks[0], vs[0], attn_mask=mask)
+    row["us"]["ours_bf16_bshd"] = time_graph(lambda i: lk.attention(qs[i], ks[i], vs[i], attn_mask=mask, out=outs), sets)
+    outh = torch.empty_like(qh[0])
+    row["us"]["ours_bf16_bhsd"] = time_graph(
+        lambda i: lk.attention(qh[i], kh[i], vh[i], attn_mask=mask, layout="bhsd", out=outh), sets)
+    for kb in (128, 1):
+        ops8 = [lk.quantize_attention_fp8(qs[i], ks[i], vs[i], k_block=kb) for i in range(sets)]
+        row["us"][f"ours_fp8_kblock{kb}"] = time_graph(lambda i: lk.attention(*ops8[i], attn_mask=mask, out=outs), sets)
+    row["us"]["fp8 quantize"] = time_graph(lambda i: lk.quantize_attention_fp8(qs[i], ks[i], vs[i]), sets)
+    row["tflops"] = {k: (flops / (v * 1e-6) / 1e12 if v else None) for k, v in row["us"].items() if k != "fp8 quantize"}
+    sd = [v for k, v in row["us"].items() if k.startswith("sdpa_") and v]
+    best = min(sd) if sd else None
+    row["best_sdpa_us"] = best
+    row["speedup_vs_best_sdpa"] = {k: best / v for k, v in row["us"].items() if k.startswith("ours") and v and best}
+    # accuracy of the FP8 path on these (random) inputs against our bf16 kernel
+    o16 = lk.attention(qs[0], ks[0], vs[0], attn_mask=mask).double()
+    o8 = lk.attention(*lk.quantize_attention_fp8(qs[0], ks[0], vs[0]), attn_mask=mask).double()
+    row["fp8_rel_l2_vs_bf16"] = ((o8 - o16).norm() / o16.norm()).item()
+    return row
+
+
+def table(rows):
+    lines = ["| shape | best SDPA TFLOP/s | ours bf16 (bshd) | ours bf16 (bhsd) | ours FP8 | FP8 k/token | "
+             "x best SDPA (bf16 / FP8) | FP8 quantize us |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        t = r["tflops"]
+        best = r["tflop"] / (r["best_sdpa_us"] * 1e-6) if r["best_sdpa_us"] else float("nan")
+        sp = r["speedup_vs_best_sdpa"]
+        lines.append(
+            f"| {r['shape']} | {best:.0f} | {t['ours_bf16_bshd']:.0f} | {t['ours_bf16_bhsd']:.0f} | "
+            f"{t['ours_fp8_kblock128']:.0f} | {t['ours_fp8_kblock1']:.0f} | "
+            f"{sp.get('ours_bf16_bshd', 0):.2f}x / {sp.get('ours_fp8_kblock128', 0):.2f}x | {r['us']['fp8 quantize']:.0f} |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None, help="JSON file to write")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("bench_attention: needs a CUDA GPU")
+        return
+    rows = []
+    for i, s in enumerate(SHAPES):
+        if a.quick and i not in QUICK:
+            continue
+        rows.append(bench_shape(*s))
+        print(json.dumps({k: rows[-1][k] for k in ("shape", "backend", "us")}), flush=True)
+    print(table(rows))
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"meta": {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}, "rows": rows}, f,
+                      indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,15 @@
+// sm_90a attention kernels for fp16 inputs (see attention_sm90_launch.cuh).
+#include "attention_sm90_launch.cuh"
+
+namespace ltx_kernels {
+namespace attention_sm90 {
+
+// 128 x 128 tiles; the stage count fills shared memory (d 64: 4, d 128: 2).
+cudaError_t forward_fp16(const AttentionParams& a, cudaStream_t stream) {
+  using E = cutlass::half_t;
+  if (a.head_dim == 64) return launch<Traits<E, E, 64, 128, 4, false>>(a, stream);
+  return launch<Traits<E, E, 128, 128, 2, false>>(a, stream);
+}
+
+}  // namespace attention_sm90
+}  // namespace ltx_kernels

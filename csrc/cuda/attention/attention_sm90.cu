@@ -1,0 +1,54 @@
+// sm_90a dense attention: the envelope (attention_sm90_why_not) and the dtype dispatch. The
+// kernels are instantiated in attention_{bf16,fp16,e4m3}_sm90.cu; the launcher is
+// attention_sm90_launch.cuh and the kernel csrc/include/ltx_kernels/attention/sm90_attention_fwd.cuh.
+#include "attention_sm90_launch.cuh"
+
+namespace ltx_kernels {
+
+const char* attention_sm90_why_not(const AttentionParams& a, int cc) {
+  if (cc != 90) return "the sm_90a attention kernel needs compute capability 9.0";
+  if (a.head_dim != 64 && a.head_dim != 128) return "the sm_90a attention kernel takes head_dim 64 or 128";
+  if (a.dtype == AttnDtype::kFP32) return "the sm_90a attention kernel takes bf16, fp16 or float8_e4m3fn inputs";
+  if (a.out_dtype != AttnDtype::kBF16 && a.out_dtype != AttnDtype::kFP16)
+    return "the sm_90a attention kernel writes bf16 or fp16";
+  if (a.dtype != AttnDtype::kE4M3 && a.out_dtype != a.dtype) return "16-bit inputs write their own dtype";
+  if (a.batch > 65535 || a.heads > 65535 || a.seqlen_q > INT32_MAX || a.seqlen_kv > INT32_MAX)
+    return "batch and heads must be <= 65535 and sequence lengths < 2^31";
+  if (a.heads_kv <= 0 || a.heads % a.heads_kv != 0) return "heads must be a multiple of heads_kv";
+  if (!(a.scale > 0.f)) return "the scale must be > 0";
+  {
+    using attention_sm90::esize;
+    using attention_sm90::tidy;
+    using attention_sm90::tma_ok;
+    const int64_t es = esize(a.dtype), D = a.head_dim;
+    const bool fp8 = a.dtype == AttnDtype::kE4M3;
+    // strides of extent-1 dimensions address nothing (tidy replaces them, as the launcher does)
+    const AttnStrides vs = fp8 ? tidy(a.v_stride, D, a.heads_kv, a.batch, a.v_keys_padded)
+                               : tidy(a.v_stride, a.seqlen_kv, a.heads_kv, a.batch, D);
+    if (!tma_ok(a.q, tidy(a.q_stride, a.seqlen_q, a.heads, a.batch, D), es) ||
+        !tma_ok(a.k, tidy(a.k_stride, a.seqlen_kv, a.heads_kv, a.batch, D), es) || !tma_ok(a.v, vs, es) ||
+        !tma_ok(a.out, tidy(a.out_stride, a.seqlen_q, a.heads, a.batch, D), esize(a.out_dtype)))
+      return "q, k, v and out need 16-byte aligned data and strides that are multiples of 16 bytes";
+  }
+  if (a.dtype == AttnDtype::kE4M3) {
+    if (a.k_block != 1 && a.k_block != 128) return "FP8 k_descale must be per token or per 128 keys";
+    if (a.v_keys_padded < a.seqlen_kv || a.v_keys_padded % 32 != 0)
+      return "FP8 v must be the transposed layout with keys padded to a multiple of 32";
+    if (a.q_descale == nullptr || a.k_descale == nullptr || a.v_descale == nullptr)
+      return "FP8 inputs need q_descale, k_descale and v_descale";
+  }
+  return nullptr;
+}
+
+cudaError_t attention_forward_sm90(const AttentionParams& a, cudaStream_t stream) {
+  if (attention_sm90_why_not(a, 90) != nullptr) return cudaErrorNotSupported;
+  if (a.batch == 0 || a.seqlen_q == 0 || a.heads == 0) return cudaSuccess;
+  switch (a.dtype) {
+    case AttnDtype::kBF16: return attention_sm90::forward_bf16(a, stream);
+    case AttnDtype::kFP16: return attention_sm90::forward_fp16(a, stream);
+    case AttnDtype::kE4M3: return attention_sm90::forward_e4m3(a, stream);
+    default: return cudaErrorNotSupported;
+  }
+}
+
+}  // namespace ltx_kernels

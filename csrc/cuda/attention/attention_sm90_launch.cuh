@@ -1,0 +1,102 @@
+// The sm_90a attention launcher template shared by the per-dtype translation units
+// (attention_{bf16,fp16,e4m3}_sm90.cu, compiled in parallel). Internal to csrc/cuda/attention.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ltx_kernels/attention/attention_cuda.h"
+#include "ltx_kernels/attention/sm90_attention_fwd.cuh"
+
+namespace ltx_kernels {
+namespace attention_sm90 {
+
+inline int64_t esize(AttnDtype t) { return t == AttnDtype::kE4M3 ? 1 : (t == AttnDtype::kFP32 ? 4 : 2); }
+
+// A TMA tensor map needs a 16-byte aligned base and 16-byte multiples as strides.
+inline bool tma_ok(const void* ptr, const AttnStrides& s, int64_t es) {
+  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && (s.b * es) % 16 == 0 && (s.s * es) % 16 == 0 &&
+         (s.h * es) % 16 == 0;
+}
+
+// Strides of extent-1 dimensions never address anything; give them a valid (packed) value.
+inline AttnStrides tidy(AttnStrides s, int64_t rows, int64_t heads, int64_t batch, int64_t row_elems) {
+  if (rows <= 1) s.s = row_elems;
+  if (heads <= 1) s.h = row_elems * (rows > 1 ? rows : 1);
+  if (batch <= 1) s.b = row_elems * (rows > 1 ? rows : 1) * (heads > 1 ? heads : 1);
+  return s;
+}
+
+template <class Tr>
+cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
+  using E = typename Tr::Element;
+  using O = typename Tr::Out;
+  constexpr int D = Tr::kHeadDim;
+  const int32_t B = int32_t(a.batch), Sq = int32_t(a.seqlen_q), Skv = int32_t(a.seqlen_kv);
+  const int32_t H = int32_t(a.heads), Hk = int32_t(a.heads_kv);
+  const AttnStrides qs = tidy(a.q_stride, Sq, H, B, D), ks = tidy(a.k_stride, Skv, Hk, B, D);
+  const AttnStrides os = tidy(a.out_stride, Sq, H, B, D);
+  auto mQ = make_tensor(make_gmem_ptr(static_cast<E const*>(a.q)), make_shape(Sq, int32_t(D), H, B),
+                        make_stride(qs.s, _1{}, qs.h, qs.b));
+  auto mK = make_tensor(make_gmem_ptr(static_cast<E const*>(a.k)), make_shape(std::max(Skv, 1), int32_t(D), Hk, B),
+                        make_stride(ks.s, _1{}, ks.h, ks.b));
+  auto mO = make_tensor(make_gmem_ptr(static_cast<O*>(a.out)), make_shape(Sq, int32_t(D), H, B),
+                        make_stride(os.s, _1{}, os.h, os.b));
+  int32_t v_rows;
+  typename Tr::TmaV tma_v;
+  if constexpr (Tr::kFp8) {
+    v_rows = int32_t(a.v_keys_padded);
+    const AttnStrides vs = tidy(a.v_stride, D, Hk, B, a.v_keys_padded);  // rows are channels here
+    auto mV = make_tensor(make_gmem_ptr(static_cast<E const*>(a.v)), make_shape(int32_t(D), v_rows, Hk, B),
+                          make_stride(vs.s, _1{}, vs.h, vs.b));
+    tma_v = make_tma_copy(SM90_TMA_LOAD{}, mV, take<0, 2>(typename Tr::SmemLayoutVStore{}),
+                          Shape<Int<D>, Int<Tr::kBlockN>>{}, _1{});
+  } else {
+    v_rows = std::max(Skv, 1);
+    const AttnStrides vs = tidy(a.v_stride, Skv, Hk, B, D);
+    auto mV = make_tensor(make_gmem_ptr(static_cast<E const*>(a.v)), make_shape(v_rows, int32_t(D), Hk, B),
+                          make_stride(vs.s, _1{}, vs.h, vs.b));
+    tma_v = make_tma_copy(SM90_TMA_LOAD{}, mV, take<0, 2>(typename Tr::SmemLayoutVStore{}),
+                          Shape<Int<Tr::kBlockN>, Int<D>>{}, _1{});
+  }
+  typename Tr::Params p{
+      make_tma_copy(SM90_TMA_LOAD{}, mQ, typename Tr::SmemLayoutQ{}, Shape<Int<Tr::kBlockM>, Int<D>>{}, _1{}),
+      make_tma_copy(SM90_TMA_LOAD{}, mK, take<0, 2>(typename Tr::SmemLayoutK{}), Shape<Int<Tr::kBlockN>, Int<D>>{},
+                    _1{}),
+      tma_v,
+      make_tma_copy(SM90_TMA_STORE{}, mO, take<0, 2>(typename Tr::SmemLayoutO{}), Shape<_64, Int<D>>{}, _1{}),
+      B,
+      Sq,
+      Skv,
+      v_rows,
+      H,
+      Hk,
+      int32_t(a.heads / a.heads_kv),
+      float(double(a.scale) * 1.4426950408889634),
+      a.kv_lengths,
+      a.key_bias,
+      a.key_bias_stride_b,
+      a.q_descale,
+      a.k_descale,
+      a.v_descale,
+      a.q_descale_stride,
+      a.k_descale_stride,
+      a.v_descale_stride,
+      a.k_block > 0 ? a.k_block : 1,
+  };
+  auto kernel = attention_fwd_kernel<Tr>;
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid(unsigned((Sq + Tr::kBlockM - 1) / Tr::kBlockM), unsigned(H), unsigned(B));
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+// Per-dtype dispatch (one translation unit each).
+cudaError_t forward_bf16(const AttentionParams& a, cudaStream_t stream);
+cudaError_t forward_fp16(const AttentionParams& a, cudaStream_t stream);
+cudaError_t forward_e4m3(const AttentionParams& a, cudaStream_t stream);
+
+}  // namespace attention_sm90
+}  // namespace ltx_kernels

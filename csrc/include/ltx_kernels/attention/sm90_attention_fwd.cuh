@@ -1,0 +1,558 @@
+// Dense attention forward for sm_90a (bf16 / fp16, and FP8 E4M3 with dequantization factors).
+// Included only by csrc/cuda/attention/attention_sm90.cu. Semantics: attention.h.
+//
+// CTA = 3 warpgroups, one (128-query tile, head, batch) per CTA, grid (ceil(Sq/128), H, B):
+//   WG0  producer: one thread issues TMA loads (Q once; then K_j, V_j into a kStages-deep ring of
+//        shared-memory stages; full_k / full_v mbarriers complete on the bytes, empty[s] is
+//        released by the consumers once P_j V_j has read stage s). It keeps 24 registers.
+//   WG1, WG2  consumers (240 registers each): rows 0-63 and 64-127 of the query tile.
+//        S = Q K^T by wgmma with both operands in shared memory; online softmax in fp32 in the
+//        log2 domain (the softmax scale is folded into the exponent's FFMA); P converted in
+//        registers into the A operand of the P V wgmma (bf16/fp16 directly: the accumulator
+//        fragment of S is the A fragment of P; FP8: a fixed in-thread permutation, matched by
+//        the key order of the FP8 V^T layout, see attention.h).
+//   Schedule per key block j (FA3's intra-warpgroup overlap):
+//        issue S_j = Q K_j^T; issue O += P_{j-1} V_{j-1}; wait S_j; softmax(S_j) while the P V
+//        wgmma runs; wait P V; release stage j-1; rescale O; P_j <- S_j.
+//   FP8 accumulates each P_j V_j into a fresh fp32 fragment and adds it to O (the FP8 tensor
+//        core's own accumulator keeps fewer bits than fp32: adding a whole block at once keeps the
+//        long sums in fp32). P is scaled by 448 (2^log2(448) folded into the exponent) so it uses
+//        E4M3's range; the row sums are of the same scaled values, so the scale cancels.
+//   Epilogue: O / l (0 where l = 0: a row with no valid key), FP8 per-channel V factors, rounded
+//        to the output dtype into shared memory (per warpgroup a 64-row tile) and stored by TMA
+//        (rows past Sq are clipped by the tensor map).
+// Masking: keys past kv_len[b] get -inf (only the last block needs it); an optional additive
+// per-key bias is added in the log2 domain. Rows whose running max is -inf exponentiate against 0
+// so that they stay 0 instead of NaN.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cute/tensor.hpp>
+#include <cute/arch/mma_sm90.hpp>
+#include <cute/atom/mma_traits_sm90_gmma.hpp>
+#include <cute/atom/copy_traits_sm90_tma.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
+#include <cutlass/numeric_types.h>
+
+#include "ltx_kernels/attention/attention.h"
+
+namespace ltx_kernels {
+namespace attention_sm90 {
+
+using namespace cute;
+
+// K-major shared-memory atom with the widest swizzle that a row of `kRowElems` elements allows.
+template <class T, int kRowElems>
+CUTE_HOST_DEVICE constexpr auto smem_atom_k() {
+  constexpr int bytes = kRowElems * int(sizeof(T));
+  if constexpr (bytes % 128 == 0) {
+    return GMMA::Layout_K_SW128_Atom<T>{};
+  } else if constexpr (bytes % 64 == 0) {
+    return GMMA::Layout_K_SW64_Atom<T>{};
+  } else {
+    return GMMA::Layout_K_SW32_Atom<T>{};
+  }
+}
+
+using GShape = Shape<int32_t, int32_t, int32_t, int32_t>;   // (rows, cols, head, batch)
+using GStride = Stride<int64_t, _1, int64_t, int64_t>;      // cols contiguous
+
+template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_>
+struct Traits {
+  using Element = Element_;  // cutlass::bfloat16_t, cutlass::half_t or cutlass::float_e4m3_t
+  using Out = Out_;          // cutlass::bfloat16_t or cutlass::half_t
+  static constexpr bool kFp8 = sizeof(Element) == 1;
+  static constexpr bool kKPerToken = kKPerToken_;  // FP8: one K factor per key (else per block)
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = 128;
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kStages = kStages_;
+  static constexpr int kMmaWG = 2;
+  static constexpr int kThreads = 128 * (kMmaWG + 1);
+  static_assert(kHeadDim % 64 == 0 && kBlockN % 64 == 0, "tile shape");
+  static_assert(!kFp8 || kBlockN % 32 == 0, "FP8 key blocks are whole 32-key groups");
+
+  using AtomLayout = Layout<Shape<Int<kMmaWG>, _1, _1>>;
+  using TiledMmaQK = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kBlockN>, Int<kHeadDim>>>(), AtomLayout{}));
+  static constexpr GMMA::Major kMajorV = kFp8 ? GMMA::Major::K : GMMA::Major::MN;
+  using TiledMmaPV = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<Element, Element, float, Shape<_64, Int<kHeadDim>, Int<kBlockN>>, GMMA::Major::K,
+                           kMajorV>(),
+      AtomLayout{}));
+
+  using SmemLayoutQ = decltype(tile_to_shape(smem_atom_k<Element, kHeadDim>(), Shape<Int<kBlockM>, Int<kHeadDim>>{}));
+  using SmemLayoutK =
+      decltype(tile_to_shape(smem_atom_k<Element, kHeadDim>(), Shape<Int<kBlockN>, Int<kHeadDim>, Int<kStages>>{}));
+  // V as the B operand of P V, (head dim, key, stage). 16-bit: stored like K ([key][d] rows) and
+  // read through a transposed (MN-major) view. FP8: stored transposed ([d][key] rows, K-major).
+  using SmemLayoutVStore = std::conditional_t<
+      kFp8,
+      decltype(tile_to_shape(smem_atom_k<Element, kBlockN>(), Shape<Int<kHeadDim>, Int<kBlockN>, Int<kStages>>{})),
+      SmemLayoutK>;
+  using SmemLayoutVt = std::conditional_t<
+      kFp8, SmemLayoutVStore,
+      decltype(composition(SmemLayoutK{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>, Int<kStages>>{},
+                                                              Step<_2, _1, _3>{})))>;
+  // Output staging: one (64, D) tile per consumer warpgroup.
+  using SmemLayoutO = decltype(tile_to_shape(smem_atom_k<Out, kHeadDim>(), Shape<_64, Int<kHeadDim>, Int<kMmaWG>>{}));
+
+  using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{},
+                                      make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GShape{}, GStride{}),
+                                      SmemLayoutQ{}, Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{}));
+  using TmaK = decltype(make_tma_copy(SM90_TMA_LOAD{},
+                                      make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GShape{}, GStride{}),
+                                      take<0, 2>(SmemLayoutK{}), Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}));
+  using VTile = std::conditional_t<kFp8, Shape<Int<kHeadDim>, Int<kBlockN>>, Shape<Int<kBlockN>, Int<kHeadDim>>>;
+  using TmaV = decltype(make_tma_copy(SM90_TMA_LOAD{},
+                                      make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GShape{}, GStride{}),
+                                      take<0, 2>(SmemLayoutVStore{}), VTile{}, _1{}));
+  using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{},
+                                      make_tensor(make_gmem_ptr(static_cast<Out*>(nullptr)), GShape{}, GStride{}),
+                                      take<0, 2>(SmemLayoutO{}), Shape<_64, Int<kHeadDim>>{}, _1{}));
+
+  static constexpr uint32_t kBytesQ = kBlockM * kHeadDim * sizeof(Element);
+  static constexpr uint32_t kBytesK = kBlockN * kHeadDim * sizeof(Element);
+  static constexpr uint32_t kBytesV = kBlockN * kHeadDim * sizeof(Element);
+
+  struct SharedStorage {
+    alignas(1024) Element q[cosize_v<SmemLayoutQ>];
+    alignas(1024) Element k[cosize_v<SmemLayoutK>];
+    alignas(1024) Element v[cosize_v<SmemLayoutVStore>];
+    alignas(1024) Out o[cosize_v<SmemLayoutO>];
+    alignas(8) uint64_t bar_q;
+    uint64_t full_k[kStages];
+    uint64_t full_v[kStages];
+    uint64_t empty[kStages];
+  };
+  static constexpr int kSmemBytes = int(sizeof(SharedStorage)) + 1024;  // + alignment slack
+
+  struct Params {
+    TmaQ tma_q;
+    TmaK tma_k;
+    TmaV tma_v;
+    TmaO tma_o;
+    int32_t batch, seqlen_q, seqlen_kv, seqlen_kv_rows, heads, heads_kv, group;
+    float scale_log2;  // softmax scale * log2(e)
+    const int32_t* kv_lengths;
+    const float* key_bias;
+    int64_t key_bias_stride_b;
+    const float* q_descale;
+    const float* k_descale;
+    const float* v_descale;
+    AttnStrides qd, kd, vd;
+    int64_t k_block;
+  };
+};
+
+// One wgmma group: C (+)= A B over every k block of the operands, committed as one batch.
+// kARegs: A is a register fragment (P), fenced like the accumulator.
+template <bool kZeroInit, bool kARegs = false, class TiledMma, class TA, class TB, class TC>
+__device__ __forceinline__ void wg_gemm(TiledMma& mma, TA const& a, TB const& b, TC& c) {
+  if constexpr (kARegs) warpgroup_fence_operand(const_cast<TA&>(a));
+  warpgroup_fence_operand(c);
+  warpgroup_arrive();
+  if constexpr (kZeroInit) mma.accumulate_ = GMMA::ScaleOut::Zero;
+  CUTE_UNROLL
+  for (int kb = 0; kb < size<2>(a); ++kb) {
+    cute::gemm(mma, a(_, _, kb), b(_, _, kb), c);
+    mma.accumulate_ = GMMA::ScaleOut::One;
+  }
+  warpgroup_commit_batch();
+  warpgroup_fence_operand(c);
+  if constexpr (kARegs) warpgroup_fence_operand(const_cast<TA&>(a));
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {  // 2^x; -inf -> +0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Online-softmax state of a thread's two rows (r0 = lane/4 + 16 * warp, r0 + 8).
+struct RowState {
+  float max[2];   // running max of the log2-domain scores (-inf: none yet)
+  float sum[2];   // this thread's share of the running sum of P (exact fp32 values)
+  float coef[2];  // score -> log2 domain: scale * log2(e) * q factor (* k block factor)
+};
+
+// Softmax of one S block in place: S <- P (as fp32, already offset for the FP8 P scale), row
+// maxima and sums updated, returns the factors (alpha) by which O must be rescaled.
+// Flat index i of the accumulator fragment: column pair element e = i % 2, row half h = (i/2) % 2,
+// column group g = i / 4; column = 8 g + 2 (lane % 4) + e.
+template <class Tr, class TensorS>
+__device__ __forceinline__ void softmax_block(TensorS& s, RowState& st, float (&alpha)[2], int kv_valid,
+                                              const float* bias, const float* kcol, int64_t kstride,
+                                              float p_offset) {
+  constexpr int N = size(TensorS{});
+  const int lane = threadIdx.x % 32;
+  const int c0 = 2 * (lane % 4);
+  const bool prescaled = bias != nullptr || kcol != nullptr;
+  if (prescaled) {
+    // Scores to the log2 domain here (per-key factor, bias); keys past kv_valid are never read.
+    CUTE_UNROLL
+    for (int i = 0; i < N; ++i) {
+      const int col = 8 * (i / 4) + c0 + (i % 2);
+      float t = -INFINITY;
+      if (col < kv_valid) {
+        t = s(i);
+        if (kcol != nullptr) t *= __ldg(kcol + col * kstride);
+        t *= st.coef[(i / 2) % 2];
+        if (bias != nullptr) t = fmaf(__ldg(bias + col), 1.4426950408889634f, t);
+      }
+      s(i) = t;
+    }
+  } else if (kv_valid < Tr::kBlockN) {
+    CUTE_UNROLL
+    for (int i = 0; i < N; ++i) {
+      const int col = 8 * (i / 4) + c0 + (i % 2);
+      if (col >= kv_valid) s(i) = -INFINITY;
+    }
+  }
+  float mx[2] = {-INFINITY, -INFINITY};
+  CUTE_UNROLL
+  for (int i = 0; i < N; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s(i));
+  float use[2];
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    float m = quad_max(mx[r]);
+    if (!prescaled) m *= st.coef[r];  // coef > 0
+    const float m_new = fmaxf(st.max[r], m);
+    use[r] = (m_new == -INFINITY ? 0.f : m_new) - p_offset;
+    alpha[r] = fast_exp2((st.max[r] == -INFINITY ? -INFINITY : st.max[r] - p_offset) - use[r]);
+    st.max[r] = m_new;
+    st.sum[r] *= alpha[r];
+  }
+  if (prescaled) {
+    CUTE_UNROLL
+    for (int i = 0; i < N; ++i) {
+      const int r = (i / 2) % 2;
+      s(i) = fast_exp2(s(i) - use[r]);
+      st.sum[r] += s(i);
+    }
+  } else {
+    CUTE_UNROLL
+    for (int i = 0; i < N; ++i) {
+      const int r = (i / 2) % 2;
+      s(i) = fast_exp2(fmaf(s(i), st.coef[r], -use[r]));
+      st.sum[r] += s(i);
+    }
+  }
+}
+
+// P (fp32 accumulator-ordered) -> the A operand of the P V wgmma.
+template <class Tr, class TensorS, class TensorP>
+__device__ __forceinline__ void convert_p(TensorS const& s, TensorP& p) {
+  constexpr int N = size(TensorS{});
+  if constexpr (!Tr::kFp8) {
+    // 16-bit: the same flat order; two values per conversion.
+    auto p32 = recast<uint32_t>(p);
+    CUTE_UNROLL
+    for (int i = 0; i < N / 2; ++i) {
+      if constexpr (std::is_same_v<typename Tr::Element, cutlass::bfloat16_t>) {
+        __nv_bfloat162 h = __floats2bfloat162_rn(s(2 * i), s(2 * i + 1));
+        p32(i) = reinterpret_cast<uint32_t const&>(h);
+      } else {
+        __half2 h = __floats2half2_rn(s(2 * i), s(2 * i + 1));
+        p32(i) = reinterpret_cast<uint32_t const&>(h);
+      }
+    }
+  } else {
+    // FP8: per 32-key block kb, S value (g', h, e) at 16 kb + 4 g' + 2 h + e goes to A slot
+    // 16 kb + 8 (g' / 2) + 4 h + 2 (g' % 2) + e (k = 16 (g'/2) + 4 (lane%4) + 2 (g'%2) + e).
+    auto p16 = recast<uint16_t>(p);
+    CUTE_UNROLL
+    for (int kb = 0; kb < N / 16; ++kb) {
+      CUTE_UNROLL
+      for (int g = 0; g < 4; ++g) {
+        CUTE_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const int si = 16 * kb + 4 * g + 2 * h;
+          const int ai = 16 * kb + 8 * (g / 2) + 4 * h + 2 * (g % 2);
+          const __nv_fp8x2_storage_t v =
+              __nv_cvt_float2_to_fp8x2(make_float2(s(si), s(si + 1)), __NV_SATFINITE, __NV_E4M3);
+          p16(ai / 2) = v;
+        }
+      }
+    }
+  }
+}
+
+// The two consumer warpgroups: main loop over key blocks and the epilogue.
+template <class Tr, class SS, class TQ, class TK, class TVt, class TO>
+__device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, TQ& sQ, TK& sK, TVt& sVt, TO& sO,
+                                         int m_block, int h, int b, int hk, int kv_len, int n_blocks) {
+  using Element = typename Tr::Element;
+  using Out = typename Tr::Out;
+  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kD = Tr::kHeadDim, kStages = Tr::kStages;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  // ---------------- consumers ----------------
+  cutlass::arch::warpgroup_reg_alloc<240>();
+  const int ctid = threadIdx.x - 128;
+  const int cwg = ctid / 128;  // 0 or 1: rows 64 cwg ..
+  const int lane = threadIdx.x % 32;
+  const int row0 = 64 * cwg + 16 * ((ctid % 128) / 32) + lane / 4;  // and row0 + 8
+
+  typename Tr::TiledMmaQK mma_qk;
+  typename Tr::TiledMmaPV mma_pv;
+  auto thr_qk = mma_qk.get_thread_slice(ctid);
+  auto thr_pv = mma_pv.get_thread_slice(ctid);
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);  // (MMA, 1, D/k)
+  Tensor tSrK = thr_qk.partition_fragment_B(sK);  // (MMA, 1, D/k, ST)
+  Tensor tOrV = thr_pv.partition_fragment_B(sVt);  // (MMA, 1, BN/k, ST)
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2,2,BN/8),1,1)
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<Int<kBlockM>, Int<kD>>{});       // ((2,2,D/8),1,1)
+  using PLayout = std::conditional_t<Tr::kFp8, Layout<Shape<Shape<_4, _2, _2>, _1, Int<kBlockN / 32>>>,
+                                     Layout<Shape<Shape<_2, _2, _2>, _1, Int<kBlockN / 16>>>>;
+  Tensor tOrP = make_tensor<Element>(PLayout{});
+  static_assert(size(PLayout{}) == size(decltype(tSrS){}), "P fragment size");
+  clear(tOrO);
+
+  RowState st;
+  const float p_offset = Tr::kFp8 ? 8.807354922057604f : 0.f;  // log2(448): P scaled into E4M3's range
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    st.max[r] = -INFINITY;
+    st.sum[r] = 0.f;
+    float c = p.scale_log2;
+    if constexpr (Tr::kFp8) {
+      const int row = m_block * kBlockM + row0 + 8 * r;
+      const int rr = min(row, p.seqlen_q - 1);
+      c *= p.q_descale[b * p.qd.b + int64_t(rr) * p.qd.s + h * p.qd.h];
+    }
+    st.coef[r] = c;
+  }
+  const float* bias_row = p.key_bias != nullptr ? p.key_bias + b * p.key_bias_stride_b : nullptr;
+  const float* kd_base = nullptr;
+  if constexpr (Tr::kFp8) kd_base = p.k_descale + b * p.kd.b + hk * p.kd.h;
+
+  // Per key block: bias/factor pointers, and the k block factor folded into coef.
+  auto block_args = [&](int j, const float*& bias, const float*& kcol, float (&coef)[2]) {
+    bias = bias_row != nullptr ? bias_row + j * kBlockN : nullptr;
+    kcol = nullptr;
+    coef[0] = st.coef[0];
+    coef[1] = st.coef[1];
+    if constexpr (Tr::kFp8) {
+      if constexpr (Tr::kKPerToken) {
+        kcol = kd_base + int64_t(j) * kBlockN * p.kd.s;
+      } else {
+        const float f = kd_base[int64_t(j) * kBlockN / p.k_block * p.kd.s];
+        coef[0] *= f;
+        coef[1] *= f;
+      }
+    }
+  };
+
+  float alpha[2];
+  if (n_blocks > 0) {
+    Barrier::wait(&ss.bar_q, 0);
+    {
+      Barrier::wait(&ss.full_k[0], 0);
+      wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, 0), tSrS);
+      warpgroup_wait<0>();
+      const float* bias;
+      const float* kcol;
+      float coef[2];
+      block_args(0, bias, kcol, coef);
+      RowState tmp = st;
+      tmp.coef[0] = coef[0];
+      tmp.coef[1] = coef[1];
+      softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len, kBlockN), bias, kcol, p.kd.s, p_offset);
+      st.max[0] = tmp.max[0];
+      st.max[1] = tmp.max[1];
+      st.sum[0] = tmp.sum[0];
+      st.sum[1] = tmp.sum[1];
+      convert_p<Tr>(tSrS, tOrP);
+    }
+    for (int j = 1; j < n_blocks; ++j) {
+      const int s = j % kStages, sp = (j - 1) % kStages;
+      Barrier::wait(&ss.full_k[s], (j / kStages) & 1);
+      wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, s), tSrS);
+      Barrier::wait(&ss.full_v[sp], ((j - 1) / kStages) & 1);
+      Tensor tOrT = make_fragment_like(tOrO);  // FP8: this block's P V alone
+      if constexpr (Tr::kFp8) {
+        wg_gemm<true, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrT);
+      } else {
+        wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrO);
+      }
+      warpgroup_wait<1>();
+      const float* bias;
+      const float* kcol;
+      float coef[2];
+      block_args(j, bias, kcol, coef);
+      RowState tmp = st;
+      tmp.coef[0] = coef[0];
+      tmp.coef[1] = coef[1];
+      softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len - j * kBlockN, kBlockN), bias, kcol, p.kd.s, p_offset);
+      st.max[0] = tmp.max[0];
+      st.max[1] = tmp.max[1];
+      st.sum[0] = tmp.sum[0];
+      st.sum[1] = tmp.sum[1];
+      warpgroup_wait<0>();
+      if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[sp]);
+      CUTE_UNROLL
+      for (int i = 0; i < size(tOrO); ++i) {
+        const float a = alpha[(i / 2) % 2];
+        if constexpr (Tr::kFp8) {
+          tOrO(i) = (tOrO(i) + tOrT(i)) * a;
+        } else {
+          tOrO(i) *= a;
+        }
+      }
+      convert_p<Tr>(tSrS, tOrP);
+    }
+    {
+      const int sl = (n_blocks - 1) % kStages;
+      Barrier::wait(&ss.full_v[sl], ((n_blocks - 1) / kStages) & 1);
+      Tensor tOrT = make_fragment_like(tOrO);
+      if constexpr (Tr::kFp8) {
+        wg_gemm<true, true>(mma_pv, tOrP, tOrV(_, _, _, sl), tOrT);
+      } else {
+        wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sl), tOrO);
+      }
+      warpgroup_wait<0>();
+      if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[sl]);
+      if constexpr (Tr::kFp8) {
+        CUTE_UNROLL
+        for (int i = 0; i < size(tOrO); ++i) tOrO(i) += tOrT(i);
+      }
+    }
+  }
+
+  // ---------------- epilogue ----------------
+  float inv[2];
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    const float l = quad_sum(st.sum[r]);
+    inv[r] = (l > 0.f) ? 1.f / l : 0.f;
+  }
+  const int c0 = 2 * (lane % 4);
+  CUTE_UNROLL
+  for (int i = 0; i < size(tOrO); i += 2) {
+    const int r = (i / 2) % 2;
+    const int col = 8 * (i / 4) + c0;
+    float x0 = tOrO(i) * inv[r], x1 = tOrO(i + 1) * inv[r];
+    if constexpr (Tr::kFp8) {
+      const float* vd = p.v_descale + b * p.vd.b + hk * p.vd.h;
+      x0 *= __ldg(vd + col * p.vd.s);
+      x1 *= __ldg(vd + (col + 1) * p.vd.s);
+    }
+    uint32_t packed;
+    if constexpr (std::is_same_v<Out, cutlass::bfloat16_t>) {
+      __nv_bfloat162 v2 = __floats2bfloat162_rn(x0, x1);
+      packed = reinterpret_cast<uint32_t const&>(v2);
+    } else {
+      __half2 v2 = __floats2half2_rn(x0, x1);
+      packed = reinterpret_cast<uint32_t const&>(v2);
+    }
+    const int rl = row0 - 64 * cwg + 8 * r;  // row within this warpgroup's 64-row tile
+    *reinterpret_cast<uint32_t*>(&sO(rl, col, cwg)) = packed;
+  }
+  cutlass::arch::fence_view_async_shared();
+  cutlass::arch::NamedBarrier::sync(128, 1 + cwg);
+  if (ctid % 128 == 0) {
+    Tensor mO = p.tma_o.get_tma_tensor(make_shape(p.seqlen_q, int32_t(kD), p.heads, p.batch));
+    Tensor gO = local_tile(mO(_, _, h, b), Shape<_64, Int<kD>>{}, make_coord(2 * m_block + cwg, _0{}));
+    Tensor sOw = sO(_, _, cwg);
+    auto [tOgO, tOsO] = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw), group_modes<0, 2>(gO));
+    copy(p.tma_o, tOsO, tOgO);
+    tma_store_arrive();
+    tma_store_wait<0>();
+  }
+}
+
+template <class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRID_CONSTANT typename Tr::Params const p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Element = typename Tr::Element;
+  using Out = typename Tr::Out;
+  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kD = Tr::kHeadDim, kStages = Tr::kStages;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+
+  extern __shared__ char smem_raw[];
+  auto& ss = *reinterpret_cast<typename Tr::SharedStorage*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+
+  const int m_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / p.group;
+  int kv_len = p.seqlen_kv;
+  if (p.kv_lengths != nullptr) kv_len = min(max(p.kv_lengths[b], 0), p.seqlen_kv);
+  const int n_blocks = (kv_len + kBlockN - 1) / kBlockN;
+  const int wg = threadIdx.x / 128;
+
+  if (threadIdx.x == 0) {
+    Barrier::init(&ss.bar_q, 1);
+    CUTE_UNROLL
+    for (int s = 0; s < kStages; ++s) {
+      Barrier::init(&ss.full_k[s], 1);
+      Barrier::init(&ss.full_v[s], 1);
+      cutlass::arch::ClusterBarrier::init(&ss.empty[s], Tr::kMmaWG * 4);
+    }
+    cutlass::arch::fence_barrier_init();
+  }
+  __syncthreads();
+
+  Tensor sQ = make_tensor(make_smem_ptr(ss.q), typename Tr::SmemLayoutQ{});          // (BM, D)
+  Tensor sK = make_tensor(make_smem_ptr(ss.k), typename Tr::SmemLayoutK{});          // (BN, D, ST)
+  Tensor sV = make_tensor(make_smem_ptr(ss.v), typename Tr::SmemLayoutVStore{});     // store layout
+  Tensor sVt = make_tensor(make_smem_ptr(ss.v), typename Tr::SmemLayoutVt{});        // (D, BN, ST)
+  Tensor sO = make_tensor(make_smem_ptr(ss.o), typename Tr::SmemLayoutO{});          // (64, D, WG)
+
+  if (wg == 0) {
+    // ---------------- producer ----------------
+    cutlass::arch::warpgroup_reg_dealloc<24>();
+    if (threadIdx.x == 0 && n_blocks > 0) {
+      Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.seqlen_q, int32_t(kD), p.heads, p.batch));
+      Tensor gQ = local_tile(mQ(_, _, h, b), Shape<Int<kBlockM>, Int<kD>>{}, make_coord(m_block, _0{}));
+      auto [tQgQ, tQsQ] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
+      Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
+      Tensor gK = local_tile(mK(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));  // (BN,D,n)
+      auto [tKgK, tKsK] = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+      auto issue_v = [&](int j, int s) {
+        if constexpr (Tr::kFp8) {
+          Tensor mV = p.tma_v.get_tma_tensor(make_shape(int32_t(kD), p.seqlen_kv_rows, p.heads_kv, p.batch));
+          Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kD>, Int<kBlockN>>{}, make_coord(_0{}, _));  // (D,BN,n)
+          auto [tVgV, tVsV] =
+              tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+          copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
+        } else {
+          Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
+          Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));
+          auto [tVgV, tVsV] =
+              tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+          copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
+        }
+      };
+      Barrier::arrive_and_expect_tx(&ss.bar_q, Tr::kBytesQ);
+      copy(p.tma_q.with(ss.bar_q), tQgQ, tQsQ);
+      for (int j = 0; j < n_blocks; ++j) {
+        const int s = j % kStages;
+        if (j >= kStages) cutlass::arch::ClusterBarrier::wait(&ss.empty[s], ((j / kStages) - 1) & 1);
+        Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK);
+        copy(p.tma_k.with(ss.full_k[s]), tKgK(_, j), tKsK(_, s));
+        Barrier::arrive_and_expect_tx(&ss.full_v[s], Tr::kBytesV);
+        issue_v(j, s);
+      }
+    }
+  } else {
+    consumer<Tr>(p, ss, sQ, sK, sVt, sO, m_block, h, b, hk, kv_len, n_blocks);
+  }
+#endif
+}
+
+
+}  // namespace attention_sm90
+}  // namespace ltx_kernels

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One device call: build the extension as a user would (the machine's default compiler, CUTLASS
+# from the nvidia-cutlass wheel), then run the selected steps, each under its own time limit,
+# and print a short summary last. Logs and JSON go to $OUT (default build/gpu-out).
+#   bash scripts/gpu/check.sh [steps...]
+# steps (in the order given): build, crash, attn-tests, attn-bench, gemm-tests, gemm-bench,
+#   suite (every test file, CUDA cases only), sanitize-attn, bench-all
+# Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-build/gpu-out}
+mkdir -p "$OUT"
+SUMMARY="$OUT/summary.txt"
+: > "$SUMMARY"
+say() { echo "$*" | tee -a "$SUMMARY"; }
+if ls .whl/*.whl > /dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/ltx-site \
+    .whl/*.whl > "$OUT/pip.log" 2>&1 && export PYTHONPATH=/tmp/ltx-site:${PYTHONPATH:-}
+fi
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}
+say "git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo -dirty); $(g++ --version | head -1); $(nvcc --version | tail -1)"
+python3 -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.name}, {p.multi_processor_count} SMs, torch {torch.__version__}')" | tee -a "$SUMMARY"
+VARIANT=""
+step() {  # name, limit (s), command...
+  local name=$1 limit=$2; shift 2
+  local t0=$(date +%s)
+  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  local tail1=$(grep -E "passed|failed|error" "$OUT/$name.log" | tail -1)
+  say "$name: rc=$rc in $(( $(date +%s) - t0 )) s ${tail1}"
+  return $rc
+}
+for s in "${@:-build attn-tests attn-bench}"; do
+  for st in $s; do
+    case "$st" in
+      build)
+        step build 420 bash -c "cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_KERNELS_TESTS=OFF && cmake --build build/gpu -j $(nproc)" \
+          || { tail -30 "$OUT/build.log"; exit 1; }
+        VARIANT=$(cat build/gpu/variant.txt) ;;
+      crash)
+        step crash 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider tests/test_build_toolchain.py ;;
+      attn-tests)
+        step attn-tests 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider -rs -x tests/test_attention.py -k cuda ;;
+      attn-bench)
+        step attn-bench 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 benchmarks/bench_attention.py --out "$OUT/attention.json" ;;
+      gemm-tests)
+        step gemm-tests 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider -x tests/test_gemm*.py -k cuda ;;
+      suite)
+        for f in tests/test_*.py; do
+          n=$(basename "$f" .py)
+          step "suite_$n" 240 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider -rs "$f" -k cuda
+        done ;;
+      sanitize-attn)
+        step sanitize-attn 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck --error-exitcode 1 \
+          python3 -m pytest -q -p no:cacheprovider tests/test_attention.py -k "cuda and (kv_lengths or strided or fp8_matches)" ;;
+      *) say "unknown step $st" ;;
+    esac
+  done
+done
+[ -f "$OUT/attn-bench.log" ] && tail -12 "$OUT/attn-bench.log"
+cat "$SUMMARY"

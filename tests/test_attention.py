@@ -1,0 +1,324 @@
+"""Dense attention (ltx_kernels.attention) against the float64 oracle reference.attention, written
+from the definition (softmax of scaled scores + key bias over the valid keys, times v).
+
+Bounds, per output element, for 16-bit inputs (every backend computes in fp32):
+  - the output is rounded once to its dtype: half an ulp, 2^-9 |o| (bf16), 2^-12 |o| (fp16);
+  - the sm_90 kernel rounds P (in [0, 1] after the row max is subtracted) to the input dtype
+    before P V: each p_j moves by at most 2^-9 p_j (bf16) / 2^-12 p_j (fp16), so
+    |d o| <= 2^-9 sum_j p_j |v_j| / sum_j p_j <= 2^-9 max_j |v_j|;
+  - scores: fp32 sums of D exact products (|error| <= D 2^-24 sum |q_c k_c|) and ex2.approx
+    (2^-22 relative): orders of magnitude below the two terms above for the inputs used here.
+  So |o - ref| <= 2 u max|v| + 2 u |ref| with u = 2^-9 (bf16) or 2^-12 (fp16), a factor 2 of
+  margin; fp32 inputs (CPU and the torch path) get u = 2^-21.
+FP8: the operands are compared first with the oracle on their dequantized values (what the
+kernel is given): the kernel also rounds P to E4M3 (3 mantissa bits: each p_j within 2^-4 p_j),
+so |o - ref| <= 2^-4 max|v| + 2^-8 |ref| there (bf16 output). Their error against the unquantized
+inputs is the quantization itself, measured and bounded on realistic inputs in
+test_fp8_accuracy_*: relative L2 <= 0.06 and cosine >= 0.998 (stated from CPU runs of the same
+math, which are 0.03-0.045 and >= 0.999).
+"""
+
+import math
+
+import pytest
+import torch
+
+import ltx_kernels as lk
+from ltx_kernels import reference as ref
+
+from conftest import HAS_CUDA
+
+CUDA = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+DEV_BACKENDS = [
+    ("cpu", "auto"),
+    ("cpu", "torch"),
+    pytest.param("cuda", "auto", marks=CUDA),
+    pytest.param("cuda", "torch", marks=CUDA),
+]
+U = {torch.bfloat16: 2.0**-9, torch.float16: 2.0**-12, torch.float32: 2.0**-21}
+
+
+def sm90_available():
+    return HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
+
+
+def mk(b, s, h, d, dtype, device, layout, scale=1.0):
+    x = torch.randn(b, s, h, d, dtype=torch.float32) * scale
+    x = x.to(dtype)
+    if layout == "bhsd":
+        x = x.transpose(1, 2).contiguous()
+    return x.to(device)
+
+
+def check16(out, want, v, dtype, what=""):
+    assert not torch.isnan(out).any(), what
+    u = U[dtype]
+    vmax = v.double().abs().max().item() if v.numel() else 0.0
+    err = (out.double().cpu() - want.cpu()).abs()
+    bound = 2 * u * vmax + 2 * u * want.cpu().abs()
+    bad = err > bound
+    assert not bad.any(), f"{what}: {int(bad.sum())} of {bad.numel()} elements off, max err {err.max():.3g}"
+
+
+SHAPES = [  # B, Sq, Skv, H, Hkv, D
+    (1, 1, 1, 1, 1, 64),
+    (2, 37, 70, 4, 2, 64),
+    (1, 129, 257, 2, 2, 128),
+    (2, 128, 128, 3, 3, 64),
+    (1, 300, 1000, 2, 1, 128),
+]
+
+
+@pytest.mark.parametrize("device,backend", DEV_BACKENDS)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_matches_reference(device, backend, dtype, layout, shape):
+    b, sq, skv, h, hk, d = shape
+    q, k, v = mk(b, sq, h, d, dtype, device, layout), mk(b, skv, hk, d, dtype, device, layout), mk(
+        b, skv, hk, d, dtype, device, layout)
+    out = lk.attention(q, k, v, layout=layout, backend=backend)
+    assert out.shape == q.shape and out.dtype == dtype and out.device == q.device
+    check16(out, ref.attention(q, k, v, layout=layout), v, dtype, f"{shape} {layout}")
+
+
+def test_fp32_cpu_is_tight():
+    q, k, v = (torch.randn(2, 50, 3, 32) for _ in range(3))
+    out = lk.attention(q, k, v)
+    check16(out, ref.attention(q, k, v), v, torch.float32)
+
+
+@pytest.mark.parametrize("device,backend", DEV_BACKENDS)
+@pytest.mark.parametrize("d", [64, 128])
+def test_kv_lengths_mask_and_empty_rows(device, backend, d):
+    dtype = torch.bfloat16
+    b, sq, skv, h = 4, 70, 300, 2
+    q, k, v = mk(b, sq, h, d, dtype, device, "bshd"), mk(b, skv, h, d, dtype, device, "bshd"), mk(
+        b, skv, h, d, dtype, device, "bshd")
+    lengths = torch.tensor([0, 1, 129, 300], device=device)
+    mask = torch.rand(b, skv, device=device) > 0.3
+    mask[2] = False  # every key of row 2 masked: output 0, not NaN
+    out = lk.attention(q, k, v, kv_lengths=lengths, attn_mask=mask, backend=backend)
+    bias = torch.zeros(b, skv, device=device).masked_fill(~mask, float("-inf"))
+    want = ref.attention(q, k, v, kv_lengths=lengths, key_bias=bias)
+    check16(out, want, v, dtype, "lengths+mask")
+    assert (out[0] == 0).all() and (out[2] == 0).all()
+    # diffusers' additive mask [B, 1, Skv] (0 / -10000) gives the same as its boolean form
+    add = torch.zeros(b, 1, skv, device=device).masked_fill(~mask[:, None], -10000.0)
+    out2 = lk.attention(q, k, v, attn_mask=add, backend=backend)
+    want2 = ref.attention(q, k, v, key_bias=add[:, 0])
+    check16(out2, want2, v, dtype, "additive mask")
+
+
+@pytest.mark.parametrize("device,backend", DEV_BACKENDS)
+def test_strided_inputs_and_sentinel_out(device, backend):
+    dtype = torch.bfloat16
+    b, sq, skv, h, d = 2, 65, 130, 4, 64
+    big = torch.randn(b, sq + 3, h + 1, d + 16, dtype=dtype, device=device)
+    q = big[:, 2:2 + sq, 1:, :d]  # strided view, row stride not the packed one
+    k = mk(b, skv, h, d + 8, dtype, device, "bshd")[..., 8:]  # base offset by 8 elements (16 bytes)
+    v = mk(b, h, skv, d, dtype, device, "bshd").transpose(1, 2)  # [B, S, H, D] view of bhsd memory
+    kd2 = torch.randn(b, skv, h, 2 * d, dtype=dtype, device=device)[..., ::2]  # head-dim stride 2
+    misaligned = torch.randn(b * sq * h * d + 1, dtype=dtype, device=device)[1:].view(b, sq, h, d)
+    want = ref.attention(q, k, v)
+    sentinel = torch.full((b, sq, h + 1, d), float("nan"), dtype=dtype, device=device)
+    out = sentinel[:, :, :h]
+    got = lk.attention(q, k, v, out=out, backend=backend)
+    assert got.data_ptr() == out.data_ptr()
+    check16(out, want, v, dtype, "strided")
+    assert torch.isnan(sentinel[:, :, h]).all(), "wrote outside out"
+    check16(lk.attention(q, kd2, v, backend=backend), ref.attention(q, kd2, v), v, dtype, "d-stride 2")
+    check16(lk.attention(misaligned, k, v, backend=backend), ref.attention(misaligned, k, v), v, dtype, "misaligned")
+
+
+@pytest.mark.parametrize("device,backend", DEV_BACKENDS)
+def test_scale_and_gqa(device, backend):
+    dtype = torch.float16
+    q, k, v = mk(1, 40, 8, 64, dtype, device, "bshd"), mk(1, 90, 2, 64, dtype, device, "bshd"), mk(
+        1, 90, 2, 64, dtype, device, "bshd")
+    out = lk.attention(q, k, v, scale=0.3, backend=backend)
+    check16(out, ref.attention(q, k, v, scale=0.3), v, dtype, "gqa")
+
+
+@CUDA
+def test_auto_picks_sm90_on_hopper():
+    q = torch.randn(1, 128, 2, 64, device="cuda", dtype=torch.bfloat16)
+    assert lk.attention_backend(q, q, q, backend="torch") == "torch"
+    assert lk.attention_backend(q, q, q) == ("sm90" if sm90_available() else "torch")
+    # head dims the kernel does not take run the torch path
+    q32 = torch.randn(1, 16, 2, 32, device="cuda", dtype=torch.bfloat16)
+    assert lk.attention_backend(q32, q32, q32) == "torch"
+
+
+@CUDA
+def test_large_batch_heads_never_materialise_scores():
+    """B*H*Sq*Skv > 2^31 score elements; checked against the oracle on a few (head, row) slices."""
+    if not sm90_available():
+        pytest.skip("the sm90 kernel is the one this checks")
+    b, s, h, d = 1, 8192, 36, 64  # 36 * 8192^2 = 2.4e9 scores
+    q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    out = lk.attention(q, k, v)
+    for hh in (0, h - 1):
+        rows = torch.cat([torch.arange(64), torch.arange(s - 64, s)]).cuda()
+        want = ref.attention(q[:, rows, hh:hh + 1], k[:, :, hh:hh + 1], v[:, :, hh:hh + 1])
+        check16(out[:, rows, hh:hh + 1], want, v[:, :, hh:hh + 1], torch.bfloat16, f"head {hh}")
+
+
+# ---- FP8 ------------------------------------------------------------------------------------
+
+
+def fp8_check_vs_dequantized(out, ops8, kv_lengths=None, key_bias=None, layout="bshd", what=""):
+    qd, kd, vd = ref.attention_fp8_dequantize(*ops8, layout=layout)
+    want = ref.attention(qd, kd, vd, kv_lengths=kv_lengths, key_bias=key_bias, layout=layout)
+    vmax = vd.abs().max().item()
+    err = (out.double().cpu() - want.cpu()).abs()
+    bound = 2.0**-4 * vmax + 2.0**-8 * want.cpu().abs()
+    bad = err > bound
+    assert not bad.any(), f"{what}: {int(bad.sum())} elements off, max err {err.max():.3g} (vmax {vmax:.3g})"
+    assert not torch.isnan(out).any()
+    return want
+
+
+FP8_DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
+
+
+@pytest.mark.parametrize("device", FP8_DEVICES)
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+@pytest.mark.parametrize("k_block", [1, 128])
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1, 1, 64), (2, 70, 300, 4, 2, 64), (1, 129, 257, 2, 2, 128)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_fp8_matches_dequantized_reference(device, layout, k_block, shape):
+    b, sq, skv, h, hk, d = shape
+    q, k, v = mk(b, sq, h, d, torch.bfloat16, device, layout), mk(b, skv, hk, d, torch.bfloat16, device, layout), mk(
+        b, skv, hk, d, torch.bfloat16, device, layout)
+    ops8 = lk.quantize_attention_fp8(q, k, v, layout=layout, k_block=k_block)
+    lengths = torch.tensor([skv, max(skv - 5, 0)][:b], device=device)
+    out = lk.attention(*ops8, layout=layout, kv_lengths=lengths)
+    assert out.dtype == torch.bfloat16 and out.shape == q.shape
+    fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, layout=layout, what=f"{shape} {layout} kb{k_block}")
+
+
+def _rel_cos(out, want):
+    o, w = out.double().cpu().flatten(), want.cpu().flatten()
+    return ((o - w).norm() / w.norm()).item(), (o @ w / (o.norm() * w.norm())).item()
+
+
+def ltx_like_qk(b, s, h, d, device):
+    """q, k as an LTX block makes them: RMSNorm over the whole row (with a weight), then RoPE."""
+    c = h * d
+    x = torch.randn(b, s, c, device=device) * 2
+    wq, wk = (1 + 0.2 * torch.randn(c, device=device)), (1 + 0.2 * torch.randn(c, device=device))
+    pos = torch.arange(s, device=device, dtype=torch.float32)[:, None]
+    freqs = 1.0 / (10000 ** (torch.arange(0, c, 2, device=device, dtype=torch.float32) / c))
+    ang = (pos * freqs).repeat_interleave(2, -1)[None]
+    cos, sin = torch.cos(ang), torch.sin(ang)
+    q = ref.rope_interleaved(ref.rms_norm(x, wq), cos, sin)
+    k = ref.rope_interleaved(ref.rms_norm(x + 0.5 * torch.randn_like(x), wk), cos, sin)
+    return (q.float().reshape(b, s, h, d).bfloat16(), k.float().reshape(b, s, h, d).bfloat16())
+
+
+@pytest.mark.parametrize("device", FP8_DEVICES)
+@pytest.mark.parametrize("d", [64, 128])
+def test_fp8_accuracy_realistic(device, d):
+    b, s, h = 1, 512, 4
+    q, k = ltx_like_qk(b, s, h, d, device)
+    v = torch.randn(b, s, h, d, device=device).bfloat16()
+    want = ref.attention(q, k, v)
+    out = lk.attention(*lk.quantize_attention_fp8(q, k, v))
+    rel, cos = _rel_cos(out, want)
+    assert rel <= 0.06 and cos >= 0.998, (rel, cos)
+
+
+@pytest.mark.parametrize("device", FP8_DEVICES)
+def test_fp8_accuracy_offset_and_outlier_channels(device):
+    """K with a large per-channel offset and a few outlier channels: smoothing keeps the bound,
+    and without it the error is at least twice as large."""
+    b, s, h, d = 1, 512, 2, 64
+    q = torch.randn(b, s, h, d, device=device)
+    offset = 8 * torch.randn(d, device=device)
+    offset[[3, 17, 40]] += 40.0
+    k = torch.randn(b, s, h, d, device=device) + offset
+    v = torch.randn(b, s, h, d, device=device)
+    q, k, v = q.bfloat16(), k.bfloat16(), v.bfloat16()
+    want = ref.attention(q, k, v)
+    rel, cos = _rel_cos(lk.attention(*lk.quantize_attention_fp8(q, k, v)), want)
+    rel_raw, _ = _rel_cos(lk.attention(*lk.quantize_attention_fp8(q, k, v, smooth_k=False)), want)
+    assert rel <= 0.06 and cos >= 0.998, (rel, cos)
+    assert rel_raw >= 2 * rel, (rel, rel_raw)
+
+
+def test_fp8_quantizer_follows_its_rule():
+    """Codes are e4m3(x / s) (fp32 division, round to nearest even) with s = amax / 448 per group,
+    bit for bit against the reference encoder; v's keys are in KEY_ORDER per 32-key block, zeros
+    past Skv."""
+    from ltx_kernels.attention import KEY_ORDER
+
+    q, k, v = (torch.randn(1, 40, 2, 64) for _ in range(3))
+    o = lk.quantize_attention_fp8(q, k, v, k_block=1, smooth_k=False)
+    s = q.abs().amax(-1) / 448
+    assert torch.equal(o.q_descale, s)
+    assert torch.equal(o.q.view(torch.uint8), ref.fp8_encode(q / s[..., None]))
+    sk = k.abs().amax(-1) / 448
+    assert torch.equal(o.k.view(torch.uint8), ref.fp8_encode(k / sk[..., None]))
+    vt = v[0].permute(1, 2, 0)  # [H, D, S]
+    sv = vt.abs().amax(-1) / 448
+    assert o.v.shape == (1, 2, 64, 64) and torch.equal(o.v_descale[0], sv)
+    for p in range(64):
+        key = (p // 32) * 32 + KEY_ORDER[p % 32]
+        codes = o.v[0, :, :, p].view(torch.uint8)
+        if key < 40:
+            assert torch.equal(codes, ref.fp8_encode(vt[..., key] / sv)), p
+        else:
+            assert (codes == 0).all(), p
+    assert sorted(KEY_ORDER) == list(range(32))
+
+
+# ---- errors, empty inputs, compile -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
+def test_errors(device):
+    q = torch.randn(1, 8, 2, 64, device=device, dtype=torch.bfloat16)
+    cases = [
+        (lambda: lk.attention(q, q.float(), q), "k and q must have the same dtype"),
+        (lambda: lk.attention(q, q[:, :, :1].repeat(1, 1, 3, 1), q[:, :, :1].repeat(1, 1, 3, 1)), "multiple of k's heads"),
+        (lambda: lk.attention(q, q, q[:, :4]), "v must have k's shape"),
+        (lambda: lk.attention(q[0], q[0], q[0]), "q must be 4-D"),
+        (lambda: lk.attention(q, q, q, layout="sbhd"), "layout must be"),
+        (lambda: lk.attention(q, q, q, scale=-1.0), "scale must be finite and > 0"),
+        (lambda: lk.attention(q, q, q, kv_lengths=torch.tensor([1.0], device=device)), "kv_lengths must be int32"),
+        (lambda: lk.attention(q, q, q, kv_lengths=torch.tensor([1, 2], device=device)), "kv_lengths must have shape"),
+        (lambda: lk.attention(q, q, q, attn_mask=torch.ones(1, 8, 8, dtype=torch.bool, device=device)),
+         "per-key mask"),
+        (lambda: lk.attention(q, q, q, backend="flash"), "backend must be"),
+        (lambda: lk.attention(q.to(torch.float8_e4m3fn), q.to(torch.float8_e4m3fn), q.to(torch.float8_e4m3fn)),
+         "float8 v must be the transposed layout"),
+        (lambda: lk.attention(q.int(), q.int(), q.int()), "q must be bfloat16, float16, float32 or float8_e4m3fn"),
+        (lambda: lk.attention(q, q, q, out=torch.empty(1, 8, 2, 64, device=device)), "out must have q's dtype"),
+    ]
+    for fn, msg in cases:
+        with pytest.raises((RuntimeError, ValueError), match=msg):
+            fn()
+    if device == "cpu":
+        with pytest.raises(RuntimeError, match="backend 'sm90' cannot run this call"):
+            lk.attention(q, q, q, backend="sm90")
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
+def test_empty(device):
+    for b, sq, skv in [(0, 4, 4), (1, 0, 4), (2, 3, 0)]:
+        q = torch.randn(b, sq, 2, 64, device=device, dtype=torch.bfloat16)
+        k = torch.randn(b, skv, 2, 64, device=device, dtype=torch.bfloat16)
+        out = lk.attention(q, k, k)
+        assert out.shape == q.shape
+        if out.numel():
+            assert (out == 0).all()
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
+def test_opcheck_and_compile(device):
+    q = torch.randn(1, 16, 2, 64, device=device, dtype=torch.bfloat16)
+    out = torch.empty_like(q)
+    torch.library.opcheck(lk.ops.attention, (out, q, q, q, 0.125, None, None, None, None, None, 1, "bshd", "auto"))
+    f = torch.compile(lambda a, b, c: lk.attention(a, b, c) * 2, fullgraph=True)
+    check16(f(q, q, q) / 2, ref.attention(q, q, q), q, torch.bfloat16, "compiled")
