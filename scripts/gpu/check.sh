@@ -18,7 +18,7 @@ if ls .whl/*.whl > /dev/null 2>&1; then
     .whl/*.whl > "$OUT/pip.log" 2>&1 && export PYTHONPATH=/tmp/ltx-site:${PYTHONPATH:-}
 fi
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}
-say "git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo -dirty); $(g++ --version | head -1); $(nvcc --version | tail -1)"
+say "git ${GIT_SHA:-$(git rev-parse --short HEAD 2>/dev/null)}; $(g++ --version | head -1); $(nvcc --version | tail -1)"
 python3 -c "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.name}, {p.multi_processor_count} SMs, torch {torch.__version__}')" | tee -a "$SUMMARY"
 VARIANT=""
 step() {  # name, limit (s), command...

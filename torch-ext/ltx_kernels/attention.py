@@ -148,6 +148,18 @@ def attention_backend(
                                                v_descale, k_block, layout, backend))]
 
 
+_ORDER_CACHE = {}
+
+
+def _key_order_index(n: int, device) -> torch.Tensor:
+    """[n] source key of each position of an FP8 V^T row (KEY_ORDER per 32-key block), cached per
+    device so that quantizing under CUDA-graph capture copies nothing from the host."""
+    key = (str(device), n)
+    if key not in _ORDER_CACHE:
+        _ORDER_CACHE[key] = torch.tensor([(p // 32) * 32 + KEY_ORDER[p % 32] for p in range(n)], device=device)
+    return _ORDER_CACHE[key]
+
+
 def _e4m3(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
     """The FP8 rule of every quantizer here: code = e4m3(x / s) (a true fp32 division, round to
     nearest even; |x / s| <= 448 since s = amax / 448); s == 0 (an all-zero group) -> codes 0."""
@@ -213,7 +225,7 @@ def quantize_attention_fp8(
     v_s = vt.abs().amax(-1, keepdim=True) / 448.0 if skv > 0 else torch.zeros(*vt.shape[:3], 1, device=v.device)
     spad = -(-max(skv, 1) // 32) * 32
     vt = torch.cat([vt, torch.zeros(*vt.shape[:3], spad - skv, dtype=vt.dtype, device=vt.device)], -1)
-    order = torch.tensor([(p // 32) * 32 + KEY_ORDER[p % 32] for p in range(spad)], device=v.device)
+    order = _key_order_index(spad, v.device)
     v8 = _e4m3(vt.index_select(-1, order), v_s).contiguous()
     return AttentionFp8Operands(q8, k8, v8, q_descale, k_descale, v_s.squeeze(-1))
 
