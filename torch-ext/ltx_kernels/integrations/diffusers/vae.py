@@ -1,8 +1,8 @@
-"""diffusers integration: run LTX-2's video VAE diffusion decoder (``LTX2VideoVaeNeighborhoodAttention``
+"""Run LTX-2's video VAE diffusion decoder (``LTX2VideoVaeNeighborhoodAttention``
 in ``diffusers.models.autoencoders.ltx2_diffusion_decoder``) on ltx_kernels' neighborhood attention.
 
-    ltx_kernels.integrations.natten_diffusers.apply_to(vae)   # every neighborhood-attention module, or
-    vae.set_attn_processor(ltx_kernels.integrations.natten_diffusers.LtxKernelsNeighborhoodAttnProcessor())
+    ltx_kernels.integrations.diffusers.vae.apply_to(vae)   # every neighborhood-attention module, or
+    vae.set_attn_processor(ltx_kernels.integrations.diffusers.vae.LtxKernelsNeighborhoodAttnProcessor())
 
 Per module call: the Q/K/V projections (the module's own Linear layers), then one fused pre-pass
 per tensor, ``rms_norm_rope`` over rows of ``head_dim`` (q: ``norm_q`` with the ``1/sqrt(head_dim)``
@@ -17,8 +17,8 @@ from typing import Dict, Tuple
 
 import torch
 
-from .. import natten as _natten
-from .. import rope as _rope
+from ... import natten as _natten
+from ... import rope as _rope
 
 __all__ = ["LtxKernelsNeighborhoodAttnProcessor", "apply_to"]
 
