@@ -121,8 +121,8 @@ def _pct(v: float) -> str:
 
 def family_table(rows) -> str:
     lines = [
-        "| op | shape | dtype | ours (us) | rate | % of ceiling | ceiling | best baseline (us) | speedup |",
-        "|---|---|---|---:|---:|---:|---|---|---:|",
+        "| op | shape | dtype | ours (us) | rate | % of ceiling | ceiling | best baseline (us) | speedup | note |",
+        "|---|---|---|---:|---:|---:|---|---|---:|---|",
     ]
     for r in rows:
         frac = r.get("fraction_of_ceiling")
@@ -132,7 +132,7 @@ def family_table(rows) -> str:
         lines.append(
             f"| {r['op']} | {'x'.join(map(str, r['shape']))} | {r['dtype']} | {r['ours_us']:.2f} | {rate(r)} | "
             f"{'-' if frac is None else f'{100 * frac:.1f}'} | {ceiling_of(r) or '-'} | {best} | "
-            f"{'-' if not sp else f'{sp:.2f}x'} |"
+            f"{'-' if not sp else f'{sp:.2f}x'} | {r.get('note', '').replace('|', '/')} |"
         )
     return "\n".join(lines) + "\n"
 
