@@ -1,5 +1,6 @@
 # The two commands of the README:
-#   make bench   build, then benchmark on the local GPU (CPU backend only without one)
+#   make bench   build, then benchmark every family on the local GPU into benchmarks/results/<gpu>/
+#                (without a GPU it says that GPU numbers need a GPU)
 #   make test    build, C++ core tests (ctest), then pytest (CUDA tests skip without a GPU)
 PYTHON ?= python3
 BUILD  ?= build/cmake

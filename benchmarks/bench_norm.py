@@ -8,7 +8,7 @@ import ltx_kernels as lk
 
 from common import Row, n_copies, time_graph
 
-# The seed's table, the LTX shapes and LLM rows; the last moves >= 256 MB.
+# Small DiT rows, the LTX-Video / LTX-2 shapes and LLM rows; the last moves >= 256 MB.
 SHAPES = [
     (1, 1024, 2048), (2, 1024, 2048), (4, 1024, 2048), (2, 4096, 3072), (4, 4096, 3072),
     (2, 2688, 2048), (2, 6144, 4096), (1, 32760, 4096),

@@ -1,6 +1,6 @@
 """Timing, ceilings and result rows shared by every benchmark family.
 
-Method (REFERENCE.md section 8): each candidate is captured in a CUDA graph of `reps` calls
+Method (docs/benchmarking.md): each candidate is captured in a CUDA graph of `reps` calls
 that cycle through enough input copies to exceed 3x the L2 cache, so every call reads from
 DRAM; the graph is replayed `trials` times between CUDA events and the median replay time
 divided by `reps` is reported. The Python launch cost is not the kernel's. The copy ceiling
@@ -85,6 +85,10 @@ def bf16_matmul_ceiling_tflops(n: int = 8192) -> float:
 
 @dataclass
 class Row:
+    """One measured configuration. `ceiling_name` says what `fraction_of_ceiling` divides by:
+    "copy" (bytes the op must move / the copy bandwidth of the same run), or a compute ceiling
+    measured in the same run ("SDPA", "FP8 matmul", ...); `ceiling` holds its value(s)."""
+
     op: str
     shape: List[int]
     dtype: str
@@ -97,10 +101,14 @@ class Row:
     speedup_vs_best_baseline: Optional[float] = None
     best_baseline: Optional[str] = None
     note: str = ""
+    ceiling_name: Optional[str] = None
 
     def finish(self, copy_gbps: float) -> "Row":
-        if self.bytes:
+        """Rounds the times, picks the best baseline and, for rows with `bytes`, sets the copy
+        ceiling (call `against` afterwards for a compute ceiling)."""
+        if self.bytes and copy_gbps > 0:
             self.ceiling = {"copy_GBps": round(copy_gbps, 1)}
+            self.ceiling_name = "copy"
             achieved = self.bytes / (self.ours_us * 1e-6) / 1e9
             self.fraction_of_ceiling = round(achieved / copy_gbps, 4)
         if self.baselines:
@@ -111,24 +119,22 @@ class Row:
         self.baselines = {k: round(v, 3) for k, v in self.baselines.items()}
         return self
 
+    def against(self, name: str, tflops_ceiling: float, **values: float) -> "Row":
+        """Sets a compute ceiling: this row's TFLOP/s (from `flops`) over `tflops_ceiling`."""
+        self.ceiling_name = name
+        self.ceiling = {k: round(v, 1) if isinstance(v, float) else v for k, v in values.items()}
+        self.fraction_of_ceiling = round(self.tflops / tflops_ceiling, 4)
+        return self
+
     @property
     def gbps(self) -> Optional[float]:
         return self.bytes / (self.ours_us * 1e-6) / 1e9 if self.bytes else None
+
+    @property
+    def tflops(self) -> Optional[float]:
+        return self.flops / (self.ours_us * 1e-6) / 1e12 if self.flops else None
 
 
 def write_json(path, rows: Sequence[Row], meta: dict) -> None:
     with open(path, "w") as f:
         json.dump({"meta": meta, "rows": [asdict(r) for r in rows]}, f, indent=1)
-
-
-def markdown_table(rows: Sequence[Row]) -> str:
-    head = "| op | shape | dtype | ours (us) | GB/s | % of copy | best baseline (us) | speedup |\n"
-    head += "|---|---|---|---:|---:|---:|---|---:|\n"
-    out = []
-    for r in rows:
-        bb = f"{r.best_baseline} {r.baselines[r.best_baseline]:.2f}" if r.best_baseline else "-"
-        gb = f"{r.gbps:.0f}" if r.gbps else "-"
-        frac = f"{100 * r.fraction_of_ceiling:.1f}" if r.fraction_of_ceiling is not None else "-"
-        sp = f"{r.speedup_vs_best_baseline:.2f}x" if r.speedup_vs_best_baseline else "-"
-        out.append(f"| {r.op} | {'x'.join(map(str, r.shape))} | {r.dtype} | {r.ours_us:.2f} | {gb} | {frac} | {bb} | {sp} |")
-    return head + "\n".join(out) + "\n"

@@ -1,4 +1,4 @@
-"""Decoder-stage end-to-end benchmark (issue #8): one deterministic stage of diffusers' LTX-2
+"""Decoder-stage end-to-end benchmark: one deterministic stage of diffusers' LTX-2
 diffusion decoder with its default FlexAttention processor vs ltx_kernels' neighborhood attention.
 
   python3 benchmarks/e2e_ltx2_decoder.py [--stage 1|2|3|4] [--grid T H W] [--iters 10] [--warmup 3]
@@ -25,7 +25,7 @@ Variants, one process, the same weights and input:
         flex_attention is torch.compile'd (dynamic=False) through the hook diffusers' dispatcher
         leaves for it (it calls torch.nn.attention.flex_attention.flex_attention by attribute);
         eager flex would materialize the scores. The rest of the stage runs eager. CPU: eager.
-  ours  ltx_kernels.integrations.natten_diffusers.apply_to(stage): fused norm+scale+RoPE, na3d.
+  ours  ltx_kernels.integrations.diffusers.vae.apply_to(stage): fused norm+scale+RoPE, na3d.
   --compile-blocks adds flex+compile and ours+compile: every NABlock torch.compile'd (regional
         compile, dynamic=False; the mask is still built eagerly once per call).
 Timed: the stage forward under no_grad, CUDA events (perf_counter on CPU) per call after --warmup
@@ -170,7 +170,7 @@ def main(argv=None):
     import diffusers
 
     warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")  # CPU: eager flex
-    from ltx_kernels.integrations.natten_diffusers import apply_to
+    from ltx_kernels.integrations.diffusers.vae import apply_to
 
     d = decoder_defaults()
     torch.manual_seed(args.seed)

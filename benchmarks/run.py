@@ -1,133 +1,169 @@
-"""Benchmark runner: measures the ceilings once, runs every family, writes
-benchmarks/results/<gpu>/{<family>.json, results.md, plot.png}, prints the table last.
+"""Benchmark runner: measures the ceilings, runs the benchmark families, writes one JSON per
+family into the results folder, then regenerates results.md and plot.png there from every
+family JSON present (benchmarks/report.py), and prints the tables of this run last.
 
-  python benchmarks/run.py [--quick] [--only norm,...] [--out DIR]
+    python3 benchmarks/run.py [--quick] [--only norm,gemm] [--out DIR] [--sha SHA] [--list]
 
-Without a GPU it says so and runs nothing (GPU numbers need a GPU)."""
+Families: every `benchmarks/bench_<family>.py` that defines `run(copy_gbps, quick=False)`
+returning a list of `common.Row`; a new family is a new file. `--only` runs some of them and
+leaves the other families' JSONs as they are. The default folder is benchmarks/results/<gpu>/.
+
+Every JSON's `meta` records the commit (git sha and whether the tree had local changes; `--sha`
+when the tree is not a git checkout), the compilers that built the extension (the variant's
+build_info.json), the GPU, torch, CUDA, the date, the command line, the ceilings of the run and
+how long the family took. Without a GPU it says so and runs nothing: GPU numbers need a GPU.
+"""
 
 import argparse
 import datetime
+import importlib
+import json
 import os
 import platform
+import shlex
+import subprocess
 import sys
+import time
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
 
-import torch  # noqa: E402
-
-FAMILIES = ["norm"]
-FAMILIES.append("activation")
-# @family:activation
-# @family:fused_norm
-FAMILIES.append("fused_norm")
-FAMILIES.append("rope")
-# @family:fp8
-FAMILIES.append("fp8")
-# @family:lowbit
-FAMILIES.append("lowbit")
-# @family:gemm
-FAMILIES.append("gemm")
-# @family:rope
-# @family:fused_fp8
-# @family:comm
-# @family:natten
-FAMILIES.append("natten")
-FAMILIES.append("comm")
-FAMILIES.append("fused_fp8")
+import report  # noqa: E402  (standard library only)
 
 
-def gpu_slug() -> str:
-    name = torch.cuda.get_device_name(0).lower()
-    for key in ["h200", "h100", "b200", "a100", "l40s", "l4", "rtx"]:
-        if key in name:
-            return key
-    return name.replace(" ", "-")
+def discover() -> list:
+    """The benchmark families: bench_<family>.py files in this folder, by name."""
+    return sorted(p.stem[len("bench_"):] for p in HERE.glob("bench_*.py"))
 
 
-def plot(rows_by_family, path):
+def git_state(override: str = ""):
+    """(sha, dirty, source). `override` ("<sha>" or "<sha>+dirty") wins; otherwise git; tracked
+    files only (a results folder being written does not count)."""
+    if override:
+        sha = override.split("+")[0]
+        return sha, override.endswith("+dirty"), "--sha"
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("plot skipped: matplotlib is not installed")
-        return
-    rows = [r for fam in rows_by_family.values() for r in fam if r.fraction_of_ceiling is not None]
-    if not rows:
-        return
-    fig, ax = plt.subplots(figsize=(max(8, 0.35 * len(rows)), 5))
-    labels = [f"{r.op} {'x'.join(map(str, r.shape))} {r.dtype}" for r in rows]
-    ax.bar(range(len(rows)), [100 * r.fraction_of_ceiling for r in rows], label="ours")
-    best = []
-    for r in rows:
-        b = r.baselines[r.best_baseline] if r.best_baseline else None
-        best.append(100 * r.fraction_of_ceiling * r.ours_us / b if b else 0)
-    ax.plot(range(len(rows)), best, "r_", markersize=14, mew=2, label="best PyTorch path")
-    ax.axhline(100, color="k", lw=0.8)
-    ax.axhline(90, color="g", ls="--", lw=0.8, label="90% target")
-    ax.set_ylabel("% of copy bandwidth measured in the same run")
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels(labels, rotation=75, ha="right", fontsize=7)
-    ax.legend(fontsize=8)
-    ax.set_title(f"ltx-kernels on {torch.cuda.get_device_name(0)}: achieved vs ceiling")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout
+        return sha, bool(status.strip()), "git"
+    except (OSError, subprocess.CalledProcessError):
+        return None, None, "unknown"
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="")
-    ap.add_argument("--out", default="")
+def build_info() -> dict:
+    """What the extension in use was built with (written by cmake/write_variant.py)."""
+    import ltx_kernels
+
+    p = Path(ltx_kernels.__file__).resolve().parent / "build_info.json"
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return {"note": "the loaded ltx_kernels has no build_info.json"}
+
+
+def command_line() -> str:
+    """This command with paths made relative to the repository (no machine paths in results)."""
+    def rel(a: str) -> str:
+        if os.path.isabs(a):
+            try:
+                return os.path.relpath(a, ROOT) if Path(a).resolve().is_relative_to(ROOT) else Path(a).name
+            except ValueError:
+                return Path(a).name
+        return a
+
+    return shlex.join(["python3"] + [rel(a) for a in sys.argv])
+
+
+def gpu_slug(name: str) -> str:
+    low = name.lower()
+    for key in ["h200", "h100", "b200", "a100", "l40s", "l4", "rtx"]:
+        if key in low:
+            return key
+    return low.replace(" ", "-")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="ltx-kernels benchmarks")
+    ap.add_argument("--quick", action="store_true", help="a few shapes per family (a smoke run)")
+    ap.add_argument("--only", default="", help="comma-separated families (default: all)")
+    ap.add_argument("--out", default="", help="results folder (default benchmarks/results/<gpu>)")
+    ap.add_argument("--sha", default="", help="commit to record when this tree is not a git checkout")
+    ap.add_argument("--list", action="store_true", help="print the families and exit")
     a = ap.parse_args()
+    families = discover()
+    if a.list:
+        print("\n".join(families))
+        return 0
+    wanted = [f for f in a.only.split(",") if f] if a.only else families
+    unknown = [f for f in wanted if f not in families]
+    if unknown:
+        print(f"run.py: no benchmark family {', '.join(unknown)} (have: {', '.join(families)})")
+        return 2
+
+    import torch
+
     if not torch.cuda.is_available():
         print("No CUDA GPU here: GPU numbers need a GPU. The CPU backend is tested by `make test`;")
-        print("run `make bench` (or `make gpu-check`) on a GPU machine for the tables.")
+        print("run `make bench` on a GPU machine for the tables. The H200 numbers are in")
+        print("benchmarks/results/h200/results.md.")
         return 0
-    from common import bf16_matmul_ceiling_tflops, copy_ceiling_gbps, markdown_table, write_json
+    from common import bf16_matmul_ceiling_tflops, copy_ceiling_gbps, write_json
 
-    out = a.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", gpu_slug())
-    os.makedirs(out, exist_ok=True)
+    sha, dirty, sha_source = git_state(a.sha)
+    gpu = torch.cuda.get_device_name(0)
+    out = Path(a.out) if a.out else HERE / "results" / gpu_slug(gpu)
+    out.mkdir(parents=True, exist_ok=True)
+    props = torch.cuda.get_device_properties(0)
     copy = copy_ceiling_gbps()
     mm = bf16_matmul_ceiling_tflops()
-    meta = {
-        "gpu": torch.cuda.get_device_name(0),
+    print(f"ceilings: copy {copy:.0f} GB/s, bf16 matmul {mm:.0f} TFLOP/s")
+    base_meta = {
+        "git_sha": sha,
+        "git_dirty": dirty,
+        "git_source": sha_source,
+        "build": build_info(),
+        "gpu": gpu,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sms": props.multi_processor_count,
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": command_line(),
+        "quick": a.quick,
         "copy_ceiling_GBps": round(copy, 1),
         "bf16_matmul_ceiling_TFLOPs": round(mm, 1),
         "method": "CUDA-graph replay, median of 15 replays, inputs rotated past 3x L2",
     }
-    print(f"ceilings: copy {copy:.0f} GB/s, bf16 matmul {mm:.0f} TFLOP/s")
-    fams = [f for f in (a.only.split(",") if a.only else FAMILIES) if f]
-    results = {}
-    md = [f"# ltx-kernels on {meta['gpu']}\n",
-          f"torch {meta['torch']}, CUDA {meta['cuda']}, {meta['date']}. Ceilings measured in this run: "
-          f"copy {copy:.0f} GB/s (read+write), bf16 matmul {mm:.0f} TFLOP/s. {meta['method']}.\n",
-          "Regenerate: `make gpu-check` (scripts/gpu_check.sh) on the GPU machine.\n"]
-    for fam in fams:
-        try:
-            mod = __import__(f"bench_{fam}")
-        except ImportError as e:
-            print(f"family {fam}: no benchmark module ({e}); skipped")
+    status = 0
+    done = {}
+    for fam in wanted:
+        mod = importlib.import_module(f"bench_{fam}")
+        if not callable(getattr(mod, "run", None)):
+            print(f"family {fam}: bench_{fam}.py has no run(copy_gbps, quick); skipped")
             continue
+        t0 = time.perf_counter()
         try:
             rows = mod.run(copy, quick=a.quick)
-        except (RuntimeError, NotImplementedError) as e:  # e.g. a CUDA kernel this build lacks
+        except (RuntimeError, NotImplementedError) as e:  # e.g. a kernel this build lacks
             print(f"family {fam}: not benchmarked ({str(e).splitlines()[0]})")
+            status = 1
             continue
-        results[fam] = rows
-        write_json(os.path.join(out, f"{fam}.json"), rows, meta)
-        md.append(f"\n## {fam}\n\n" + markdown_table(rows))
-        print(md[-1], flush=True)
-        # written after every family, so a time limit still leaves what was measured
-        with open(os.path.join(out, "results.md"), "w") as f:
-            f.write("\n".join(md))
-        plot(results, os.path.join(out, "plot.png"))
-    return 0
+        meta = dict(base_meta, family=fam, elapsed_s=round(time.perf_counter() - t0, 1),
+                    date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        write_json(out / f"{fam}.json", rows, meta)
+        done[fam] = meta["elapsed_s"]
+        # after every family, so a time limit still leaves what was measured
+        report.write_results(out, with_plot=False)
+        print(f"family {fam}: {len(rows)} rows in {meta['elapsed_s']:.0f} s", flush=True)
+    results = report.write_results(out)
+    for fam in done:
+        print(f"\n## {fam} ({done[fam]:.0f} s)\n\n" + report.family_table(results[fam]["rows"]))
+    print(f"results: {out / 'results.md'} ({len(results)} families)")
+    return status
 
 
 if __name__ == "__main__":

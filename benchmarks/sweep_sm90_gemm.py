@@ -1,8 +1,8 @@
-"""Sweep of the sm_90a blockwise FP8 GEMM's run-time choices (issue #5) at the issue's large-M shapes
-and 8192^3: tile configuration x persistent-scheduler raster order x swizzle, each in its own
+"""Sweep of the sm_90a blockwise FP8 GEMM's run-time choices at bench_gemm.py's large-M LTX
+shapes and 8192^3: tile configuration x persistent-scheduler raster order x swizzle, each in its own
 process (the LTX_KERNELS_SM90_GEMM_* variables are read once per process), against cuBLASLt's
 blockwise _scaled_mm timed in the parent. Prints, per shape, every setting's time and the best one,
-and per setting the geometric mean of (cuBLASLt time / ours) over the 12 issue shapes.
+and per setting the geometric mean of (cuBLASLt time / ours) over the 12 large-M shapes.
 
   python3 benchmarks/sweep_sm90_gemm.py [--json out.json]
 """
@@ -83,11 +83,11 @@ def parent(json_path=None):
         tfl = 2 * m * n * k / (times[best][key] * 1e-6) / 1e12
         print(f"| {key} | {cublas[key]:.1f} | " + " | ".join(row) +
               f" | {best} ({cublas[key] / times[best][key]:.2f}x cuBLASLt, {tfl:.0f} TFLOP/s) |")
-    issue = [f"{m}x{n}x{k}" for m, n, k in SHAPES[:12]]
+    large = [f"{m}x{n}x{k}" for m, n, k in SHAPES[:12]]
     for s in times:
-        g = math.exp(sum(math.log(cublas[key] / times[s][key]) for key in issue) / len(issue))
-        print(f"geomean cuBLASLt/ours over the 12 issue shapes, {s}: {g:.3f}x")
-    g = math.exp(sum(math.log(cublas[key] / min(times[s][key] for s in times)) for key in issue) / len(issue))
+        g = math.exp(sum(math.log(cublas[key] / times[s][key]) for key in large) / len(large))
+        print(f"geomean cuBLASLt/ours over the 12 large-M shapes, {s}: {g:.3f}x")
+    g = math.exp(sum(math.log(cublas[key] / min(times[s][key] for s in times)) for key in large) / len(large))
     print(f"geomean with the best setting per shape: {g:.3f}x")
     if json_path:
         with open(json_path, "w") as f:

@@ -1,9 +1,10 @@
 """Assemble the kernel-builder output directory build/<variant>/ after a build.
 
 Copies the Python package (torch-ext/ltx_kernels), the compiled extension and the generated
-_ops.py into the variant directory, adds the `ltx_kernels/` compatibility package, and writes
-metadata.json with a sha256 digest of every file (the format `kernels` validates).
-Standard library only: it runs at build time.
+_ops.py into the variant directory, adds the `ltx_kernels/` compatibility package, writes
+build_info.json (the commit and the compilers this variant was built from, which the benchmarks
+record) and metadata.json with a sha256 digest of every file (the format `kernels` validates).
+Standard library only: it runs at build time, on every build.
 """
 
 import argparse
@@ -12,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 COMPAT_INIT = '''# Compatibility package: `import ltx_kernels` with this variant directory on sys.path loads
@@ -40,6 +42,17 @@ def digest(variant: Path) -> dict:
     return {"algorithm": "sha256", "files": files}
 
 
+def git_state(source_dir: str) -> dict:
+    """The commit being built and whether tracked files differ from it (None outside git)."""
+    try:
+        run = dict(cwd=source_dir, capture_output=True, text=True, check=True)
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], **run).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], **run).stdout.strip())
+        return {"git_sha": sha, "git_dirty": dirty}
+    except (OSError, subprocess.CalledProcessError):
+        return {"git_sha": None, "git_dirty": None}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--variant-dir", required=True)
@@ -51,6 +64,11 @@ def main() -> None:
     ap.add_argument("--archs", default="")
     ap.add_argument("--version", type=int, default=1)
     ap.add_argument("--license", default="Apache-2.0")
+    ap.add_argument("--source-dir", default="")
+    ap.add_argument("--cxx-compiler", default="", help="'<id> <version>' of the C++ compiler")
+    ap.add_argument("--cuda-compiler", default="", help="'<id> <version>' of the CUDA compiler")
+    ap.add_argument("--cuda-host-compiler", default="")
+    ap.add_argument("--build-type", default="")
     a = ap.parse_args()
 
     variant = Path(a.variant_dir)
@@ -62,6 +80,17 @@ def main() -> None:
     compat = variant / "ltx_kernels"
     compat.mkdir(exist_ok=True)
     (compat / "__init__.py").write_text(COMPAT_INIT)
+
+    info = {
+        **(git_state(a.source_dir) if a.source_dir else {"git_sha": None, "git_dirty": None}),
+        "backend": a.backend,
+        "archs": a.archs.split(";") if a.archs else [],
+        "cxx_compiler": a.cxx_compiler.strip() or None,
+        "cuda_compiler": a.cuda_compiler.strip() or None,
+        "cuda_host_compiler": a.cuda_host_compiler.strip() or None,
+        "build_type": a.build_type or None,
+    }
+    (variant / "build_info.json").write_text(json.dumps(info, indent=2) + "\n")
 
     backend = {"type": a.backend}
     if a.backend == "cuda" and a.archs:

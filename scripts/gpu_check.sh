@@ -76,8 +76,10 @@ fi
 RES="$LOG/results"
 rm -rf "$RES"
 timeout "${BENCH_TIMEOUT:-1200}" python3 benchmarks/run.py $QUICK $ONLY --out "$RES" > "$LOG/bench.log" 2>&1 || { status=1; tail -30 "$LOG/bench.log"; }
-gpu=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import run; print(run.gpu_slug())")
-mkdir -p benchmarks/results/"$gpu" && cp "$RES"/* benchmarks/results/"$gpu"/ 2>/dev/null
+gpu=$(python3 -c "import sys, torch; sys.path.insert(0, 'benchmarks'); import run; print(run.gpu_slug(torch.cuda.get_device_name(0)))")
+mkdir -p benchmarks/results/"$gpu" && cp "$RES"/*.json benchmarks/results/"$gpu"/ 2>/dev/null
+# results.md and plot.png there cover every family JSON present, not only this run's
+python3 benchmarks/report.py --results benchmarks/results/"$gpu" >> "$LOG/bench.log" 2>&1
 # few files back: checks.log holds the environment, build, sanitizer and benchmark logs
 cat "$LOG"/env.txt "$LOG"/build.log "$LOG"/sanitize_*.log "$LOG"/bench.log > "$LOG/checks.log" 2>/dev/null
 rm -f "$LOG"/env.txt "$LOG"/build.log "$LOG"/sanitize_*.log

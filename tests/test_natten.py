@@ -403,7 +403,7 @@ def test_diffusers_processor_matches_module(device, kernel, head_dim):
     if device == "cuda" and head_dim not in (32, 64, 128):
         pytest.skip("the CUDA kernel takes head dim 32, 64 or 128")
     m = _diffusers_decoder_module()
-    from ltx_kernels.integrations.natten_diffusers import LtxKernelsNeighborhoodAttnProcessor
+    from ltx_kernels.integrations.diffusers.vae import LtxKernelsNeighborhoodAttnProcessor
 
     torch.manual_seed(0)
     # the CUDA kernel takes fp16/bf16: bf16 there (both sides), fp32 on the CPU backend
@@ -428,7 +428,7 @@ def test_diffusers_processor_matches_module(device, kernel, head_dim):
 def test_diffusers_decoder_end_to_end_cpu():
     """A tiny LTX-2 diffusion decoder, every neighborhood-attention module switched to ours."""
     m = _diffusers_decoder_module()
-    from ltx_kernels.integrations.natten_diffusers import apply_to
+    from ltx_kernels.integrations.diffusers.vae import apply_to
 
     torch.manual_seed(0)
     cfg = dict(

@@ -41,7 +41,7 @@ def rms_norm(
     return out
 
 
-rmsnorm = rms_norm  # the seed document's name
+rmsnorm = rms_norm  # alias: the name some kernel collections use
 
 
 @register_fake("rms_norm")

@@ -8,10 +8,14 @@ imports the library itself; submodules load on first access, e.g.
 import importlib
 import os
 
-# every integration module in this folder (transformers.py, diffusers.py, ...)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+# every integration in this folder: a module (transformers.py) or a package (diffusers/)
 __all__ = sorted(
-    f[: -len(".py")] for f in os.listdir(os.path.dirname(os.path.abspath(__file__)))
-    if f.endswith(".py") and not f.startswith("_")
+    f[: -len(".py")] if f.endswith(".py") else f
+    for f in os.listdir(_HERE)
+    if not f.startswith("_")
+    and (f.endswith(".py") or os.path.isfile(os.path.join(_HERE, f, "__init__.py")))
 )
 
 

@@ -1,0 +1,107 @@
+"""diffusers integration: fused kernels inside LTX-Video and LTX-2 transformers, in place.
+
+    >>> import ltx_kernels.integrations.diffusers as lkd
+    >>> pipe = LTXPipeline.from_pretrained(...).to("cuda")
+    >>> lkd.optimize(pipe)                      # or lkd.optimize(pipe.transformer)
+    >>> pipe.enable_model_cpu_offload()         # optional, after optimize()
+
+`optimize` finds `LTXVideoTransformer3DModel` / `LTX2VideoTransformer3DModel` by class name (so
+diffusers is never imported here) and swaps, without adding or moving any parameter:
+
+- attention processors (`LTXVideoAttnProcessor`, `LTX2AudioVideoAttnProcessor`): q/k RMSNorm +
+  RoPE in one kernel (`rms_norm_rope` for interleaved RoPE, `rms_norm_split_rope` for LTX-2's
+  split RoPE, `rms_norm` where there is no RoPE, e.g. prompt cross-attention), then the same
+  `dispatch_attention_fn` (SDPA by default, or the backend set on the processor), LTX-2's gate
+  `x * 2 * sigmoid(logits)` via `gated_attention`, then `to_out`;
+- block forwards (`LTXVideoTransformerBlock`, `LTX2VideoTransformerBlock`), same signatures as
+  diffusers 0.42.1: `norm(x) * (1 + scale) + shift` -> `adaln_rms_norm`; a gated residual
+  `h + y * gate` directly followed by the next norm -> `gated_residual_adaln_rms_norm` (gate 1 /
+  scale 0 / shift 0 where the model has none);
+- `FeedForward` whose activation is `GELU(approximate="tanh")`: the projection, then
+  `gelu_tanh` in place.
+
+Anything else (unknown block or processor classes, norms with a bias, modules that already carry
+accelerate/diffusers hooks) is left untouched with one log line on logger "ltx_kernels".
+Applying `optimize` twice is harmless. With `quantization="fp8" | "fp6" | "nvfp4"` the linears
+inside the transformer blocks are replaced by `ltx_kernels.quantization.quantize_linears`
+(LTX-2's policy); where a fused norm feeds FP8 linears directly (to_q/to_k/to_v after norm1 +
+AdaLN, the feed-forward's first projection after norm2/norm3) the norm emits the FP8 codes and
+scales itself (`out_dtype=torch.float8_e4m3fn`) when this build supports it.
+
+LTX-2's video VAE decoder (neighborhood attention) is covered by `vae.apply_to(vae_model)`
+(`ltx_kernels.integrations.diffusers.vae`).
+
+Modules: `processors` (attention processors), `ltx_video` and `ltx2` (the block forwards),
+`fused` (the fused norm / feed-forward pieces both blocks use), `discovery` (what can be
+replaced, quantization), `vae` (the VAE decoder's neighborhood attention).
+"""
+
+from typing import Optional
+
+from . import ltx2, ltx_video, vae  # noqa: F401 (vae: lkd.vae.apply_to)
+from ._common import FP8_OUT, PATCHED, logger
+from .discovery import FORMATS, TRANSFORMERS, find_transformer, patch_forward, quantize, rms_norm_supported
+from .fused import ff_forward, ff_supported
+from .processors import PROCESSORS, LTX2FusedAttnProcessor, LTXVideoFusedAttnProcessor, install_processor
+
+__all__ = ["optimize", "LTXVideoFusedAttnProcessor", "LTX2FusedAttnProcessor", "vae"]
+
+# which fused norms of this build can emit FP8 (q, scales) directly (name -> takes scale_layout)
+_FP8_OUT = FP8_OUT
+
+# block class -> (our forward, the norms that must be weight-only RMSNorm for it)
+_BLOCKS = {
+    "LTXVideoTransformerBlock": (ltx_video.block_forward, ltx_video.NORMS),
+    "LTX2VideoTransformerBlock": (ltx2.block_forward, ltx2.NORMS),
+}
+
+
+def optimize(model_or_pipeline, quantization: Optional[str] = None):
+    """Install the fused kernels into an LTX-Video / LTX-2 transformer (or a pipeline's
+    `.transformer`) in place and return the same object. See the module docstring."""
+    if quantization in ("none", ""):
+        quantization = None
+    if quantization is not None and quantization not in FORMATS:
+        raise ValueError(
+            "ltx_kernels.integrations.diffusers.optimize: quantization must be None, 'fp8', 'fp6' "
+            f"or 'nvfp4' (got {quantization!r})"
+        )
+    transformer = find_transformer(model_or_pipeline)
+    if transformer is None:
+        logger.info(
+            "ltx_kernels: %s is not (and has no .transformer that is) one of %s, left as is",
+            type(model_or_pipeline).__name__, ", ".join(TRANSFORMERS),
+        )
+        return model_or_pipeline
+
+    if quantization is not None:
+        quantize(transformer, quantization)
+
+    counts = {"blocks": 0, "processors": 0, "ff": 0, "skipped": 0}
+    for name, module in transformer.named_modules():
+        cls = type(module).__name__
+        if cls in PROCESSORS:
+            install_processor(name, module, counts)
+        elif cls == "FeedForward":
+            if ff_supported(module):
+                patch_forward(name, module, ff_forward, counts, "ff")
+            elif not getattr(module, PATCHED, False):
+                logger.info("ltx_kernels: %s: feed-forward activation is not GELU(tanh), left as is", name)
+                counts["skipped"] += 1
+        elif cls in _BLOCKS:
+            fn, norms = _BLOCKS[cls]
+            if all(rms_norm_supported(getattr(module, n, None)) for n in norms):
+                patch_forward(name, module, fn, counts, "blocks")
+            elif not getattr(module, PATCHED, False):
+                logger.info("ltx_kernels: %s: norms are not weight-only RMSNorm, left as is", name)
+                counts["skipped"] += 1
+        elif cls.endswith("TransformerBlock") and not getattr(module, PATCHED, False):
+            logger.info("ltx_kernels: %s: block class %s not supported, left as is", name, cls)
+            counts["skipped"] += 1
+    logger.info(
+        "ltx_kernels: optimized %s: %d blocks, %d attention processors, %d feed-forwards "
+        "(%d modules left as is, quantization=%s)",
+        type(transformer).__name__, counts["blocks"], counts["processors"], counts["ff"],
+        counts["skipped"], quantization,
+    )
+    return model_or_pipeline

@@ -1,0 +1,74 @@
+"""The fused pieces both LTX blocks are built from: RMSNorm + AdaLN modulation, with a pending
+gated residual folded in and optionally FP8 output (`norm_mod`), and the tanh-GELU feed-forward."""
+
+import torch
+
+from ...activation import gelu_tanh
+from ...fused_norm import adaln_rms_norm, gated_residual_adaln_rms_norm
+from ...norm import rms_norm
+from ._common import PATCHED, cast_weight, const_table, fp8_kwargs, is_fp8_linear, mod_table, supports_fp8_out
+
+
+def fp8_ok(x: torch.Tensor) -> bool:
+    return x.shape[-1] % 128 == 0 and x.dtype in (torch.float16, torch.bfloat16)
+
+
+def norm_mod(norm, h, pending, scale, shift, fp8: bool = False):
+    """Flush a pending gated residual into h and normalise: returns (h_new, y) with
+    h_new = h + y_p * gate_p (pending = (y_p, gate_p or None); h itself when pending is None)
+    and y = rms_norm(h_new, norm.weight, norm.eps) * (1 + scale) + shift (plain RMSNorm when
+    scale/shift are None). With fp8=True (and this build's fused norms able to emit FP8), y is
+    the tuple (q, scales) for an FP8 linear."""
+    w, eps = cast_weight(norm.weight, h), norm.eps
+    fp8 = fp8 and fp8_ok(h)
+    if pending is None:
+        if scale is None:
+            if fp8 and supports_fp8_out(rms_norm):
+                return h, tuple(rms_norm(h, w, eps, **fp8_kwargs(rms_norm, h)))
+            return h, rms_norm(h, w, eps)
+        sc, sh = mod_table(scale, h), mod_table(shift, h)
+        if fp8 and supports_fp8_out(adaln_rms_norm):
+            return h, tuple(adaln_rms_norm(h, sc, sh, w, eps, **fp8_kwargs(adaln_rms_norm, h)))
+        return h, adaln_rms_norm(h, sc, sh, w, eps)
+    y, gate = pending
+    if gate is None:
+        gate = const_table(h, 1.0)
+    if scale is None:
+        scale = shift = const_table(h, 0.0)
+    args = (h, y.to(h.dtype), mod_table(gate, h), mod_table(scale, h), mod_table(shift, h), w, eps)
+    if fp8 and supports_fp8_out(gated_residual_adaln_rms_norm):
+        h_new, q, s = gated_residual_adaln_rms_norm(*args, **fp8_kwargs(gated_residual_adaln_rms_norm, h))
+        return h_new, (q, s)
+    return gated_residual_adaln_rms_norm(*args)
+
+
+def attn_prequant(attn) -> bool:
+    return bool(getattr(getattr(attn, "processor", None), "accepts_prequant", False))
+
+
+def ff_prequant(ff) -> bool:
+    return bool(getattr(ff, PATCHED, False)) and is_fp8_linear(getattr(ff.net[0], "proj", None))
+
+
+def ff_forward(self, hidden_states: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+    """diffusers `FeedForward.forward` for net = [GELU(tanh), Dropout, Linear(, ...)]: the first
+    projection, then tanh-GELU in place (`gelu_tanh`), then the rest of `net` unchanged. The
+    deprecated `scale` argument is ignored, as diffusers does."""
+    act = self.net[0]
+    hidden_states = act.proj(hidden_states)
+    hidden_states = gelu_tanh(hidden_states, out=hidden_states)
+    for module in self.net[1:]:
+        hidden_states = module(hidden_states)
+    return hidden_states
+
+
+def ff_supported(ff) -> bool:
+    net = getattr(ff, "net", None)
+    if net is None or len(net) < 1:
+        return False
+    act = net[0]
+    return (
+        type(act).__name__ == "GELU"
+        and getattr(act, "approximate", None) == "tanh"
+        and isinstance(getattr(act, "proj", None), torch.nn.Module)
+    )

@@ -1,0 +1,57 @@
+"""diffusers' `LTXVideoTransformerBlock.forward` on the fused norms."""
+
+from typing import Optional
+
+import torch
+
+from .fused import attn_prequant, ff_prequant, norm_mod
+
+# the block's norms, all of which must be weight-only RMSNorm for the fused forward
+NORMS = ("norm1", "norm2")
+
+
+def block_forward(
+    self,
+    hidden_states: torch.Tensor,
+    encoder_hidden_states: torch.Tensor,
+    temb: torch.Tensor,
+    image_rotary_emb: Optional[tuple] = None,
+    encoder_attention_mask: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """diffusers 0.42.1 `LTXVideoTransformerBlock.forward`, same math, fused norms."""
+    batch_size = hidden_states.size(0)
+
+    num_ada_params = self.scale_shift_table.shape[0]
+    ada_values = self.scale_shift_table[None, None].to(temb.device) + temb.reshape(
+        batch_size, temb.size(1), num_ada_params, -1
+    )
+    shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = ada_values.unbind(dim=2)
+
+    # norm1(h) * (1 + scale_msa) + shift_msa
+    _, norm_hidden_states = norm_mod(
+        self.norm1, hidden_states, None, scale_msa, shift_msa, fp8=attn_prequant(self.attn1)
+    )
+    attn_hidden_states = self.attn1(
+        hidden_states=norm_hidden_states,
+        encoder_hidden_states=None,
+        image_rotary_emb=image_rotary_emb,
+    )
+    # h + attn * gate_msa feeds attn2 directly (no norm in between): plain PyTorch
+    hidden_states = hidden_states + attn_hidden_states * gate_msa
+
+    attn_hidden_states = self.attn2(
+        hidden_states,
+        encoder_hidden_states=encoder_hidden_states,
+        image_rotary_emb=None,
+        attention_mask=encoder_attention_mask,
+    )
+    # h + attn2, then norm2(h) * (1 + scale_mlp) + shift_mlp: one pass
+    hidden_states, norm_hidden_states = norm_mod(
+        self.norm2, hidden_states, (attn_hidden_states, None), scale_mlp, shift_mlp,
+        fp8=ff_prequant(self.ff),
+    )
+
+    ff_output = self.ff(norm_hidden_states)
+    hidden_states = hidden_states + ff_output * gate_mlp
+
+    return hidden_states

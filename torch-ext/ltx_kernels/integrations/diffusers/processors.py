@@ -1,0 +1,196 @@
+"""Attention processors for diffusers' LTX-Video and LTX-2 attention modules: q/k RMSNorm and
+RoPE in one kernel, LTX-2's per-head gate in one kernel, the attention itself chosen in one
+place (`_FusedAttnBase._attend`)."""
+
+import sys
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+
+from ...activation import gated_attention
+from ...norm import rms_norm
+from ...rope import rms_norm_rope, rms_norm_split_rope
+from ._common import cast_weight, is_fp8_linear, is_prequant, logger, nn_rms_eps
+
+
+def qk_norm_rope(norm: torch.nn.RMSNorm, x: torch.Tensor, freqs, rope_type: Optional[str]) -> torch.Tensor:
+    """`norm(x)` (torch.nn.RMSNorm over the whole row) then the RoPE diffusers would apply."""
+    w, eps = cast_weight(norm.weight, x), nn_rms_eps(norm, x)
+    if freqs is None or rope_type is None:
+        return rms_norm(x, w, eps)
+    cos, sin = freqs
+    if rope_type == "interleaved":  # cos/sin [B or 1, S, C], each frequency repeated twice
+        return rms_norm_rope(x, cos, sin, w, eps)
+    # split: cos/sin [B, H, S, d/2] (a 3-D table rotates the whole row as one head)
+    if cos.dim() == 3:
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    return rms_norm_split_rope(x, cos, sin, w, eps)
+
+
+# ---- attention processors --------------------------------------------------------------------
+
+
+class _FusedAttnBase:
+    """What both processors share: how attention is computed (`_attend`) and the mask."""
+
+    _attention_backend = None
+    _parallel_config = None
+    _ltx_kernels_fused = True
+
+    def __init__(self, dispatch=None, prequant: bool = False):
+        # diffusers' dispatch_attention_fn (taken from the replaced processor's module, so the
+        # backend chosen with set_attention_backend / the attention_backend context still holds)
+        self._dispatch = dispatch
+        # the block may hand hidden_states as FP8 (q, scales) from its fused norm
+        self.accepts_prequant = prequant
+
+    def _attend(self, query, key, value, attention_mask):
+        """The one place that picks the attention function: q, k, v [B, S, heads, d] ->
+        [B, S, heads, d]. diffusers' dispatcher when the replaced processor's module has one
+        (its backend and parallel config carried over), PyTorch SDPA otherwise."""
+        if self._dispatch is not None:
+            return self._dispatch(
+                query, key, value, attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
+                backend=self._attention_backend, parallel_config=self._parallel_config,
+            )
+        out = F.scaled_dot_product_attention(  # [B, H, S, D]
+            query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
+            attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
+        )
+        return out.transpose(1, 2)
+
+    @staticmethod
+    def _prepare_mask(attn, attention_mask, hidden_states, encoder_hidden_states):
+        ref = hidden_states[0] if is_prequant(hidden_states) else hidden_states
+        ref = ref if encoder_hidden_states is None else encoder_hidden_states
+        batch_size, sequence_length, _ = (ref[0] if is_prequant(ref) else ref).shape
+        if attention_mask is not None:
+            attention_mask = attn.prepare_attention_mask(attention_mask, sequence_length, batch_size)
+            attention_mask = attention_mask.view(batch_size, attn.heads, -1, attention_mask.shape[-1])
+        return attention_mask
+
+
+class LTXVideoFusedAttnProcessor(_FusedAttnBase):
+    """`LTXVideoAttnProcessor` with norm_q/norm_k + interleaved RoPE fused (`rms_norm_rope`)."""
+
+    def __call__(
+        self,
+        attn,
+        hidden_states: torch.Tensor,
+        encoder_hidden_states: Optional[torch.Tensor] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        image_rotary_emb: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
+        attention_mask = self._prepare_mask(attn, attention_mask, hidden_states, encoder_hidden_states)
+        if encoder_hidden_states is None:
+            encoder_hidden_states = hidden_states
+
+        query = attn.to_q(hidden_states)  # [B, S, H*D]
+        key = attn.to_k(encoder_hidden_states)
+        value = attn.to_v(encoder_hidden_states)
+
+        rope = "interleaved" if image_rotary_emb is not None else None
+        query = qk_norm_rope(attn.norm_q, query, image_rotary_emb, rope)
+        key = qk_norm_rope(attn.norm_k, key, image_rotary_emb, rope)
+
+        query = query.unflatten(2, (attn.heads, -1))  # [B, S, H, D]
+        key = key.unflatten(2, (attn.heads, -1))
+        value = value.unflatten(2, (attn.heads, -1))
+
+        hidden_states = self._attend(query, key, value, attention_mask)
+        hidden_states = hidden_states.flatten(2, 3)
+        hidden_states = hidden_states.to(query.dtype)
+
+        hidden_states = attn.to_out[0](hidden_states)
+        hidden_states = attn.to_out[1](hidden_states)
+        return hidden_states
+
+
+class LTX2FusedAttnProcessor(_FusedAttnBase):
+    """`LTX2AudioVideoAttnProcessor` with norm_q/norm_k + RoPE fused (split: `rms_norm_split_rope`,
+    interleaved: `rms_norm_rope`) and the per-head gate via `gated_attention`."""
+
+    def __call__(
+        self,
+        attn,
+        hidden_states: torch.Tensor,
+        encoder_hidden_states: Optional[torch.Tensor] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        query_rotary_emb: Optional[tuple] = None,
+        key_rotary_emb: Optional[tuple] = None,
+    ) -> torch.Tensor:
+        attention_mask = self._prepare_mask(attn, attention_mask, hidden_states, encoder_hidden_states)
+        if encoder_hidden_states is None:
+            encoder_hidden_states = hidden_states
+
+        gate_logits = None
+        if attn.to_gate_logits is not None:
+            gate_logits = attn.to_gate_logits(hidden_states)  # [B, S, H], from the original input
+
+        query = attn.to_q(hidden_states)
+        key = attn.to_k(encoder_hidden_states)
+        value = attn.to_v(encoder_hidden_states)
+
+        rope = None
+        if query_rotary_emb is not None and attn.rope_type in ("interleaved", "split"):
+            rope = attn.rope_type
+        query = qk_norm_rope(attn.norm_q, query, query_rotary_emb, rope)
+        key_freqs = key_rotary_emb if key_rotary_emb is not None else query_rotary_emb
+        key = qk_norm_rope(attn.norm_k, key, key_freqs, rope)
+
+        query = query.unflatten(2, (attn.heads, -1))
+        key = key.unflatten(2, (attn.heads, -1))
+        value = value.unflatten(2, (attn.heads, -1))
+
+        hidden_states = self._attend(query, key, value, attention_mask)
+        hidden_states = hidden_states.flatten(2, 3)
+        hidden_states = hidden_states.to(query.dtype)
+
+        if gate_logits is not None:  # x * 2 * sigmoid(logits), per head
+            hidden_states = gated_attention(hidden_states, gate_logits.to(hidden_states.dtype))
+
+        hidden_states = attn.to_out[0](hidden_states)
+        hidden_states = attn.to_out[1](hidden_states)
+        return hidden_states
+
+
+PROCESSORS = {
+    # attention module class -> (diffusers processor class it replaces, our processor class)
+    "LTXAttention": ("LTXVideoAttnProcessor", LTXVideoFusedAttnProcessor),
+    "LTX2Attention": ("LTX2AudioVideoAttnProcessor", LTX2FusedAttnProcessor),
+}
+
+
+def norms_supported(attn) -> bool:
+    for name in ("norm_q", "norm_k"):
+        n = getattr(attn, name, None)
+        if not isinstance(n, torch.nn.RMSNorm) or len(n.normalized_shape) != 1:
+            return False
+    return True
+
+
+def install_processor(name: str, attn, counts) -> None:
+    replaced_cls, ours = PROCESSORS[type(attn).__name__]
+    proc = getattr(attn, "processor", None)
+    if getattr(proc, "_ltx_kernels_fused", False):
+        return  # already ours
+    if type(proc).__name__ != replaced_cls:
+        logger.info("ltx_kernels: %s: attention processor %s not recognised, left as is", name, type(proc).__name__)
+        counts["skipped"] += 1
+        return
+    if not norms_supported(attn):
+        logger.info("ltx_kernels: %s: norm_q/norm_k are not torch.nn.RMSNorm, left as is", name)
+        counts["skipped"] += 1
+        return
+    dispatch = getattr(sys.modules.get(type(proc).__module__), "dispatch_attention_fn", None)
+    prequant = all(is_fp8_linear(getattr(attn, p, None)) for p in ("to_q", "to_k", "to_v"))
+    prequant = prequant and getattr(attn, "to_gate_logits", None) is None  # gate logits need x
+    new = ours(dispatch, prequant=prequant)
+    new._attention_backend = getattr(proc, "_attention_backend", None)
+    new._parallel_config = getattr(proc, "_parallel_config", None)
+    if hasattr(attn, "set_processor"):
+        attn.set_processor(new)
+    else:
+        attn.processor = new
+    counts["processors"] += 1
