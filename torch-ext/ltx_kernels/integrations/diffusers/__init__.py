@@ -11,7 +11,8 @@ diffusers is never imported here) and swaps, without adding or moving any parame
 - attention processors (`LTXVideoAttnProcessor`, `LTX2AudioVideoAttnProcessor`): q/k RMSNorm +
   RoPE in one kernel (`rms_norm_rope` for interleaved RoPE, `rms_norm_split_rope` for LTX-2's
   split RoPE, `rms_norm` where there is no RoPE, e.g. prompt cross-attention), then the same
-  `dispatch_attention_fn` (SDPA by default, or the backend set on the processor), LTX-2's gate
+  `dispatch_attention_fn` (SDPA by default, or the backend set on the processor; with
+  `attention="bf16" | "fp8"` our own attention kernel instead), LTX-2's gate
   `x * 2 * sigmoid(logits)` via `gated_attention`, then `to_out`;
 - block forwards (`LTXVideoTransformerBlock`, `LTX2VideoTransformerBlock`), same signatures as
   diffusers 0.42.1: `norm(x) * (1 + scale) + shift` -> `adaln_rms_norm`; a gated residual
@@ -56,11 +57,25 @@ _BLOCKS = {
 }
 
 
-def optimize(model_or_pipeline, quantization: Optional[str] = None):
+def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: Optional[str] = None):
     """Install the fused kernels into an LTX-Video / LTX-2 transformer (or a pipeline's
-    `.transformer`) in place and return the same object. See the module docstring."""
+    `.transformer`) in place and return the same object. See the module docstring.
+
+    attention: None (diffusers' attention dispatcher, SDPA by default), "bf16"
+    (`ltx_kernels.attention` in the model's dtype: the sm_90 kernel on H100/H200) or "fp8"
+    (`quantize_attention_fp8` + the FP8 kernel; ~1e-2 relative error per attention call).
+    Applied to the self- and cross-attention of every LTX attention module whose mask is per key
+    (padding of the prompt); others, and processors under diffusers' context parallelism, keep
+    the dispatcher."""
     if quantization in ("none", ""):
         quantization = None
+    if attention in ("none", ""):
+        attention = None
+    if attention not in (None, "bf16", "fp8"):
+        raise ValueError(
+            "ltx_kernels.integrations.diffusers.optimize: attention must be None, 'bf16' or 'fp8' "
+            f"(got {attention!r})"
+        )
     if quantization is not None and quantization not in FORMATS:
         raise ValueError(
             "ltx_kernels.integrations.diffusers.optimize: quantization must be None, 'fp8', 'fp6' "
@@ -81,7 +96,7 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None):
     for name, module in transformer.named_modules():
         cls = type(module).__name__
         if cls in PROCESSORS:
-            install_processor(name, module, counts)
+            install_processor(name, module, counts, attention)
         elif cls == "FeedForward":
             if ff_supported(module):
                 patch_forward(name, module, ff_forward, counts, "ff")
@@ -100,8 +115,8 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None):
             counts["skipped"] += 1
     logger.info(
         "ltx_kernels: optimized %s: %d blocks, %d attention processors, %d feed-forwards "
-        "(%d modules left as is, quantization=%s)",
+        "(%d modules left as is, quantization=%s, attention=%s)",
         type(transformer).__name__, counts["blocks"], counts["processors"], counts["ff"],
-        counts["skipped"], quantization,
+        counts["skipped"], quantization, attention,
     )
     return model_or_pipeline

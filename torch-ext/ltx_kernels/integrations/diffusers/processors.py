@@ -9,6 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from ...activation import gated_attention
+from ...attention import attention as kernel_attention
+from ...attention import quantize_attention_fp8
 from ...norm import rms_norm
 from ...rope import rms_norm_rope, rms_norm_split_rope
 from ._common import cast_weight, is_fp8_linear, is_prequant, logger, nn_rms_eps
@@ -38,17 +40,39 @@ class _FusedAttnBase:
     _parallel_config = None
     _ltx_kernels_fused = True
 
-    def __init__(self, dispatch=None, prequant: bool = False):
+    def __init__(self, dispatch=None, prequant: bool = False, attention: Optional[str] = None):
         # diffusers' dispatch_attention_fn (taken from the replaced processor's module, so the
         # backend chosen with set_attention_backend / the attention_backend context still holds)
         self._dispatch = dispatch
         # the block may hand hidden_states as FP8 (q, scales) from its fused norm
         self.accepts_prequant = prequant
+        # None: diffusers' dispatcher / SDPA; "bf16": ltx_kernels.attention on the processor's
+        # dtype; "fp8": ltx_kernels.attention on quantize_attention_fp8 operands
+        self.kernel_attention = attention
 
-    def _attend(self, query, key, value, attention_mask):
+    @staticmethod
+    def _per_key_mask(mask, query, key) -> bool:
+        """Whether the model's mask (as the processor receives it) is one bias per key of each
+        batch row, the form ltx_kernels.attention takes ([B, Skv], [B, 1, Skv], [B, 1, 1, Skv])."""
+        if mask is None:
+            return True
+        if mask.dim() < 2 or mask.shape[-1] != key.shape[1] or mask.shape[0] not in (1, query.shape[0]):
+            return False
+        return all(d == 1 for d in mask.shape[1:-1])
+
+    def _attend(self, query, key, value, attention_mask, key_mask=None):
         """The one place that picks the attention function: q, k, v [B, S, heads, d] ->
-        [B, S, heads, d]. diffusers' dispatcher when the replaced processor's module has one
-        (its backend and parallel config carried over), PyTorch SDPA otherwise."""
+        [B, S, heads, d]. ltx_kernels.attention when optimize() asked for it and it applies
+        (a per-key mask, no context-parallel config); otherwise diffusers' dispatcher when the
+        replaced processor's module has one (its backend and parallel config carried over),
+        PyTorch SDPA otherwise. `key_mask` is the mask before prepare_attention_mask."""
+        mode = self.kernel_attention
+        if mode is not None and self._parallel_config is None and self._per_key_mask(key_mask, query, key):
+            if mode == "fp8":
+                odt = query.dtype if query.dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
+                out = kernel_attention(*quantize_attention_fp8(query, key, value), attn_mask=key_mask, out_dtype=odt)
+                return out.to(query.dtype)
+            return kernel_attention(query, key, value, attn_mask=key_mask)
         if self._dispatch is not None:
             return self._dispatch(
                 query, key, value, attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
@@ -82,6 +106,7 @@ class LTXVideoFusedAttnProcessor(_FusedAttnBase):
         attention_mask: Optional[torch.Tensor] = None,
         image_rotary_emb: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
+        key_mask = attention_mask
         attention_mask = self._prepare_mask(attn, attention_mask, hidden_states, encoder_hidden_states)
         if encoder_hidden_states is None:
             encoder_hidden_states = hidden_states
@@ -98,7 +123,7 @@ class LTXVideoFusedAttnProcessor(_FusedAttnBase):
         key = key.unflatten(2, (attn.heads, -1))
         value = value.unflatten(2, (attn.heads, -1))
 
-        hidden_states = self._attend(query, key, value, attention_mask)
+        hidden_states = self._attend(query, key, value, attention_mask, key_mask)
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
 
@@ -120,6 +145,7 @@ class LTX2FusedAttnProcessor(_FusedAttnBase):
         query_rotary_emb: Optional[tuple] = None,
         key_rotary_emb: Optional[tuple] = None,
     ) -> torch.Tensor:
+        key_mask = attention_mask
         attention_mask = self._prepare_mask(attn, attention_mask, hidden_states, encoder_hidden_states)
         if encoder_hidden_states is None:
             encoder_hidden_states = hidden_states
@@ -143,7 +169,7 @@ class LTX2FusedAttnProcessor(_FusedAttnBase):
         key = key.unflatten(2, (attn.heads, -1))
         value = value.unflatten(2, (attn.heads, -1))
 
-        hidden_states = self._attend(query, key, value, attention_mask)
+        hidden_states = self._attend(query, key, value, attention_mask, key_mask)
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
 
@@ -170,11 +196,12 @@ def norms_supported(attn) -> bool:
     return True
 
 
-def install_processor(name: str, attn, counts) -> None:
+def install_processor(name: str, attn, counts, attention: Optional[str] = None) -> None:
     replaced_cls, ours = PROCESSORS[type(attn).__name__]
     proc = getattr(attn, "processor", None)
     if getattr(proc, "_ltx_kernels_fused", False):
-        return  # already ours
+        proc.kernel_attention = attention  # already ours: a second optimize() sets the attention
+        return
     if type(proc).__name__ != replaced_cls:
         logger.info("ltx_kernels: %s: attention processor %s not recognised, left as is", name, type(proc).__name__)
         counts["skipped"] += 1
@@ -186,7 +213,7 @@ def install_processor(name: str, attn, counts) -> None:
     dispatch = getattr(sys.modules.get(type(proc).__module__), "dispatch_attention_fn", None)
     prequant = all(is_fp8_linear(getattr(attn, p, None)) for p in ("to_q", "to_k", "to_v"))
     prequant = prequant and getattr(attn, "to_gate_logits", None) is None  # gate logits need x
-    new = ours(dispatch, prequant=prequant)
+    new = ours(dispatch, prequant=prequant, attention=attention)
     new._attention_backend = getattr(proc, "_attention_backend", None)
     new._parallel_config = getattr(proc, "_parallel_config", None)
     if hasattr(attn, "set_processor"):
