@@ -50,6 +50,8 @@ def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
                    help="plain diffusers eager transformer")
     p.add_argument("--compile", action="store_true", help="regional torch.compile(fullgraph=True) of each block")
     p.add_argument("--quantization", choices=["none", "fp8", "fp6", "nvfp4"], default="none")
+    p.add_argument("--attention", choices=["none", "bf16", "fp8"], nargs="*", default=["none"],
+                   help="ltx_kernels.attention inside the optimized processors (several: --compare runs each)")
     p.add_argument("--num-frames", type=int, default=49)
     p.add_argument("--height", type=int, default=512)
     p.add_argument("--width", type=int, default=768)
@@ -193,6 +195,7 @@ def common_main(argv, spec):
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
         args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
     quant = None if args.quantization == "none" else args.quantization
+    attns = [None if a == "none" else a for a in (args.attention or ["none"])]
 
     import ltx_kernels.integrations.diffusers as lkd
 
@@ -215,9 +218,11 @@ def common_main(argv, spec):
     if not args.compare:
         name = "optimized" if args.optimized else "eager"
         if args.optimized:
-            lkd.optimize(model, quantization=quant)
+            lkd.optimize(model, quantization=quant, attention=attns[0])
             if quant:
                 name += f"+{quant}"
+            if attns[0]:
+                name += f"+attn-{attns[0]}"
         if args.compile:
             compile_blocks(model)
             name += "+compile"
@@ -230,19 +235,19 @@ def common_main(argv, spec):
         rows = []
         # one set of weights throughout: optimize() swaps forwards only; quantization (last)
         # replaces linears in place after every unquantized variant has run
-        plan = [("eager", False, None, False)]
+        # (name, optimize, quantization, compile, attention)
+        plan = [("eager", False, None, False, None)]
         if not args.no_compile_variants:
-            plan.append(("compile", False, None, True))
-        plan.append(("optimized", True, None, False))
-        if not args.no_compile_variants:
-            plan.append(("optimized+compile", True, None, True))
-        if quant:
-            plan.append((f"optimized+{quant}", True, quant, False))
-            if not args.no_compile_variants:
-                plan.append((f"optimized+{quant}+compile", True, quant, True))
-        for name, opt, q, comp in plan:
+            plan.append(("compile", False, None, True, None))
+        for q in [None] + ([quant] if quant else []):
+            for a in attns:
+                name = "optimized" + (f"+{q}" if q else "") + (f"+attn-{a}" if a else "")
+                plan.append((name, True, q, False, a))
+                if not args.no_compile_variants:
+                    plan.append((name + "+compile", True, q, True, a))
+        for name, opt, q, comp, a in plan:
             if opt:
-                lkd.optimize(model, quantization=q)
+                lkd.optimize(model, quantization=q, attention=a)
             if comp:
                 torch._dynamo.reset()
                 compile_blocks(model)
