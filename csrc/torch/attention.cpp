@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -168,6 +169,9 @@ Problem prepare(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
   p.out_dtype = attn_dtype(out.scalar_type());
   p.scale = float(scale);
   p.k_block = k_block;
+  // LTX_KERNELS_ATTENTION_PINGPONG=0/1 overrides the sm_90 kernel's warpgroup scheduling
+  // (benchmarks compare both); read per call so it can change between calls.
+  if (const char* e = std::getenv("LTX_KERNELS_ATTENTION_PINGPONG")) p.pingpong = std::atoi(e) != 0 ? 1 : 0;
   // every backend reads rows of D contiguous elements (FP8 V^T: rows of keys, checked above)
   auto rows = [](const at::Tensor& t) { return t.size(3) <= 1 || t.stride(3) == 1 ? t : t.contiguous(); };
   pr.q = rows(q);

@@ -146,6 +146,7 @@ struct Traits {
     const float* v_descale;
     AttnStrides qd, kd, vd;
     int64_t k_block;
+    int32_t pingpong;  // 1: the two consumer warpgroups take turns issuing their GEMMs
   };
 };
 
@@ -356,12 +357,27 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
     }
   };
 
+  // Ping-pong (FA3's warpgroup scheduling): warpgroup w issues its GEMMs of a key block only after
+  // the other one has issued its own, so one warpgroup's softmax runs under the other's GEMMs.
+  // Named barriers 3 + w (256 threads: w syncs, the other warpgroup arrives); warpgroup 0 goes
+  // first. Both warpgroups walk the same key blocks, so the turns stay paired.
+  const bool pingpong = p.pingpong != 0 && n_blocks > 0;
+  auto my_turn = [&] {
+    if (pingpong) cutlass::arch::NamedBarrier::sync(256, 3 + cwg);
+  };
+  auto your_turn = [&] {
+    if (pingpong) cutlass::arch::NamedBarrier::arrive(256, 3 + (1 - cwg));
+  };
+  if (pingpong && cwg == 1) cutlass::arch::NamedBarrier::arrive(256, 3);
+
   float alpha[2];
   if (n_blocks > 0) {
     Barrier::wait(&ss.bar_q, 0);
     {
       Barrier::wait(&ss.full_k[0], 0);
+      my_turn();
       wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, 0), tSrS);
+      your_turn();
       warpgroup_wait<0>();
       const float* bias;
       const float* kcol;
@@ -380,14 +396,16 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
     for (int j = 1; j < n_blocks; ++j) {
       const int s = j % kStages, sp = (j - 1) % kStages;
       Barrier::wait(&ss.full_k[s], (j / kStages) & 1);
-      wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, s), tSrS);
       Barrier::wait(&ss.full_v[sp], ((j - 1) / kStages) & 1);
+      my_turn();
+      wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, s), tSrS);
       Tensor tOrT = make_fragment_like(tOrO);  // FP8: this block's P V alone
       if constexpr (Tr::kFp8) {
         wg_gemm<true, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrT);
       } else {
         wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrO);
       }
+      your_turn();
       warpgroup_wait<1>();
       const float* bias;
       const float* kcol;
