@@ -612,3 +612,72 @@ def test_opcheck(device):
     out = torch.empty(7, 128, device=device, dtype=torch.bfloat16)
     torch.library.opcheck(lk.ops.bf16_gemm.default, (out, None, a, b, None, "gelu_tanh", None, None, "auto"),
                           test_utils=utils)
+
+
+# =============================================================================================
+# Layers: FP8BlockwiseLinear / FusedLinear with the epilogues
+# =============================================================================================
+@pytest.mark.parametrize("device", DEVICES)
+def test_fp8_linear_epilogues_feed_forward_chain(device):
+    """Feed-forward up (gelu_tanh, FP8 output) -> down (gated residual, in place) as the layers
+    run it, against the same math on the layers' own GEMM without fusion."""
+    skip_without_kernel(device, "fp8_blockwise_gemm")
+    torch.manual_seed(0)
+    B, S, C, Hd = 2, 37, 256, 512
+    up = torch.nn.Linear(C, Hd).to(device).to(torch.bfloat16)
+    down = torch.nn.Linear(Hd, C).to(device).to(torch.bfloat16)
+    x = torch.randn(B, S, C, device=device).to(torch.bfloat16)
+    h = torch.randn(B, S, C, device=device).to(torch.bfloat16)
+    g = torch.randn(B, C, device=device).to(torch.bfloat16)
+    fup = lk.FP8BlockwiseLinear.from_linear(up, epilogue="gelu_tanh", fp8_output=True)
+    fdown = lk.FP8BlockwiseLinear.from_linear(down, epilogue="gated_residual")
+    q, s = fup(x)
+    assert q.dtype == F8 and q.shape == (B, S, Hd) and s.shape == (B * S, Hd // 128)
+    h_new = fdown((q, s), residual=h, gate=g)
+    assert h_new.shape == h.shape and h_new.dtype == torch.bfloat16
+    # unfused, same layers: plain up, gelu in fp32, quantize, plain down, gated residual in fp32
+    pup = lk.FP8BlockwiseLinear.from_linear(up)
+    pdown = lk.FP8BlockwiseLinear.from_linear(down)
+    y_up = ref.gelu_tanh(pup(x).float())
+    y_down = pdown(lk.quantize_fp8_per_token_group(y_up, 128, "row")).float()
+    want = h.float() + g.float().unsqueeze(1) * y_down
+    # the fused chain quantizes gelu of the fp32 GEMM value (not of its bf16 rounding): the FP8
+    # codes may move by one step, i.e. up to 2^-3 relative per element of the down GEMM's input;
+    # over Hd terms that is within 2^-3 of sum |a||b|, times |gate|
+    absdown = (ref.fp8_decode(q).abs().double().reshape(-1, Hd) * s.double().repeat_interleave(128, 1)) @ \
+        down.weight.double().abs().t()
+    tol = 2.0**-7 * want.abs().double() + 2.0**-3 * absdown.reshape(B, S, C) * g.double().abs().unsqueeze(1) + 1e-3
+    assert ((h_new.double() - want.double()).abs() <= tol).all()
+    # in place on the residual stream
+    h2 = h.clone()
+    got = fdown((q, s), residual=h2, gate=g, out=h2)
+    assert got.data_ptr() == h2.data_ptr() and torch.equal(h2, h_new)
+    assert "epilogue=gelu_tanh" in repr(fup) and "fp8_output=True" in repr(fup)
+    with pytest.raises(ValueError, match="epilogue must be one of"):
+        fup.set_epilogue("relu")
+    with pytest.raises(RuntimeError, match="needs residual and gate"):
+        fdown((q, s))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("epilogue", ["none", "gelu_tanh", "gated_residual"])
+def test_fused_linear(device, epilogue):
+    skip_without_kernel(device, "bf16_gemm")
+    torch.manual_seed(1)
+    B, S, C, N = 2, 19, 128, 256
+    lin = torch.nn.Linear(C, N).to(device).to(torch.bfloat16)
+    layer = lk.FusedLinear.from_linear(lin, epilogue=epilogue)
+    x = torch.randn(B, S, C, device=device).to(torch.bfloat16)
+    h = torch.randn(B, S, N, device=device).to(torch.bfloat16)
+    g = torch.randn(B, N, device=device).to(torch.bfloat16)
+    kw = {"residual": h, "gate": g} if epilogue == "gated_residual" else {}
+    got = layer(x, **kw)
+    y = ref.bf16_gemm(x, lin.weight, lin.bias)
+    want = ref.gemm_epilogue(y, epilogue, h, g)
+    absdot = ref.bf16_gemm(x.abs(), lin.weight.abs())
+    # fused: the bf16 kernel's bound; the fallback (CPU, other GPUs) rounds x W^T to bf16 before the
+    # bias (F.linear): one more 2^-8 |x W^T| <= 2^-8 sum |x||w|
+    e_y = acc_bound("bf16", "torch", absdot, C) + 2.0**-8 * absdot
+    slope = g.abs().double().unsqueeze(1) if epilogue == "gated_residual" else SLOPE[epilogue]
+    check16(got, want, e_y * slope if epilogue == "gated_residual" else e_y, 1.0 if epilogue == "gated_residual" else slope,
+            f"FusedLinear {epilogue}", {})
