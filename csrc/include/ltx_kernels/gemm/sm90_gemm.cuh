@@ -259,10 +259,11 @@ __device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint
         sts16(d_base + stage_off8(rl0, c, p.L.d_chunk), uint16_t(clo[0] | (uint16_t(clo[1]) << 8)));
         sts16(d_base + stage_off8(rl1, c, p.L.d_chunk), uint16_t(chi[0] | (uint16_t(chi[1]) << 8)));
       }
-      if (t4 == 0) {
-        const int64_t gi = int64_t((n0 + T::col_off(wg)) / 128 + q);
-        if (m0 + rl0 < p.M) p.ds[int64_t(m0 + rl0) * p.ds_sm + gi * p.ds_sg] = s0;
-        if (m0 + rl1 < p.M) p.ds[int64_t(m0 + rl1) * p.ds_sm + gi * p.ds_sg] = s1;
+      // groups past N (the last tile's columns beyond the matrix) have no scale to write
+      const uint32_t gi = (n0 + T::col_off(wg)) / 128u + uint32_t(q);
+      if (t4 == 0 && gi * 128u < p.N) {
+        if (m0 + rl0 < p.M) p.ds[int64_t(m0 + rl0) * p.ds_sm + int64_t(gi) * p.ds_sg] = s0;
+        if (m0 + rl1 < p.M) p.ds[int64_t(m0 + rl1) * p.ds_sm + int64_t(gi) * p.ds_sg] = s1;
       }
     }
   }
