@@ -54,15 +54,15 @@ __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
       : "memory");
   return done != 0;
 }
-// Wait for the phase with the given parity to complete. A wait that outlasts ~2^34 cycles
-// (several seconds: far beyond any tile of any GEMM) is a protocol error: trap, so that a bug
+// Wait for the phase with the given parity to complete. A wait that outlasts 2^32 cycles
+// (~2 s: far beyond any tile of any GEMM) is a protocol error: trap, so that a bug
 // surfaces as a launch failure ("unspecified launch failure") rather than a hung process. (No
 // printf here: a function call inside the mainloop would serialize the wgmma pipeline.)
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   if (mbar_try_wait(bar, parity)) return;
   const long long start = clock64();
   while (!mbar_try_wait(bar, parity)) {
-    if (clock64() - start > (1ll << 34)) asm volatile("trap;\n");
+    if (clock64() - start > (1ll << 32)) asm volatile("trap;\n");
   }
 }
 
