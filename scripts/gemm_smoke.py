@@ -34,7 +34,7 @@ def cases(quick):
                     yield f"{op}:{bm}x{bn}:c{c}:{epi}", op, bm, bn, c, epi
 
 
-def run_case(op, bm, bn, c, epi):
+def run_case(op, bm, bn, c, epi, device="cuda", backend="sm90"):
     B = 2
     tokens = bm + 9
     m = B * tokens
@@ -42,36 +42,34 @@ def run_case(op, bm, bn, c, epi):
     k = 128 * 5 if op == "fp8" else 64 * 5 + 24
     os.environ["LTX_KERNELS_GEMM_CONFIG"] = f"{bm}x{bn}:c{c}"
     if op == "fp8":
-        a, sa, b, sb = fp8_operands(None, n, k, "cuda", leading=(B, tokens))
+        a, sa, b, sb = fp8_operands(None, n, k, device, leading=(B, tokens))
         y = ref.fp8_blockwise_gemm(a, sa, b, sb)
-        e_y = acc_bound("fp8", "sm90", absdot_fp8(a, sa, b, sb), k)
-        f = lambda **kw: lk.fp8_blockwise_gemm(a, sa, b, sb, backend="sm90", **kw)
+        e_y = acc_bound("fp8", backend, absdot_fp8(a, sa, b, sb), k)
+        f = lambda **kw: lk.fp8_blockwise_gemm(a, sa, b, sb, backend=backend, **kw)
     else:
-        a, b = bf16_operands(None, n, k, "cuda", leading=(B, tokens))
+        a, b = bf16_operands(None, n, k, device, leading=(B, tokens))
         y = ref.bf16_gemm(a, b)
-        e_y = acc_bound("bf16", "sm90", ref.bf16_gemm(a.abs(), b.abs()), k)
-        f = lambda **kw: lk.bf16_gemm(a, b, backend="sm90", **kw)
+        e_y = acc_bound("bf16", backend, ref.bf16_gemm(a.abs(), b.abs()), k)
+        f = lambda **kw: lk.bf16_gemm(a, b, backend=backend, **kw)
     cfg = {"bm": bm, "bn": bn, "cluster": c}
     if epi == "none":
         got, want, slope = f(), y, 1.0
     elif epi == "gelu":
         got, want, slope = f(epilogue="gelu_tanh"), ref.gemm_epilogue(y, "gelu_tanh"), 1.13
     elif epi == "gated":
-        h = torch.randn(B, tokens, n, device="cuda").to(torch.bfloat16)
-        g = torch.randn(B, n, device="cuda").to(torch.bfloat16)
+        h = torch.randn(B, tokens, n, device=device).to(torch.bfloat16)
+        g = torch.randn(B, n, device=device).to(torch.bfloat16)
         got = f(epilogue="gated_residual", residual=h, gate=g)
         want = ref.gemm_epilogue(y, "gated_residual", h, g)
         e_y = e_y * g.abs().double().unsqueeze(1)
         slope = 1.0
     else:
         q, s = f(out_dtype=F8)
-        torch.cuda.synchronize()
-        deq = (ref.fp8_decode(q).cuda().double().reshape(m, n) * s.double().repeat_interleave(128, 1))
+        deq = (ref.fp8_decode(q).to(device).double().reshape(m, n) * s.double().repeat_interleave(128, 1))
         v = y.reshape(m, n)
         tol = 2.0**-4 * (v.abs() + e_y.reshape(m, n)) + 2.0**-10 * s.double().repeat_interleave(128, 1) + e_y.reshape(m, n)
         bad = (deq - v).abs() > tol
         return (not bad.any()), localize(bad, cfg)
-    torch.cuda.synchronize()
     tol = 2.0**-7 * want.abs() + slope * e_y
     bad = (got.double() - want).abs() > tol
     if torch.isnan(got.float()).any():
