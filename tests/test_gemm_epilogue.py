@@ -274,10 +274,13 @@ def test_epilogue_gated_residual(device, op, gate_kind, tokens):
 @pytest.mark.parametrize("epilogue", ["none", "gelu_tanh"])
 @pytest.mark.parametrize("layout", ["row", "mn_major"])
 def test_fp8_output(device, op, epilogue, layout):
-    """The epilogue's fp32 value quantized per token per 128 columns into (q, scales)."""
+    """The epilogue's fp32 value quantized per token per 128 columns into (q, scales); fp32 bias
+    (row layout) or bf16 bias (mn_major)."""
     skip_without_kernel(device, "fp8_blockwise_gemm" if op == "fp8" else "bf16_gemm")
     m, n, k = (45, 256, 256) if device == "cpu" else (333, 640, 1024)
     bias = torch.randn(n, device=device)
+    if layout == "mn_major":
+        bias = bias.to(torch.bfloat16)
     for backend in dev_backends(device):
         if op == "fp8":
             a, sa, b, sb = fp8_operands(m, n, k, device)
@@ -681,3 +684,19 @@ def test_fused_linear(device, epilogue):
     slope = g.abs().double().unsqueeze(1) if epilogue == "gated_residual" else SLOPE[epilogue]
     check16(got, want, e_y * slope if epilogue == "gated_residual" else e_y, 1.0 if epilogue == "gated_residual" else slope,
             f"FusedLinear {epilogue}", {})
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fused_linear_fp8_output(device):
+    """FusedLinear(gelu_tanh, fp8_output) -> (q, s) that dequantize to gelu(x W^T + b) within the
+    FP8 bound, with the bf16 bias of an nn.Linear."""
+    skip_without_kernel(device, "bf16_gemm")
+    torch.manual_seed(2)
+    lin = torch.nn.Linear(128, 256).to(device).to(torch.bfloat16)
+    x = torch.randn(3, 50, 128, device=device).to(torch.bfloat16)
+    q, s = lk.FusedLinear.from_linear(lin, epilogue="gelu_tanh", fp8_output=True)(x)
+    assert q.dtype == F8 and q.shape == (3, 50, 256) and s.shape == (150, 2)
+    y = ref.bf16_gemm(x, lin.weight, lin.bias).reshape(150, 256)
+    absdot = ref.bf16_gemm(x.abs(), lin.weight.abs()).reshape(150, 256)
+    e_y = acc_bound("bf16", "torch", absdot, 128) + 2.0**-8 * absdot
+    check_fp8_out(q.reshape(150, 256), s, ref.gemm_epilogue(y, "gelu_tanh"), e_y, 1.13, "FusedLinear fp8", {})

@@ -278,9 +278,10 @@ void prepare(Call& c, at::Tensor& out, const std::optional<at::Tensor>& out_scal
     LTX_CHECK(!out_scales.has_value(), op, "out_scales is only written for an FP8 (float8_e4m3fn) out");
   }
   if (bias.has_value()) {
-    const bool ok_dtype = bias->scalar_type() == at::kFloat ||
-                          (!fp6 && !fp8_out && bias->scalar_type() == out.scalar_type());
-    LTX_CHECK(ok_dtype, op, "bias must be float32", (fp6 || fp8_out) ? "" : " or out's dtype", " (got ",
+    // fp32, or the 16-bit output dtype (bfloat16 with an FP8 output)
+    const at::ScalarType b16 = fp8_out ? at::kBFloat16 : out.scalar_type();
+    const bool ok_dtype = bias->scalar_type() == at::kFloat || (!fp6 && bias->scalar_type() == b16);
+    LTX_CHECK(ok_dtype, op, "bias must be float32", fp6 ? "" : (fp8_out ? " or bfloat16" : " or out's dtype"), " (got ",
               bias->scalar_type(), ")");
     LTX_CHECK(bias->dim() == 1 && bias->size(0) == p.N, op, "bias must have shape [N] = [", p.N, "] (got ",
               shape_str(bias->sizes()), ")");

@@ -62,7 +62,8 @@ struct GemmParams {
   int64_t sa_stride_m = 0, sa_stride_k = 0;
   const float* b_scales = nullptr;
   int64_t sb_stride_n = 0, sb_stride_k = 0;
-  // bias [N] (stride 1): fp32, or of the 16-bit out dtype when bias_is_out_dtype; may be null.
+  // bias [N] (stride 1): fp32, or when bias_is_out_dtype of the 16-bit out dtype (bf16 for an FP8
+  // output); may be null.
   const void* bias = nullptr;
   bool bias_is_out_dtype = false;
   Epilogue epilogue = Epilogue::kNone;
