@@ -26,6 +26,8 @@
 // so both CTAs' consumers must have released it). Epilogue handshake: "epi" (storer -> consumers:
 // inputs loaded and the staging tile free) and "dfull" (consumers -> storer: tile written).
 //
+// bf16: the wgmma accumulates over the whole K range (see the mainloop for when stages are released).
+//
 // FP8 promotion: per K block, each consumer warpgroup issues 4 wgmma k32 steps into a fresh fp32
 // accumulator, waits, releases the stage, then adds acc * sa[row] * sb[block] into its fp32
 // total. The two warpgroups alternate on the tensor cores: one promotes while the other's wgmma
@@ -497,8 +499,12 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
       } else {
-        // bf16: accumulate across the whole K range; one wgmma group in flight, the stage of the
-        // previous K block released once its group has completed.
+        // bf16: accumulate across the whole K range. With >= 4 stages one wgmma group stays in
+        // flight (the stage of the previous K block is released once its group has completed);
+        // with fewer, each stage is released as soon as its own group completes, so that the
+        // loader keeps S - 1 stages of lookahead (the two warpgroups' groups interleave on the
+        // tensor cores, which hides the wait).
+        const bool pipelined = S >= 4;
         uint32_t prev = 0;
         for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
           ptx::mbar_wait(full_bar(stage), phase);
@@ -516,8 +522,13 @@ __global__ void __launch_bounds__(kThreads, 1)
           ptx::wgmma_commit();
 #pragma unroll
           for (int v = 0; v < T::kWaves; ++v) ptx::fence_regs(fin[v]);
-          ptx::wgmma_wait<1>();
-          if (kb > 0) release(prev);
+          if (pipelined) {
+            ptx::wgmma_wait<1>();
+            if (kb > 0) release(prev);
+          } else {
+            ptx::wgmma_wait<0>();
+            release(stage);
+          }
           prev = stage;
           if (++stage == S) {
             stage = 0;
@@ -527,7 +538,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::wgmma_wait<0>();
 #pragma unroll
         for (int v = 0; v < T::kWaves; ++v) ptx::fence_regs(fin[v]);
-        release(prev);
+        if (pipelined) release(prev);
       }
 
       // ---- epilogue of this warpgroup's slice
