@@ -30,12 +30,12 @@ for attempt in 1 2 3; do
 done
 
 step "pytest tests/test_gemm_epilogue.py (CUDA)"
-timeout 90 python3 -m pytest -q -x -rs -p no:cacheprovider --tb=short tests/test_gemm_epilogue.py \
+timeout 80 python3 -m pytest -q -x -rs -p no:cacheprovider --tb=short tests/test_gemm_epilogue.py \
   -k "cuda or forced or auto_configs or cublas" >> "$L" 2>&1
 echo "exit $?" >> "$L"
 
 step "benchmark (benchmarks/bench_gemm.py)"
-timeout 120 python3 benchmarks/bench_gemm.py --json "$OUT/bench_gemm.json" > "$OUT/bench.log" 2>&1
+timeout 140 python3 benchmarks/bench_gemm.py --json "$OUT/bench_gemm.json" > "$OUT/bench.log" 2>&1
 echo "exit $?" >> "$L"
 cat "$OUT/bench.log" >> "$L"
 
