@@ -1,174 +1,313 @@
-"""GEMM family benchmarks: the blockwise-scaled FP8 GEMM (and its FP6-weight variant) against
-cuBLASLt's blockwise FP8 GEMM through torch._scaled_mm, tensorwise FP8 _scaled_mm and bf16
-torch.matmul. Timing: CUDA-graph replay with input sets rotated past 3x L2 (common.time_graph).
+"""GEMM family benchmarks: our sm_90a blockwise FP8 GEMM and bf16 GEMM (with fused epilogues)
+beside cuBLASLt's blockwise FP8 GEMM (torch._scaled_mm with 1x128 / 128x128 scales), FP8
+tensorwise _scaled_mm, bf16 F.linear (cuBLAS), the CUTLASS-collective FP8 kernel ("sm90_cutlass")
+and, for the epilogues, the same GEMM followed by the separate op(s) or by torch.compile's fused glue.
 
-Large-M rows (LTX prefill shapes, M = 5376 and 12288 tokens, and 8192^3) are compute bound: their
-ceiling is "FP8 matmul", tensorwise FP8 _scaled_mm at 8192^3 measured in the same run, and the
-bf16 matmul rate is recorded next to it. Each shape gives one row per backend of ours ("auto",
-"sm89" forced, the exact "torch" fallback); a backend that cannot run on this GPU/build is
-printed, not timed. The best baseline is the fastest of the three PyTorch paths, usually
-tensorwise FP8, which does less work (one scale per tensor); cuBLASLt blockwise is the
-like-for-like comparison and its time is in `baselines`. The script ends by printing the
-geometric mean over the 12 large-M shapes of (cuBLASLt blockwise time / our "auto" time).
+GEMMs are compute bound: rows report TFLOP/s = 2 M N K / time. Timing: CUDA-graph replay with
+input sets rotated past 3x L2, medians (common.time_graph). Every comparison is within one run.
 
-Few-token rows (M <= 128, decode) are weight-bandwidth bound: their ceiling is "copy", with
-bytes = the N*K weight bytes; they time "auto" (the skinny split-K kernel at M <= 64), the
-skinny kernel and the sm90 wgmma kernel forced."""
+Shapes: the linear layers of the LTX models at their real token counts, M = 5376 and 10752
+(diffusers' configs):
+  LTX-Video 2B (hidden 2048, 32 x 64 heads, FFN 4 x 2048, gelu-approximate):
+    fused QKV 6144 x 2048, attention out 2048 x 2048, FF up 8192 x 2048, FF down 2048 x 8192
+  LTX-2 19B video stream (hidden 4096, 32 x 128 heads, FFN 16384):
+    fused QKV 12288 x 4096, attention out / q, k, v 4096 x 4096, FF up 16384 x 4096, FF down 4096 x 16384
+  LTX-2 audio stream (hidden 2048, 32 x 64 heads, FFN 8192): the LTX-Video 2B shapes
+(N x K = out_features x in_features); plus 8192^3 and 4096 x 7168 x 16384 (peak-rate shapes).
 
+  python3 benchmarks/bench_gemm.py [--quick | --full] [--sections fp8,epilogue,bf16,decode] [--json out.json]
+
+The table printed last holds, per section, ours and each alternative in TFLOP/s (or us) and the
+ratios the targets are stated in: FP8 vs cuBLASLt blockwise (geometric mean over the LTX shapes,
+minimum), the fused epilogue vs our GEMM + the separate op, bf16 vs cuBLAS and vs cuBLAS + compiled glue.
+"""
+
+import argparse
+import json
 import math
+import os
+import sys
 
 import torch
+import torch.nn.functional as F
 
-import ltx_kernels as lk
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import Row, n_copies, time_graph
+import ltx_kernels as lk  # noqa: E402
+
+from common import Row, n_copies, time_graph  # noqa: E402
 
 F8 = torch.float8_e4m3fn
-LARGE_M = [5376, 12288]
-LARGE_NK = [(2048, 2048), (8192, 2048), (2048, 8192), (4096, 4096), (16384, 4096), (4096, 16384)]
-DECODE_M = [1, 16, 32, 64, 128]
-DECODE_NK = [(4096, 4096), (16384, 4096), (4096, 16384), (2048, 2048)]
-SQUARE = (8192, 8192, 8192)
+LTX_NK = [  # (N, K, name)
+    (6144, 2048, "ltxv qkv"), (2048, 2048, "ltxv out"), (8192, 2048, "ltxv ff up"), (2048, 8192, "ltxv ff down"),
+    (12288, 4096, "ltx2 qkv"), (4096, 4096, "ltx2 out"), (16384, 4096, "ltx2 ff up"), (4096, 16384, "ltx2 ff down"),
+]
+LTX_M = [5376, 10752]
+PEAK = [(8192, 8192, 8192, "square"), (4096, 7168, 16384, "deepseek")]
+DECODE = [(1, 4096, 4096), (16, 4096, 4096), (64, 4096, 4096), (64, 16384, 4096)]
 
 
-def fp8_tensorwise_ceiling_tflops(n: int = 8192) -> float:
-    a = torch.randn(n, n, device="cuda").to(F8)
-    b = torch.randn(n, n, device="cuda").to(F8)
-    one = torch.ones((), device="cuda")
-    us = time_graph(lambda i: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
-                    1, reps=5, trials=10)
-    del a, b
-    torch.cuda.empty_cache()
-    return 2 * n**3 / (us * 1e-6) / 1e12
+def tflops(m, n, k, us):
+    return 2.0 * m * n * k / (us * 1e-6) / 1e12
 
 
-def _inputs(m, n, k, sets):
-    """`sets` independent input sets: our operands (M-major activation scales, as the layers
-    produce them), cuBLASLt's (sa [M, K/128] column-major, sb [N/128, K/128]) and bf16 ones."""
+def timed(fn, sets):
+    """Median us per call, or (None, reason) when the call cannot run here."""
+    try:
+        fn(0)
+        torch.cuda.synchronize()
+    except RuntimeError as e:
+        return None, str(e).splitlines()[0][:200]
+    return time_graph(fn, sets), ""
+
+
+def fp8_inputs(m, n, k, sets):
     out = []
     for _ in range(sets):
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.05
         a, sa = lk.quantize_fp8_per_token_group(x, 128, "mn_major")
         b, sb = lk.quantize_fp8_block(w)
-        sa_cm = sa.contiguous().t().contiguous().t()  # [M, K/128], column-major (stride (1, M))
-        out.append(dict(x=x, w=w, a=a, sa=sa, b=b, sb=sb, sa_cm=sa_cm,
-                        y=torch.empty(m, n, device="cuda", dtype=torch.bfloat16)))
+        out.append(dict(a=a, sa=sa, b=b, sb=sb, sa_cm=sa.contiguous().t().contiguous().t(),
+                        y=torch.empty(m, n, device="cuda", dtype=torch.bfloat16), one=torch.ones((), device="cuda")))
     return out
 
 
-def _time_or_none(fn, sets):
-    try:
-        fn(0)
-        torch.cuda.synchronize()
-    except RuntimeError as e:
-        return None, str(e).splitlines()[0][:160]
-    return time_graph(fn, sets), ""
+def bf16_inputs(m, n, k, sets):
+    return [dict(x=torch.randn(m, k, device="cuda", dtype=torch.bfloat16),
+                 w=torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.05,
+                 y=torch.empty(m, n, device="cuda", dtype=torch.bfloat16)) for _ in range(sets)]
 
 
-def _tflops(m, n, k, us):
-    return 2 * m * n * k / (us * 1e-6) / 1e12
+def _cfg_str(cfg):
+    if cfg.get("backend") != "sm90":
+        return cfg.get("backend", "?")
+    return f"sm90 {cfg['bm']}x{cfg['bn']} c{cfg['cluster']}"
 
 
-def run(copy_gbps, quick=False, decode_only=False):
-    from common import bf16_matmul_ceiling_tflops
-
-    bf16_ceiling = bf16_matmul_ceiling_tflops()
-    fp8_ceiling = fp8_tensorwise_ceiling_tflops()
-    print(f"gemm ceilings: bf16 matmul {bf16_ceiling:.0f} TFLOP/s, fp8 tensorwise _scaled_mm {fp8_ceiling:.0f} TFLOP/s")
-    shapes = [(m, n, k) for m in LARGE_M for (n, k) in LARGE_NK]
-    n_large = len(shapes)
-    shapes += [SQUARE]
-    n_big = len(shapes)
-    shapes += [(m, n, k) for (n, k) in DECODE_NK for m in DECODE_M]
+# ---- sections -------------------------------------------------------------------------------
+def section_fp8(quick, rows, summary):
+    shapes = [(m, n, k, name) for m in LTX_M for (n, k, name) in LTX_NK] + [(m, n, k, name) for (m, n, k, name) in PEAK]
     if quick:
-        shapes = shapes[:2] + shapes[n_big:n_big + 1]
-        n_large = n_big = 2
-    if decode_only:
-        shapes, n_large, n_big = shapes[n_big:], 0, 0
-    rows, ratios = [], []
-    one = torch.ones((), device="cuda")
-    for idx, (m, n, k) in enumerate(shapes):
-        per_call = m * k + n * k + 2 * m * n + 4 * (m + n) * (k // 128)
-        sets = n_copies(per_call)
-        ins = _inputs(m, n, k, sets)
-        base, notes = {}, []
-        t, err = _time_or_none(lambda i: torch._scaled_mm(ins[i]["a"], ins[i]["b"].t(), scale_a=ins[i]["sa_cm"],
-                                                          scale_b=ins[i]["sb"].t(), out_dtype=torch.bfloat16), sets)
-        if t is None:
-            notes.append(f"cuBLASLt blockwise n/a ({err})")
-        else:
-            base["cublaslt_blockwise"] = t
-        st = [torch.ones((), device="cuda") for _ in range(sets)]
-        t, err = _time_or_none(lambda i: torch._scaled_mm(ins[i]["a"], ins[i]["b"].t(), scale_a=st[i], scale_b=one,
-                                                          out_dtype=torch.bfloat16), sets)
-        if t is not None:
-            base["fp8_tensorwise"] = t
-        base["bf16_matmul"] = time_graph(lambda i: torch.matmul(ins[i]["x"], ins[i]["w"].t(), out=ins[i]["y"]), sets)
-        decode = idx >= n_big
-        for backend in (("auto", "skinny", "sm90") if decode else ("auto", "sm89", "torch")):
-            picked = ""
-            try:
-                picked = lk.fp8_gemm_backend(ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"], backend=backend)
-            except RuntimeError as e:
-                print(f"fp8_blockwise_gemm[{backend}] {m}x{n}x{k}: {str(e).splitlines()[0][:200]}")
-                continue
-            us, err = _time_or_none(lambda i: lk.fp8_blockwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"],
-                                                                     out=ins[i]["y"], backend=backend), sets)
-            if us is None:
-                print(f"fp8_blockwise_gemm[{backend}] {m}x{n}x{k}: {err}")
-                continue
-            ours = _tflops(m, n, k, us)
-            note = [f"{ours:.0f} TFLOP/s ({picked}; {100 * ours / fp8_ceiling:.0f}% of the fp8 tensorwise ceiling)"]
-            note += [f"{name} {_tflops(m, n, k, v):.0f}" for name, v in base.items()]
-            note += notes
-            if decode:
-                note.append(f"weights {n * k / 1e6:.1f} MB at {n * k / us / 1e3:.0f} GB/s = "
-                            f"{100 * n * k / us / 1e3 / copy_gbps:.0f}% of copy")
-            row = Row(f"fp8_blockwise_gemm[{backend}]", [m, n, k], "e4m3->bf16", us, dict(base),
-                      bytes=n * k if decode else None, flops=2 * m * n * k, note="; ".join(note)).finish(copy_gbps)
-            if decode:  # weight bytes against copy; the compute ceilings for the record
-                row.ceiling.update({"bf16_matmul_TFLOPs": round(bf16_ceiling, 1),
-                                    "fp8_tensorwise_TFLOPs": round(fp8_ceiling, 1)})
-            else:
-                row.against("FP8 matmul", fp8_ceiling, fp8_tensorwise_TFLOPs=fp8_ceiling,
-                            bf16_matmul_TFLOPs=bf16_ceiling)
-            rows.append(row)
-            print(f"{row.op} {m}x{n}x{k}: {row.ours_us:.1f} us, {row.note}", flush=True)
-            if backend == "auto" and idx < n_large and "cublaslt_blockwise" in base:
-                ratios.append(base["cublaslt_blockwise"] / us)
+        shapes = [s for s in shapes if s[0] == 5376][:4] + PEAK[:1]
+    ratios = {}
+    for m, n, k, name in shapes:
+        sets = n_copies(m * k + n * k + 2 * m * n)
+        ins = fp8_inputs(m, n, k, sets)
+        cfg = lk.gemm_config("fp8_blockwise_gemm", ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"])
+        t = {}
+        t["ours"], err = timed(lambda i: lk.fp8_blockwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"],
+                                                                out=ins[i]["y"]), sets)
+        t["sm90_cutlass"], _ = timed(lambda i: lk.fp8_blockwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"],
+                                                                      out=ins[i]["y"], backend="sm90_cutlass"), sets)
+        t["cublaslt_blockwise"], _ = timed(lambda i: torch._scaled_mm(ins[i]["a"], ins[i]["b"].t(), scale_a=ins[i]["sa_cm"],
+                                                                      scale_b=ins[i]["sb"].t(), out_dtype=torch.bfloat16), sets)
+        t["fp8_tensorwise"], _ = timed(lambda i: torch._scaled_mm(ins[i]["a"], ins[i]["b"].t(), scale_a=ins[i]["one"],
+                                                                  scale_b=ins[i]["one"], out_dtype=torch.bfloat16), sets)
         del ins
         torch.cuda.empty_cache()
-    # the FP6-weight variant at two LTX shapes (weights 0.75 bytes per element)
-    for m, n, k in ([] if decode_only else [(5376, 2048, 2048)] if quick else [(5376, 2048, 2048), (5376, 8192, 2048)]):
-        sets = n_copies(m * k + n * k * 3 // 4 + 2 * m * n)
-        ins = _inputs(m, n, k, sets)
-        packed = [lk.quantize_fp6_block(d["w"].cpu())[0].cuda() for d in ins]
-        sb6 = [lk.quantize_fp6_block(d["w"].cpu())[1].cuda() for d in ins]
-        us, err = _time_or_none(lambda i: lk.fp6_blockwise_gemm(ins[i]["a"], ins[i]["sa"], packed[i], sb6[i],
-                                                                 out=ins[i]["y"]), sets)
-        if us is not None:
-            row = Row("fp6_blockwise_gemm[auto]", [m, n, k], "fp8xfp6->bf16", us, {}, flops=2 * m * n * k,
-                      note=f"{_tflops(m, n, k, us):.0f} TFLOP/s").finish(0.0)
-            row.against("FP8 matmul", fp8_ceiling, fp8_tensorwise_TFLOPs=fp8_ceiling,
-                        bf16_matmul_TFLOPs=bf16_ceiling)
-            rows.append(row)
-            print(f"{row.op} {m}x{n}x{k}: {row.ours_us:.1f} us, {row.note}", flush=True)
-        else:
-            print(f"fp6_blockwise_gemm {m}x{n}x{k}: {err}")
-        del ins
+        bins = bf16_inputs(m, n, k, min(sets, 4))
+        t["bf16_cublas"], _ = timed(lambda i: torch.matmul(bins[i]["x"], bins[i]["w"].t(), out=bins[i]["y"]), min(sets, 4))
+        del bins
         torch.cuda.empty_cache()
+        if t["ours"] is None:
+            print(f"fp8 {m}x{n}x{k}: ours cannot run: {err}")
+            continue
+        base = {kk: v for kk, v in t.items() if kk != "ours" and v is not None}
+        note = "; ".join(f"{kk} {tflops(m, n, k, v):.0f}" for kk, v in base.items())
+        r = Row("fp8_blockwise_gemm", [m, n, k], "e4m3->bf16", t["ours"], base, flops=2 * m * n * k,
+                note=f"{name}; {_cfg_str(cfg)}; ours {tflops(m, n, k, t['ours']):.0f} TFLOP/s; {note}").finish(0.0)
+        rows.append(r)
+        cb = t.get("cublaslt_blockwise")
+        if cb is not None and name not in ("square", "deepseek"):
+            ratios[(m, n, k)] = cb / t["ours"]
+        summary.append(dict(section="fp8", shape=f"{m}x{n}x{k}", name=name, config=_cfg_str(cfg),
+                            ours_tflops=round(tflops(m, n, k, t["ours"]), 1),
+                            **{f"{kk}_tflops": round(tflops(m, n, k, v), 1) for kk, v in base.items()},
+                            vs_cublaslt=round(cb / t["ours"], 3) if cb else None))
+        print(f"fp8 {m}x{n}x{k} ({name}): {r.note}", flush=True)
     if ratios:
-        g = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        print(f"fp8_blockwise_gemm: geometric mean of (cuBLASLt blockwise time / ours) over {len(ratios)} large-M shapes: {g:.3f}x")
+        g = math.exp(sum(math.log(v) for v in ratios.values()) / len(ratios))
+        worst = min(ratios.items(), key=lambda kv: kv[1])
+        summary.append(dict(section="fp8", shape="geomean", vs_cublaslt=round(g, 3),
+                            min_vs_cublaslt=round(worst[1], 3), min_shape="x".join(map(str, worst[0]))))
+
+
+def section_epilogue(quick, rows, summary):
+    """Fused epilogue vs our plain GEMM followed by the separate op(s)."""
+    cases = [  # (m, n, k, what)
+        (5376, 8192, 2048, "gelu"), (5376, 8192, 2048, "gelu_fp8"), (5376, 2048, 2048, "gated"),
+        (5376, 2048, 8192, "gated"), (10752, 16384, 4096, "gelu_fp8"), (10752, 4096, 4096, "gated"),
+        (10752, 16384, 4096, "gelu"), (10752, 4096, 16384, "gated"),
+    ]
+    if quick:
+        cases = cases[:3]
+    B = 2
+    for m, n, k, what in cases:
+        sets = n_copies(m * k + n * k + 4 * m * n)
+        ins = fp8_inputs(m, n, k, sets)
+        bias = torch.randn(n, device="cuda")
+        h = [torch.randn(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
+        gate = torch.randn(B, 1, n, device="cuda", dtype=torch.bfloat16)
+        g2 = gate.reshape(B, n)
+        qs = [(torch.empty(m, n, device="cuda", dtype=F8), lk.mn_major_scales(m, n // 128, "cuda")) for _ in range(sets)]
+
+        def gemm(i, **kw):
+            return lk.fp8_blockwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"], bias, **kw)
+
+        if what == "gelu":
+            fused = lambda i: gemm(i, out=ins[i]["y"], epilogue="gelu_tanh")
+            sep = lambda i: lk.gelu_tanh(gemm(i, out=ins[i]["y"]), out=ins[i]["y"])
+            sep_name = "GEMM + ltx_kernels.gelu_tanh"
+        elif what == "gelu_fp8":
+            fused = lambda i: gemm(i, out=qs[i][0], out_scales=qs[i][1], epilogue="gelu_tanh")
+            sep = lambda i: lk.gelu_tanh(gemm(i, out=ins[i]["y"]), out_dtype=F8, scale_layout="mn_major")
+            sep_name = "GEMM + ltx_kernels.gelu_tanh(out_dtype=e4m3)"
+        else:
+            hv = [x.view(B, m // B, n) for x in h]
+            fused = lambda i: gemm(i, out=ins[i]["y"], epilogue="gated_residual", residual=h[i], gate=g2)
+            sep = lambda i: torch.addcmul(hv[i], gemm(i, out=ins[i]["y"]).view(B, m // B, n), gate,
+                                          out=ins[i]["y"].view(B, m // B, n))
+            sep_name = "GEMM + torch.addcmul"
+        tf, err = timed(fused, sets)
+        ts, _ = timed(sep, sets)
+        plain, _ = timed(lambda i: gemm(i, out=ins[i]["y"]), sets)
+        del ins, h, qs
+        torch.cuda.empty_cache()
+        if tf is None:
+            print(f"epilogue {what} {m}x{n}x{k}: {err}")
+            continue
+        r = Row(f"fp8_gemm+{what}", [m, n, k], "e4m3", tf, {"separate": ts} if ts else {}, flops=2 * m * n * k,
+                note=f"fused {tf:.1f} us; {sep_name} {ts:.1f} us; plain GEMM {plain:.1f} us").finish(0.0)
+        rows.append(r)
+        summary.append(dict(section="epilogue", shape=f"{m}x{n}x{k}", name=what, fused_us=round(tf, 1),
+                            separate_us=round(ts, 1) if ts else None, plain_gemm_us=round(plain, 1) if plain else None,
+                            speedup=round(ts / tf, 3) if ts else None,
+                            epilogue_cost_us=round(tf - plain, 1) if plain else None))
+        print(f"epilogue {what} {m}x{n}x{k}: {r.note}", flush=True)
+
+
+def section_bf16(quick, rows, summary, full=False):
+    shapes = [(m, n, k, name) for m in (LTX_M if full else LTX_M[:1]) for (n, k, name) in LTX_NK]
+    if quick:
+        shapes = shapes[:3]
+    torch._dynamo.config.cache_size_limit = 256
+    B = 2
+    for m, n, k, name in shapes:
+        sets = min(n_copies(2 * (m * k + n * k + 2 * m * n)), 8)
+        ins = bf16_inputs(m, n, k, sets)
+        bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+        cfg = lk.gemm_config("bf16_gemm", ins[0]["x"], ins[0]["w"], bias=bias)
+        t_ours, err = timed(lambda i: lk.bf16_gemm(ins[i]["x"], ins[i]["w"], bias, out=ins[i]["y"]), sets)
+        t_cublas, _ = timed(lambda i: torch.addmm(bias, ins[i]["x"], ins[i]["w"].t(), out=ins[i]["y"]), sets)
+        # cuBLAS + compiled glue at two shapes per token count (each compile costs seconds)
+        glue_here = name in ("ltxv ff up", "ltx2 out") and m == LTX_M[0]
+        if "ff up" in name and glue_here:
+            epi = "gelu_tanh"
+            glue = torch.compile(lambda x, w: F.gelu(F.linear(x, w, bias), approximate="tanh"))
+            t_fused, _ = timed(lambda i: lk.bf16_gemm(ins[i]["x"], ins[i]["w"], bias, out=ins[i]["y"], epilogue=epi), sets)
+            t_glue, _ = timed(lambda i: glue(ins[i]["x"], ins[i]["w"]), sets)
+        elif (name.endswith("out") or "down" in name) and glue_here:
+            epi = "gated_residual"
+            h = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+            gate = torch.randn(B, 1, n, device="cuda", dtype=torch.bfloat16)
+            g2 = gate.reshape(B, n)
+            glue = torch.compile(lambda x, w, h: (h.view(B, -1, n) + gate * F.linear(x, w, bias).view(B, -1, n)))
+            t_fused, _ = timed(lambda i: lk.bf16_gemm(ins[i]["x"], ins[i]["w"], bias, out=ins[i]["y"], epilogue=epi,
+                                                      residual=h, gate=g2), sets)
+            t_glue, _ = timed(lambda i: glue(ins[i]["x"], ins[i]["w"], h), sets)
+        else:
+            epi, t_fused, t_glue = "none", None, None
+        del ins
+        torch.cuda.empty_cache()
+        if t_ours is None:
+            print(f"bf16 {m}x{n}x{k}: {err}")
+            continue
+        base = {"cublas_addmm": t_cublas} if t_cublas else {}
+        note = f"{name}; {_cfg_str(cfg)}; ours {tflops(m, n, k, t_ours):.0f} TFLOP/s, cuBLAS {tflops(m, n, k, t_cublas):.0f}"
+        if t_fused:
+            note += f"; +{epi}: fused {t_fused:.1f} us vs cuBLAS + compiled glue {t_glue:.1f} us"
+        rows.append(Row("bf16_gemm", [m, n, k], "bf16", t_ours, base, flops=2 * m * n * k, note=note).finish(0.0))
+        summary.append(dict(section="bf16", shape=f"{m}x{n}x{k}", name=name, config=_cfg_str(cfg),
+                            ours_tflops=round(tflops(m, n, k, t_ours), 1),
+                            cublas_tflops=round(tflops(m, n, k, t_cublas), 1) if t_cublas else None,
+                            vs_cublas=round(t_cublas / t_ours, 3) if t_cublas else None, epilogue=epi,
+                            fused_us=round(t_fused, 1) if t_fused else None,
+                            glue_us=round(t_glue, 1) if t_glue else None,
+                            vs_compiled_glue=round(t_glue / t_fused, 3) if (t_fused and t_glue) else None))
+        print(f"bf16 {m}x{n}x{k}: {note}", flush=True)
+
+
+def section_decode(quick, rows, summary):
+    for m, n, k in DECODE[:2] if quick else DECODE:
+        sets = n_copies(m * k + n * k + 2 * m * n)
+        ins = fp8_inputs(m, n, k, sets)
+        t = {}
+        for be in ("auto", "skinny", "sm90"):
+            t[be], _ = timed(lambda i: lk.fp8_blockwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"],
+                                                              out=ins[i]["y"], backend=be), sets)
+        picked = lk.fp8_gemm_backend(ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"])
+        del ins
+        torch.cuda.empty_cache()
+        if t["auto"] is None:
+            continue
+        base = {kk: v for kk, v in t.items() if kk != "auto" and v is not None}
+        rows.append(Row("fp8_blockwise_gemm[decode]", [m, n, k], "e4m3->bf16", t["auto"], base, bytes=n * k,
+                        note=f"auto = {picked}; " + "; ".join(f"{kk} {v:.1f} us" for kk, v in t.items() if v)).finish(0.0))
+        summary.append(dict(section="decode", shape=f"{m}x{n}x{k}", auto=picked,
+                            **{f"{kk}_us": round(v, 1) for kk, v in t.items() if v}))
+
+
+SECTIONS = {"fp8": section_fp8, "epilogue": section_epilogue, "bf16": section_bf16, "decode": section_decode}
+
+
+def run(copy_gbps=0.0, quick=False, sections=("fp8", "epilogue", "bf16", "decode"), summary=None, full=False):
+    """benchmarks/run.py entry: the rows of every section (bf16 at M = 5376 only unless full)."""
+    rows = []
+    summary = [] if summary is None else summary
+    for s in sections:
+        if s == "bf16":
+            section_bf16(quick, rows, summary, full)
+        else:
+            SECTIONS[s](quick, rows, summary)
     return rows
 
 
+def print_table(summary):
+    print("\n== GEMM summary (H200 targets: fp8 geomean >= 1.15x cuBLASLt blockwise, min >= 1.0x; "
+          ">= 1350 TFLOP/s at 8192^3 and 4096x7168x16384; fused epilogue >= 1.3x GEMM + separate op; "
+          "bf16 >= 1.0x cuBLAS, >= 1.2x cuBLAS + compiled glue)")
+    for s in summary:
+        sec = s["section"]
+        if sec == "fp8" and s["shape"] != "geomean":
+            print(f"fp8  {s['shape']:>19} {s['name']:<13} {s['config']:<18} ours {s['ours_tflops']:7.1f}  "
+                  f"cuBLASLt-bw {s.get('cublaslt_blockwise_tflops', 0):7.1f}  cutlass {s.get('sm90_cutlass_tflops', 0):7.1f}  "
+                  f"tensorwise {s.get('fp8_tensorwise_tflops', 0):7.1f}  bf16 {s.get('bf16_cublas_tflops', 0):6.1f}  "
+                  f"ratio {s['vs_cublaslt'] if s['vs_cublaslt'] is not None else float('nan'):.3f}")
+        elif sec == "fp8":
+            print(f"fp8  geomean vs cuBLASLt blockwise {s['vs_cublaslt']:.3f}x, min {s['min_vs_cublaslt']:.3f}x at {s['min_shape']}")
+        elif sec == "epilogue":
+            print(f"epi  {s['shape']:>19} {s['name']:<9} fused {s['fused_us']:8.1f} us  separate {s['separate_us']} us  "
+                  f"plain GEMM {s['plain_gemm_us']} us  speedup {s['speedup']}x")
+        elif sec == "bf16":
+            print(f"bf16 {s['shape']:>19} {s['name']:<13} {s['config']:<18} ours {s['ours_tflops']:7.1f}  cuBLAS "
+                  f"{s['cublas_tflops']}  ratio {s['vs_cublas']}  {s['epilogue']}: vs compiled glue {s['vs_compiled_glue']}")
+        elif sec == "decode":
+            print(f"dec  {s['shape']:>19} auto={s['auto']:<7} " + " ".join(f"{k}={v}" for k, v in s.items()
+                                                                          if k.endswith('_us')))
+
+
 if __name__ == "__main__":
-    import sys
-
-    quick = "--quick" in sys.argv
-    from common import copy_ceiling_gbps
-
-    for r in run(copy_ceiling_gbps(), quick=quick, decode_only="--decode" in sys.argv):
-        print(r.op, r.shape, f"{r.ours_us:.1f} us", r.note)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sections", default="fp8,epilogue,bf16,decode")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--full", action="store_true", help="bf16 rows at both token counts")
+    args = ap.parse_args()
+    summary = []
+    rows = run(quick=args.quick, sections=args.sections.split(","), summary=summary, full=args.full)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(0), "summary": summary,
+                       "rows": [r.__dict__ for r in rows]}, f, indent=1)
+    print_table(summary)

@@ -230,13 +230,17 @@ import runpy as _runpy  # noqa: E402
 import os as _os  # noqa: E402
 
 _runpy.run_path(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "sanitize_natten.py"))
-# sm_90a CUTLASS GEMM (backend "sm90", H100/H200 builds): shapes chosen so that the automatic
+# the sm_90a GEMM kernel (backend "sm90", H100/H200 builds): every tile configuration, clusters of 1
+# and 2, every epilogue and the FP8 output: scripts/sanitize_gemm.py (also run alone)
+if torch.cuda.get_device_capability() == (9, 0) and hasattr(lk, "bf16_gemm"):
+    _runpy.run_path(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "sanitize_gemm.py"))
+# sm_90a CUTLASS GEMM (backend "sm90_cutlass", kept for comparison): shapes chosen so that its
 # heuristic (csrc/cuda/gemm/fp8_gemm_sm90.cu) runs every compiled kernel: t64x128 ping-pong
 # (M <= 64, short K; fp16), t128x128sk stream-K (M <= 64, K >= 1024, bf16), t128x128 cooperative
 # (>= 132 tiles, ragged M), t128x128rs (row-major a_scales); bias on / off, padded out rows.
 def _sm90_ok(a, b, sa, sb):
     try:
-        return lk.fp8_gemm_backend(a, b, sa, sb, backend="sm90") == "sm90"
+        return lk.fp8_gemm_backend(a, b, sa, sb, backend="sm90_cutlass") == "sm90_cutlass"
     except (RuntimeError, ValueError, AttributeError):
         return False
 
@@ -253,12 +257,12 @@ if hasattr(lk, "fp8_blockwise_gemm"):
         if not _sm90_ok(a, b, sa, sb):
             continue
         bias = torch.randn(n, device=dev)
-        lk.fp8_blockwise_gemm(a, sa, b, sb, bias, dt, backend="sm90")
+        lk.fp8_blockwise_gemm(a, sa, b, sb, bias, dt, backend="sm90_cutlass")
         out = torch.empty(m, n + 8, device=dev, dtype=dt)[:, :n]
-        lk.fp8_blockwise_gemm(a, sa, b, sb, None, out=out, backend="sm90")
+        lk.fp8_blockwise_gemm(a, sa, b, sb, None, out=out, backend="sm90_cutlass")
         _ran += 1
     torch.cuda.synchronize()
-    print(f"sanitize smoke: sm90 GEMM ran {_ran} of 6 shapes")
+    print(f"sanitize smoke: sm90_cutlass GEMM ran {_ran} of 6 shapes")
 # blockwise FP8 / FP6 GEMMs (every backend that can run here: skinny, sm90, sm89, the torch fallback;
 # both scale layouts, bias on/off, ragged M and N, row-padded out) and the NVFP4 matmul
 if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("fp8_blockwise_gemm"), "CUDA"):

@@ -1,5 +1,6 @@
 """Blockwise-scaled FP8 GEMM (and its FP6-weight variant) against ltx_kernels.reference: a float64
-GEMM of the exactly dequantized operands, written from the math (REFERENCE.md sections 2-3).
+GEMM of the exactly dequantized operands, written from the math (docs/semantics.md, "FP8 block
+scaling"). The fused epilogues, the forced tile configurations and bf16_gemm: test_gemm_epilogue.py.
 
 Metrics (DeepGEMM's calc_diff, plus an elementwise bound):
   calc_diff(x, y) = 1 - 2<x, y> / (|x|^2 + |y|^2) = |x - y|^2 / (|x|^2 + |y|^2).
@@ -11,8 +12,8 @@ Metrics (DeepGEMM's calc_diff, plus an elementwise bound):
   kernel that drops one K block (calc_diff ~ 1/G >= 1/128) or mis-scales one row.
   Elementwise: |out - ref| <= 2^-7 |ref| (bf16: two worst-case half ulps) + 2^-16 sum_k |a_k b_k|
   (fp32 accumulation of up to 256 terms in the worst case); fp16: 2^-10 |ref| + the same.
-CUDA cases run each backend ("auto", "skinny", "sm90", "sm89", "torch"); a forced backend that cannot run
-on this device or build is skipped with the reason the op gives.
+CUDA cases run each backend ("auto", "skinny", "sm90", "sm89", "sm90_cutlass", "torch"); a forced backend
+that cannot run on this device or build is skipped with the reason the op gives.
 """
 
 import os
@@ -34,9 +35,10 @@ DEV_BACKENDS = [
     pytest.param("cuda", "skinny", marks=CUDA),
     pytest.param("cuda", "sm90", marks=CUDA),
     pytest.param("cuda", "sm89", marks=CUDA),
+    pytest.param("cuda", "sm90_cutlass", marks=CUDA),
     pytest.param("cuda", "torch", marks=CUDA),
 ]
-KERNELS = ("skinny", "sm90", "sm89")
+KERNELS = ("skinny", "sm90", "sm89", "sm90_cutlass")
 ALL_DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 CALC_DIFF_MAX = 1e-5
 REL = {torch.bfloat16: 2.0**-7, torch.float16: 2.0**-10}
@@ -63,12 +65,12 @@ def check(out, a, sa, b, sb, bias=None, what="", backend="auto"):
     # sum_k |a_k b_k| of the dequantized operands: the scale of the accumulation error
     absdot = ref.fp8_blockwise_gemm(_abs_e4m3(a), sa.abs(), _abs_e4m3(b), sb.abs()).to(out.device)
     # Hopper's FP8 wgmma accumulates inside a 128-wide K block with fewer than fp32's bits
-    # (about 14, DeepSeek-V3 section 3.3.2: why the recipe promotes to fp32 every 128 K); the H200
-    # run showed errors up to ~2^-13 |a||b| on the sm90 kernel (calc_diff still <= 1e-5), so its
+    # (about 14, DeepSeek-V3 section 3.3.2: why the recipe promotes to fp32 every 128 K); measured
+    # on an H200, errors reach ~2^-13 |a||b| on the wgmma kernels (calc_diff still <= 1e-5), so their
     # accumulation term is 2^-12; the mma.sync kernel, the fallback and the CPU keep 2^-16.
     # The few-token kernel runs wgmma too on compute capability 9.0 (unless LTX_KERNELS_SKINNY_WGMMA=0).
     used = lk.fp8_gemm_backend(a, b, sa, sb, out_dtype=out.dtype, backend=backend) if out.is_cuda else "cpu"
-    wgmma = used == "sm90" or (used == "skinny" and torch.cuda.get_device_capability(out.device) == (9, 0)
+    wgmma = used in ("sm90", "sm90_cutlass") or (used == "skinny" and torch.cuda.get_device_capability(out.device) == (9, 0)
                                 and os.environ.get("LTX_KERNELS_SKINNY_WGMMA", "1") != "0")
     tol = REL[out.dtype] * want.abs() + (2.0**-12 if wgmma else 2.0**-16) * absdot
     bad = (got - want).abs() > tol
@@ -154,8 +156,13 @@ def test_fp8_gemm_zero_blocks_exact(device, backend):
     assert torch.equal(out[:, 128:], bias_bf16[128:].expand(m, 128)), "zero weight blocks must contribute exactly 0"
     assert torch.isfinite(out.float()).all()
     check(out, a, sa, b, sb, bias, what="zero blocks", backend=backend)
-    # the zero K group of rows 1.. contributes nothing: same result as without that group
+    # a K group whose scale is 0 contributes exactly nothing, whatever its codes: fill the zero
+    # group of rows 1.. with arbitrary finite codes (the scale stays 0), same result bit for bit
     a2 = a.clone()
+    codes = torch.randint(0, 0x7F, (m - 1, 128), device=device, dtype=torch.uint8)  # 0x7F is NaN
+    codes |= torch.randint(0, 2, codes.shape, device=device, dtype=torch.uint8) << 7
+    a2.view(torch.uint8)[1:, 128:256] = codes
+    assert not torch.equal(a2.view(torch.uint8), a.view(torch.uint8))
     out2 = lk.fp8_blockwise_gemm(a2, sa, b, sb, bias, backend=backend)
     assert torch.equal(out, out2)
 
@@ -294,13 +301,13 @@ def test_fp8_gemm_errors(device):
         (lambda: f(a, torch.empty_strided((4, 2), (2, 3), device=device), b, sb),
          "a_scales must be row-major"),
         (lambda: f(a, sa, b, sb[:, :1]), "b_scales must have shape [ceil(N / 128), K / 128] = [1, 2]"),
-        (lambda: f(a, sa, b, sb, torch.ones(16, device=device, dtype=torch.bfloat16)), "bias must be float32"),
+        (lambda: f(a, sa, b, sb, torch.ones(16, device=device, dtype=torch.float16)), "bias must be float32 or out's dtype"),
         (lambda: f(a, sa, b, sb, torch.ones(8, device=device)), "bias must have shape [N] = [16]"),
-        (lambda: f(a, sa, b, sb, out_dtype=torch.float32), "out_dtype must be torch.bfloat16 or torch.float16"),
+        (lambda: f(a, sa, b, sb, out_dtype=torch.float32), "out_dtype must be torch.bfloat16 or torch.float16 or torch.float8_e4m3fn"),
         (lambda: f(a, sa, b, sb, out=torch.empty(4, 16, device=device)), "out must be bfloat16 or float16"),
         (lambda: f(a, sa, b, sb, out=torch.empty(4, 8, device=device, dtype=torch.bfloat16)), "out must have shape a.shape[:-1] + [N] = [4, 16]"),
         (lambda: f(a, sa, b, sb, out=torch.empty(16, 4, device=device, dtype=torch.bfloat16).t()), "out must have stride 1"),
-        (lambda: f(a, sa, b, sb, backend="cutlass"), "backend must be 'auto', 'skinny', 'sm90', 'sm89', 'torch' or 'cpu'"),
+        (lambda: f(a, sa, b, sb, backend="cutlass"), "backend must be 'auto', 'sm90', 'skinny', 'sm89', 'sm90_cutlass', 'torch' or 'cpu'"),
     ]
     if device == "cpu":
         bad.append((lambda: f(a, sa, b, sb, backend="sm90"), "backend 'sm90' cannot run this call (the tensors are on the CPU)"))
@@ -346,8 +353,10 @@ def test_opcheck(device):
     a, sa, b, sb = quantized(7, 256, 16, device, "mn_major")
     out = torch.empty(7, 16, device=device, dtype=torch.bfloat16)
     bias = torch.randn(16, device=device)
-    torch.library.opcheck(lk.ops.fp8_blockwise_gemm.default, (out, a, sa, b, sb, bias, "auto"), test_utils=OPCHECK_UTILS)
-    torch.library.opcheck(lk.ops.fp8_blockwise_gemm.default, (out, a, sa, b, sb, None, "torch"), test_utils=OPCHECK_UTILS)
+    torch.library.opcheck(lk.ops.fp8_blockwise_gemm.default, (out, None, a, sa, b, sb, bias, "none", None, None, "auto"),
+                          test_utils=OPCHECK_UTILS)
+    torch.library.opcheck(lk.ops.fp8_blockwise_gemm.default, (out, None, a, sa, b, sb, None, "gelu_tanh", None, None, "torch"),
+                          test_utils=OPCHECK_UTILS)
     w = torch.randn(16, 256, device=device)
     bp, sbp = lk.quantize_fp6_block(w.cpu())
     bp, sbp = bp.to(device), sbp.to(device)

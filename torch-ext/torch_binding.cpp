@@ -199,13 +199,19 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.impl("sp_ipc_all_gather", c10::DeviceType::CUDA, &sp_ipc_all_gather);
 #endif
   // ---- gemm family (csrc/torch/gemm.cpp)
-  // out[..., N] = sum_kb (a_kb . b_kb) * a_scales[m, kb] * b_scales[n/128, kb] + bias; backend
-  // 'auto' | 'sm90' | 'sm89' | 'torch' (fp32 dequant + matmul) | 'cpu'
-  ops.def("fp8_blockwise_gemm(Tensor! out, Tensor a, Tensor a_scales, Tensor b, Tensor b_scales, Tensor? bias, str backend) -> ()");
+  // y = sum_kb (a_kb . b_kb) * a_scales[m, kb] * b_scales[n/128, kb] + bias, then the epilogue
+  // ('none' | 'gelu_tanh' | 'gated_residual': out = residual + gate * y) into bf16 / fp16 out, or
+  // quantized per 128 columns into an e4m3 out + out_scales; backend 'auto' | 'sm90' | 'skinny' |
+  // 'sm89' | 'sm90_cutlass' | 'torch' (fp32 dequant + matmul) | 'cpu'
+  ops.def("fp8_blockwise_gemm(Tensor(a!) out, Tensor(b!)? out_scales, Tensor a, Tensor a_scales, Tensor b, Tensor b_scales, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> ()");
   ops.impl("fp8_blockwise_gemm", c10::DeviceType::CPU, &fp8_blockwise_gemm);
-  // which backend fp8_blockwise_gemm would run (0 cpu, 1 torch, 2 sm89, 3 sm90); raises as it would
-  ops.def("fp8_blockwise_gemm_backend(Tensor out, Tensor a, Tensor a_scales, Tensor b, Tensor b_scales, Tensor? bias, str backend) -> int");
-  ops.impl("fp8_blockwise_gemm_backend", c10::DeviceType::CPU, &fp8_blockwise_gemm_backend);
+  // the same for a [..., K] bf16 @ b [N, K]^T bf16 (fp32 accumulation); backend 'auto' | 'sm90' | 'torch' | 'cpu'
+  ops.def("bf16_gemm(Tensor(a!) out, Tensor(b!)? out_scales, Tensor a, Tensor b, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> ()");
+  ops.impl("bf16_gemm", c10::DeviceType::CPU, &bf16_gemm);
+  // what op ('fp8_blockwise_gemm' | 'bf16_gemm') would run: [backend (0 cpu, 1 torch, 2 sm89, 3 sm90,
+  // 4 skinny, 5 sm90_cutlass), bm, bn, cluster, group_m, sms]; raises as the op would
+  ops.def("gemm_plan(str op, Tensor out, Tensor? out_scales, Tensor a, Tensor? a_scales, Tensor b, Tensor? b_scales, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> int[]");
+  ops.impl("gemm_plan", c10::DeviceType::CPU, &gemm_plan);
   // the same with b as LTX-2 packed FP6 [N, 3K/4] uint8; backend 'auto' | 'sm89' | 'torch' | 'cpu'
   ops.def("fp6_blockwise_gemm(Tensor! out, Tensor a, Tensor a_scales, Tensor b_packed, Tensor b_scales, Tensor? bias, str backend) -> ()");
   ops.impl("fp6_blockwise_gemm", c10::DeviceType::CPU, &fp6_blockwise_gemm);
@@ -216,7 +222,8 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
 #ifdef LTX_KERNELS_WITH_CUDA
   ops.impl("scaled_mm_nvfp4", c10::DeviceType::CUDA, &scaled_mm_nvfp4);
   ops.impl("fp8_blockwise_gemm", c10::DeviceType::CUDA, &fp8_blockwise_gemm);
-  ops.impl("fp8_blockwise_gemm_backend", c10::DeviceType::CUDA, &fp8_blockwise_gemm_backend);
+  ops.impl("bf16_gemm", c10::DeviceType::CUDA, &bf16_gemm);
+  ops.impl("gemm_plan", c10::DeviceType::CUDA, &gemm_plan);
   ops.impl("fp6_blockwise_gemm", c10::DeviceType::CUDA, &fp6_blockwise_gemm);
 #endif
   // LTX-2 FP6: E4M3 [..., n] -> drop bits 6..5 -> 4 values in 3 bytes, big-endian -> uint8 [..., 3n/4]

@@ -110,12 +110,21 @@ void sp_ipc_gather_heads(at::Tensor& out, at::Tensor& status, const at::Tensor& 
 void sp_ipc_all_gather(at::Tensor& out, at::Tensor& status, const at::Tensor& x, int64_t id,
                        c10::IntArrayRef tokens, double timeout_s);
 // gemm family (csrc/torch/gemm.cpp)
-void fp8_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales, const at::Tensor& b,
-                        const at::Tensor& b_scales, const std::optional<at::Tensor>& bias,
+void fp8_blockwise_gemm(at::Tensor& out, const std::optional<at::Tensor>& out_scales, const at::Tensor& a,
+                        const at::Tensor& a_scales, const at::Tensor& b, const at::Tensor& b_scales,
+                        const std::optional<at::Tensor>& bias, c10::string_view epilogue,
+                        const std::optional<at::Tensor>& residual, const std::optional<at::Tensor>& gate,
                         c10::string_view backend);
-int64_t fp8_blockwise_gemm_backend(const at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales,
-                                   const at::Tensor& b, const at::Tensor& b_scales,
-                                   const std::optional<at::Tensor>& bias, c10::string_view backend);
+void bf16_gemm(at::Tensor& out, const std::optional<at::Tensor>& out_scales, const at::Tensor& a, const at::Tensor& b,
+               const std::optional<at::Tensor>& bias, c10::string_view epilogue,
+               const std::optional<at::Tensor>& residual, const std::optional<at::Tensor>& gate,
+               c10::string_view backend);
+std::vector<int64_t> gemm_plan(c10::string_view op_name, const at::Tensor& out,
+                               const std::optional<at::Tensor>& out_scales, const at::Tensor& a,
+                               const std::optional<at::Tensor>& a_scales, const at::Tensor& b,
+                               const std::optional<at::Tensor>& b_scales, const std::optional<at::Tensor>& bias,
+                               c10::string_view epilogue, const std::optional<at::Tensor>& residual,
+                               const std::optional<at::Tensor>& gate, c10::string_view backend);
 void fp6_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales, const at::Tensor& b_packed,
                         const at::Tensor& b_scales, const std::optional<at::Tensor>& bias,
                         c10::string_view backend);

@@ -1,34 +1,40 @@
-// Torch adapter for the GEMM family: blockwise-scaled FP8 GEMM (REFERENCE.md section 2), its
-// FP6-weight variant (section 3) and the NVFP4 scaled matmul (section 4). Checks, then one of:
-//   "cpu"   the C++ CPU backend (csrc/cpu/gemm), rows in parallel with at::parallel_for;
-//   "sm90"  the sm_90a wgmma kernel (built when LTX_KERNELS_HAS_SM90, device cc exactly 9.0);
-//   "sm89"  the mma.sync kernel (built when LTX_KERNELS_HAS_SM89, device cc >= 8.9);
-//   "skinny" the few-token kernel, M <= 64 (built with sm89: wgmma + cluster split-K on sm_90a
-//           builds on cc 9.0, mma.sync + workspace split-K elsewhere: fp8_gemm_skinny.cuh);
-//   "torch" dequantize both operands exactly in fp32 (e4m3 value * scale, one fp32 product)
-//           and at::matmul in fp32, + bias, one rounding to out's dtype. fp32 rather than bf16
-//           operands: rounding both dequantized operands to bf16 adds two more relative errors of
-//           up to 2^-8 per product next to the output's own 2^-8, i.e. calc_diff ~4e-6 on random
-//           data and up to ~2.3e-5 in the worst case, over the 1e-5 bound the tests hold every
-//           backend to (the exact kernels: <= 7.6e-6). The fallback is there to be right, not
-//           fast. (With TF32 matmuls enabled by the user the operands keep 11 bits: 2^-11.)
-// "auto" on CUDA takes the first of skinny (when fp8_blockwise_gemm_skinny_preferred: M <= 64 and
-// not beaten by the sm90 kernel), sm90, sm89, torch that can run the call; a forced backend
-// that cannot run it raises "backend 'X' cannot run this call (<why>)". A kernel answering
-// cudaErrorNotSupported under "auto" falls through to the next backend, never a wrong answer.
+// Torch adapter for the GEMM family: fp8_blockwise_gemm (blockwise-scaled FP8, semantics in
+// docs/semantics.md, "FP8 block scaling"), bf16_gemm, both with the fused epilogues of
+// ltx_kernels/gemm/gemm_params.h; fp6_blockwise_gemm (LTX-2 packed FP6 weights); scaled_mm_nvfp4.
+// Each op: checks, one GemmParams, then
+//   CPU   "cpu" (the C++ backend, rows in parallel) or "torch";
+//   CUDA  the GEMM entry (ltx_kernels/gemm/gemm.h) picks the kernel ("auto") or checks the forced
+//         one, and launches it; "torch" is the exact fallback below.
+// "torch": both operands dequantized exactly in fp32 (e4m3 value * scale, or bf16 -> fp32), an
+// fp32 matmul, + bias, the epilogue in fp32, one rounding (or the FP8 quantizer) at the end. fp32
+// rather than bf16 operands: rounding the dequantized operands to bf16 would add two relative
+// errors of up to 2^-8 per product next to the output's own 2^-8 (calc_diff up to ~2.3e-5 in the
+// worst case, over the 1e-5 the tests hold every backend to). It is there to be right, not fast.
+// A forced backend that cannot run a call raises "backend 'X' cannot run this call (<why>)"; under
+// "auto" a kernel answering cudaErrorNotSupported falls through to the next backend.
+//
+// LTX_KERNELS_GEMM_CONFIG (read per call, for tests and sweeps) forces all or part of the sm_90a
+// kernel's tile configuration: "auto" or "<bm>x<bn>", then optionally ":c<1|2>" (cluster),
+// ":g<n>" (M tiles per raster group), ":s<n>" (persistent CTAs), e.g. "128x160:c2:g8".
 #include <ATen/ATen.h>
 
+#include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "common.h"
+#include "ltx_kernels/cpu/fp8.h"
 #include "ltx_kernels/cpu/gemm.h"
 #include "ltx_kernels/cpu/lowbit.h"
+#include "ltx_kernels/gemm/gemm_params.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 
-#include "ltx_kernels/gemm/fp8_gemm.h"
+#include "ltx_kernels/gemm/gemm.h"
+#include "ltx_kernels/quant/fp8.h"
 #include "ltx_kernels/quant/lowbit.h"
 #if defined(CUDART_VERSION) && CUDART_VERSION >= 12080
 #include <cublasLt.h>
@@ -39,51 +45,105 @@
 namespace {
 using namespace ltx_kernels;
 using namespace ltx_kernels::torch_adapter;
+using gemm::Epilogue;
+using gemm::GateKind;
+using gemm::GemmParams;
+using gemm::Operands;
+using gemm::OutKind;
 
 constexpr int64_t kGroup = 128;
 constexpr int64_t kCpuGrain = 16;  // rows per CPU task (the backend blocks 16 rows)
 
-enum class Backend : int64_t { kCpu = 0, kTorch = 1, kSm89 = 2, kSm90 = 3, kSkinny = 4 };
+// Backend indices as gemm_plan reports them (ltx_kernels.gemm._BACKENDS); same values as
+// gemm::Backend in CUDA builds.
+enum class Be : int64_t { kCpu = 0, kTorch = 1, kSm89 = 2, kSm90 = 3, kSkinny = 4, kSm90Cutlass = 5, kAuto = -1 };
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The checked call: logical [M, K] x [N, K]^T -> [M, N], everything as raw layouts.
-struct Problem {
-  int64_t M = 0, N = 0, K = 0;
-  at::Tensor a2;      // [M, K] e4m3, rows addressable (a itself or a contiguous copy)
-  RowLayout al{};
-  at::Tensor a_scales;  // [M, K/128] fp32, either layout
-  at::Tensor b2;        // [N, K] e4m3 (or for FP6: packed [N, 3K/4] uint8)
-  RowLayout bl{};
-  at::Tensor b_scales;  // [ceil(N/128), K/128] fp32
-  at::Tensor bias;      // fp32 [N], stride 1, or undefined
-  at::Tensor out2;      // [M, N] view of out
-  RowLayout ol{};
-};
-
-Backend parse_backend(c10::string_view s, const char* op, bool fp6) {
-  const std::string b(s.data(), s.size());
-  if (b == "auto") return Backend::kCpu;  // placeholder, resolved per device
-  if (b == "cpu") return Backend::kCpu;
-  if (b == "torch") return Backend::kTorch;
-  if (b == "sm89") return Backend::kSm89;
-  if (!fp6 && b == "sm90") return Backend::kSm90;
-  if (!fp6 && b == "skinny") return Backend::kSkinny;
-  LTX_CHECK(false, op, "backend must be ",
-            fp6 ? "'auto', 'sm89', 'torch' or 'cpu'" : "'auto', 'skinny', 'sm90', 'sm89', 'torch' or 'cpu'",
-            " (got '", b, "')");
-  return Backend::kCpu;
-}
-
-const char* backend_name(Backend b) {
+const char* be_name(Be b) {
   switch (b) {
-    case Backend::kCpu: return "cpu";
-    case Backend::kTorch: return "torch";
-    case Backend::kSm89: return "sm89";
-    case Backend::kSm90: return "sm90";
-    case Backend::kSkinny: return "skinny";
+    case Be::kCpu: return "cpu";
+    case Be::kTorch: return "torch";
+    case Be::kSm89: return "sm89";
+    case Be::kSm90: return "sm90";
+    case Be::kSkinny: return "skinny";
+    case Be::kSm90Cutlass: return "sm90_cutlass";
+    case Be::kAuto: return "auto";
   }
   return "?";
+}
+
+Be parse_backend(c10::string_view s, const char* op, Operands ops) {
+  const std::string b(s.data(), s.size());
+  if (b == "auto") return Be::kAuto;
+  if (b == "cpu") return Be::kCpu;
+  if (b == "torch") return Be::kTorch;
+  if (ops == Operands::kFp8Blockwise) {
+    if (b == "sm90") return Be::kSm90;
+    if (b == "sm89") return Be::kSm89;
+    if (b == "skinny") return Be::kSkinny;
+    if (b == "sm90_cutlass") return Be::kSm90Cutlass;
+    LTX_CHECK(false, op, "backend must be 'auto', 'sm90', 'skinny', 'sm89', 'sm90_cutlass', 'torch' or 'cpu' (got '", b,
+              "')");
+  } else if (ops == Operands::kBf16) {
+    if (b == "sm90") return Be::kSm90;
+    LTX_CHECK(false, op, "backend must be 'auto', 'sm90', 'torch' or 'cpu' (got '", b, "')");
+  } else {
+    if (b == "sm89") return Be::kSm89;
+    LTX_CHECK(false, op, "backend must be 'auto', 'sm89', 'torch' or 'cpu' (got '", b, "')");
+  }
+  return Be::kAuto;
+}
+
+Epilogue parse_epilogue(c10::string_view s, const char* op) {
+  const std::string e(s.data(), s.size());
+  if (e == "none") return Epilogue::kNone;
+  if (e == "gelu_tanh") return Epilogue::kGeluTanh;
+  if (e == "gated_residual") return Epilogue::kGatedResidual;
+  LTX_CHECK(false, op, "epilogue must be 'none', 'gelu_tanh' or 'gated_residual' (got '", e, "')");
+  return Epilogue::kNone;
+}
+
+// LTX_KERNELS_GEMM_CONFIG -> the forced part of the sm_90a tile configuration.
+gemm::TileConfig env_config(const char* op) {
+  gemm::TileConfig c;
+  const char* env = std::getenv("LTX_KERNELS_GEMM_CONFIG");
+  if (env == nullptr || *env == 0) return c;
+  const std::string s(env);
+  auto bad = [&](const std::string& why) {
+    LTX_CHECK(false, op, "LTX_KERNELS_GEMM_CONFIG must be 'auto' or '<bm>x<bn>', optionally followed by ':c<1|2>', "
+              ":g<n>', ':s<n>' (", why, "; got '", s, "')");
+  };
+  size_t pos = s.find(':');
+  const std::string tile = s.substr(0, pos);
+  if (tile != "auto") {
+    const size_t x = tile.find('x');
+    if (x == std::string::npos) bad("no tile");
+    try {
+      c.bm = std::stoi(tile.substr(0, x));
+      c.bn = std::stoi(tile.substr(x + 1));
+    } catch (...) {
+      bad("unreadable tile");
+    }
+    if (c.bm <= 0 || c.bn <= 0) bad("bad tile");
+  }
+  while (pos != std::string::npos) {
+    const size_t next = s.find(':', pos + 1);
+    const std::string f = s.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
+    if (f.size() < 2) bad("empty field");
+    int v = 0;
+    try {
+      v = std::stoi(f.substr(1));
+    } catch (...) {
+      bad("unreadable field '" + f + "'");
+    }
+    if (f[0] == 'c' && (v == 1 || v == 2)) c.cluster = v;
+    else if (f[0] == 'g' && v > 0 && v <= 1024) c.group_m = v;
+    else if (f[0] == 's' && v > 0) c.sms = v;
+    else bad("bad field '" + f + "'");
+    pos = next;
+  }
+  return c;
 }
 
 void check_device_kind(const at::Tensor& t, const char* op) {
@@ -94,381 +154,469 @@ void check_device_kind(const at::Tensor& t, const char* op) {
 #endif
 }
 
-// Shared checks of the FP8 and FP6 GEMMs. `b_cols` is b's last dimension for FP8 (K) or the
-// packed width 3K/4 for FP6.
-Problem prepare(at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales, const at::Tensor& b,
-                const at::Tensor& b_scales, const std::optional<at::Tensor>& bias, const char* op, bool fp6) {
-  LTX_CHECK(a.scalar_type() == at::kFloat8_e4m3fn, op, "a must be float8_e4m3fn (got ", a.scalar_type(), ")");
+// The checked call and the tensors that keep its pointers alive.
+struct Call {
+  GemmParams p;
+  const char* op = "";
+  at::Tensor a2, b2, a_scales, b_scales, bias, out2, out_scales, res2, gate2;
+  RowLayout al{}, bl{}, ol{};
+  int64_t B = 0;  // samples of a per-sample gate
+  bool empty = false;
+};
+
+OutKind out_kind(const at::Tensor& out) {
+  return out.scalar_type() == at::kFloat8_e4m3fn ? OutKind::kFP8
+         : out.scalar_type() == at::kHalf        ? OutKind::kFP16
+                                                 : OutKind::kBF16;
+}
+
+// Checks shared by fp8_blockwise_gemm, bf16_gemm and fp6_blockwise_gemm; fills c.p.
+void prepare(Call& c, at::Tensor& out, const std::optional<at::Tensor>& out_scales, const at::Tensor& a,
+             const std::optional<at::Tensor>& a_scales, const at::Tensor& b, const std::optional<at::Tensor>& b_scales,
+             const std::optional<at::Tensor>& bias, Epilogue epi, const std::optional<at::Tensor>& residual,
+             const std::optional<at::Tensor>& gate) {
+  GemmParams& p = c.p;
+  const char* op = c.op;
+  const bool fp8 = p.operands == Operands::kFp8Blockwise, fp6 = p.operands == Operands::kFp6Blockwise;
+  const bool scaled = fp8 || fp6;
+  p.epilogue = epi;
+  if (scaled) {
+    LTX_CHECK(a.scalar_type() == at::kFloat8_e4m3fn, op, "a must be float8_e4m3fn (got ", a.scalar_type(), ")");
+  } else {
+    LTX_CHECK(a.scalar_type() == at::kBFloat16, op, "a must be bfloat16 (got ", a.scalar_type(), ")");
+  }
+  const char* bname = fp6 ? "b_packed" : "b";
   if (fp6) {
     LTX_CHECK(b.scalar_type() == at::kByte, op, "b_packed must be uint8 (LTX-2 packed FP6) (got ", b.scalar_type(), ")");
   } else {
-    LTX_CHECK(b.scalar_type() == at::kFloat8_e4m3fn, op, "b must be float8_e4m3fn (got ", b.scalar_type(), ")");
+    LTX_CHECK(b.scalar_type() == a.scalar_type(), op, "b must be ", fp8 ? "float8_e4m3fn" : "bfloat16", " (got ",
+              b.scalar_type(), ")");
   }
   LTX_CHECK(a.dim() >= 1, op, "a must have at least one dimension [..., K] (got a scalar)");
-  const char* bname = fp6 ? "b_packed" : "b";
-  LTX_CHECK(b.dim() == 2, op, bname, " must be 2-D [N, ", fp6 ? "3K/4" : "K", "] (got shape ", shape_str(b.sizes()), ")");
-  Problem p;
+  LTX_CHECK(b.dim() == 2, op, bname, " must be 2-D [N, ", fp6 ? "3K/4" : "K", "] (got shape ", shape_str(b.sizes()),
+            ")");
   p.K = a.size(-1);
   p.N = b.size(0);
   p.M = 1;
   for (int64_t d = 0; d + 1 < a.dim(); ++d) p.M *= a.size(d);
-  LTX_CHECK(p.K % kGroup == 0, op, "K = a.shape[-1] must be a multiple of 128, the scaling block (got ", p.K,
-            "; pad K with zeros)");
+  if (scaled) {
+    LTX_CHECK(p.K % kGroup == 0, op, "K = a.shape[-1] must be a multiple of 128, the scaling block (got ", p.K,
+              "; pad K with zeros)");
+  }
   const int64_t want_bcols = fp6 ? p.K / 4 * 3 : p.K;
-  LTX_CHECK(b.size(1) == want_bcols, op, bname, " must have shape [N, ", fp6 ? "3K/4" : "K", "] with ", fp6 ? "3K/4" : "K",
-            " = ", want_bcols, " for K = a.shape[-1] = ", p.K, " (got shape ", shape_str(b.sizes()), ")");
-  LTX_CHECK(p.N % 8 == 0, op,
-            "N = b.shape[0] must be a multiple of 8: the output rows must be 16-byte aligned "
-            "(8 bf16/fp16) for the tensor-core kernels' vector stores (got N = ", p.N, ")");
-  const int64_t G = p.K / kGroup;
-  LTX_CHECK(a_scales.scalar_type() == at::kFloat, op, "a_scales must be float32 (got ", a_scales.scalar_type(), ")");
-  LTX_CHECK(a_scales.dim() == 2 && a_scales.size(0) == p.M && a_scales.size(1) == G, op,
-            "a_scales must have shape [M, K / 128] = [", p.M, ", ", G, "] (got ", shape_str(a_scales.sizes()), ")");
-  {
-    const int64_t s0 = a_scales.stride(0), s1 = a_scales.stride(1);
+  LTX_CHECK(b.size(1) == want_bcols, op, bname, " must have shape [N, ", fp6 ? "3K/4" : "K", "] with ",
+            fp6 ? "3K/4" : "K", " = ", want_bcols, " for K = a.shape[-1] = ", p.K, " (got shape ", shape_str(b.sizes()),
+            ")");
+  if (scaled) {
+    LTX_CHECK(p.N % 8 == 0, op,
+              "N = b.shape[0] must be a multiple of 8: the output rows must be 16-byte aligned "
+              "(8 bf16/fp16) for the tensor-core kernels' vector stores (got N = ", p.N, ")");
+    const at::Tensor& sa = *a_scales;
+    const at::Tensor& sb = *b_scales;
+    const int64_t G = p.K / kGroup;
+    LTX_CHECK(sa.scalar_type() == at::kFloat, op, "a_scales must be float32 (got ", sa.scalar_type(), ")");
+    LTX_CHECK(sa.dim() == 2 && sa.size(0) == p.M && sa.size(1) == G, op, "a_scales must have shape [M, K / 128] = [",
+              p.M, ", ", G, "] (got ", shape_str(sa.sizes()), ")");
+    const int64_t s0 = sa.stride(0), s1 = sa.stride(1);
     const bool row_major = (G <= 1 || s1 == 1) && (p.M <= 1 || s0 >= G);
     const bool m_major = (p.M <= 1 || s0 == 1) && (G <= 1 || s1 >= p.M);
     LTX_CHECK(row_major || m_major, op,
               "a_scales must be row-major (strides (K/128, 1)) or M-major (strides (1, M_pad) with M_pad >= M, "
               "as quantize_fp8_per_token_group(..., scale_layout='mn_major') writes) (got strides ",
-              shape_str(a_scales.strides()), ")");
+              shape_str(sa.strides()), ")");
+    const int64_t tn = ceil_div(p.N, kGroup);
+    LTX_CHECK(sb.scalar_type() == at::kFloat, op, "b_scales must be float32 (got ", sb.scalar_type(), ")");
+    LTX_CHECK(sb.dim() == 2 && sb.size(0) == tn && sb.size(1) == G, op,
+              "b_scales must have shape [ceil(N / 128), K / 128] = [", tn, ", ", G, "] (got ", shape_str(sb.sizes()),
+              ")");
+    check_same_device(sa, a, op, "a_scales", "a");
+    check_same_device(sb, a, op, "b_scales", "a");
+    c.a_scales = sa;
+    c.b_scales = sb;
+    p.a_scales = sa.data_ptr<float>();
+    p.sa_stride_m = sa.stride(0);
+    p.sa_stride_k = sa.stride(1);
+    p.b_scales = sb.data_ptr<float>();
+    p.sb_stride_n = sb.stride(0);
+    p.sb_stride_k = sb.stride(1);
   }
-  const int64_t tn = ceil_div(p.N, kGroup);
-  LTX_CHECK(b_scales.scalar_type() == at::kFloat, op, "b_scales must be float32 (got ", b_scales.scalar_type(), ")");
-  LTX_CHECK(b_scales.dim() == 2 && b_scales.size(0) == tn && b_scales.size(1) == G, op,
-            "b_scales must have shape [ceil(N / 128), K / 128] = [", tn, ", ", G, "] (got ",
-            shape_str(b_scales.sizes()), ")");
-  if (bias.has_value()) {
-    LTX_CHECK(bias->scalar_type() == at::kFloat, op, "bias must be float32 (got ", bias->scalar_type(), ")");
-    LTX_CHECK(bias->dim() == 1 && bias->size(0) == p.N, op, "bias must have shape [N] = [", p.N, "] (got ",
-              shape_str(bias->sizes()), ")");
-  }
-  LTX_CHECK(out.scalar_type() == at::kBFloat16 || out.scalar_type() == at::kHalf, op,
-            "out must be bfloat16 or float16 (got ", out.scalar_type(), ")");
+  // output
+  const bool fp8_out = out.scalar_type() == at::kFloat8_e4m3fn;
+  LTX_CHECK(out.scalar_type() == at::kBFloat16 || out.scalar_type() == at::kHalf || (fp8_out && !fp6), op,
+            "out must be bfloat16 or float16", fp6 ? "" : " (or float8_e4m3fn with out_scales: FP8 output)", " (got ",
+            out.scalar_type(), ")");
+  p.out = out_kind(out);
   std::vector<int64_t> want(a.sizes().begin(), a.sizes().end());
   want.back() = p.N;
   LTX_CHECK(out.sizes() == c10::IntArrayRef(want), op, "out must have shape a.shape[:-1] + [N] = ", shape_str(want),
             " (got ", shape_str(out.sizes()), ")");
-  check_same_device(a_scales, a, op, "a_scales", "a");
   check_same_device(b, a, op, bname, "a");
-  check_same_device(b_scales, a, op, "b_scales", "a");
   check_same_device(out, a, op, "out", "a");
-  if (bias.has_value()) check_same_device(*bias, a, op, "bias", "a");
   check_device_kind(a, op);
-  p.a_scales = a_scales;
-  p.b_scales = b_scales;
-  if (bias.has_value()) p.bias = bias->stride(0) == 1 ? *bias : bias->contiguous();
-  if (out.numel() == 0) return p;
-  p.ol = output_rows(out, op);
-  p.out2 = at::as_strided(out, {p.M, p.N}, {p.ol.stride, 1});
+  if (fp8_out) {
+    LTX_CHECK(out_scales.has_value(), op, "an FP8 out needs out_scales (fp32 [M, N / 128])");
+    const at::Tensor& os = *out_scales;
+    LTX_CHECK(p.N % kGroup == 0, op, "the FP8 output quantizes groups of 128 columns: N must be a multiple of 128 (got N = ",
+              p.N, ")");
+    LTX_CHECK(epi != Epilogue::kGatedResidual, op, "the gated residual writes bfloat16 or float16, not FP8");
+    const int64_t G = p.N / kGroup;
+    LTX_CHECK(os.scalar_type() == at::kFloat, op, "out_scales must be float32 (got ", os.scalar_type(), ")");
+    LTX_CHECK(os.dim() == 2 && os.size(0) == p.M && os.size(1) == G, op, "out_scales must have shape [M, N / 128] = [",
+              p.M, ", ", G, "] (got ", shape_str(os.sizes()), ")");
+    const int64_t s0 = os.stride(0), s1 = os.stride(1);
+    const bool row_major = (G <= 1 || s1 == 1) && (p.M <= 1 || s0 >= G);
+    const bool m_major = (p.M <= 1 || s0 == 1) && (G <= 1 || s1 >= p.M);
+    LTX_CHECK(row_major || m_major, op, "out_scales must be row-major (strides (N/128, 1)) or M-major (strides (1, M_pad)) (got strides ",
+              shape_str(os.strides()), ")");
+    check_same_device(os, a, op, "out_scales", "a");
+    LTX_CHECK(!bytes_overlap(os, out), op, "out_scales and out must not overlap");
+    c.out_scales = os;
+    p.d_scales = os.data_ptr<float>();
+    p.ds_stride_m = os.stride(0);
+    p.ds_stride_g = os.stride(1);
+  } else {
+    LTX_CHECK(!out_scales.has_value(), op, "out_scales is only written for an FP8 (float8_e4m3fn) out");
+  }
+  if (bias.has_value()) {
+    // fp32, or the 16-bit output dtype (bfloat16 with an FP8 output)
+    const at::ScalarType b16 = fp8_out ? at::kBFloat16 : out.scalar_type();
+    const bool ok_dtype = bias->scalar_type() == at::kFloat || (!fp6 && bias->scalar_type() == b16);
+    LTX_CHECK(ok_dtype, op, "bias must be float32", fp6 ? "" : (fp8_out ? " or bfloat16" : " or out's dtype"), " (got ",
+              bias->scalar_type(), ")");
+    LTX_CHECK(bias->dim() == 1 && bias->size(0) == p.N, op, "bias must have shape [N] = [", p.N, "] (got ",
+              shape_str(bias->sizes()), ")");
+    check_same_device(*bias, a, op, "bias", "a");
+    c.bias = bias->stride(0) == 1 ? *bias : bias->contiguous();
+    p.bias = c.bias.data_ptr();
+    p.bias_is_out_dtype = bias->scalar_type() != at::kFloat;
+  }
+  // gated residual: h of out's shape and dtype, gate per sample [B, N] or per token (out's shape)
+  if (epi == Epilogue::kGatedResidual) {
+    LTX_CHECK(residual.has_value() && gate.has_value(), op, "epilogue 'gated_residual' needs residual and gate");
+    const at::Tensor& h = *residual;
+    const at::Tensor& g = *gate;
+    LTX_CHECK(h.scalar_type() == out.scalar_type() && h.sizes() == out.sizes(), op,
+              "residual must have out's shape and dtype ", shape_str(out.sizes()), " ", out.scalar_type(), " (got ",
+              shape_str(h.sizes()), " ", h.scalar_type(), ")");
+    LTX_CHECK(g.scalar_type() == out.scalar_type(), op, "gate must have out's dtype ", out.scalar_type(), " (got ",
+              g.scalar_type(), ")");
+    check_same_device(h, a, op, "residual", "a");
+    check_same_device(g, a, op, "gate", "a");
+    const bool per_token = g.sizes() == out.sizes();
+    bool per_sample = out.dim() >= 2 && g.dim() >= 2 && g.size(0) == out.size(0) && g.size(-1) == p.N &&
+                      (g.dim() == 2 || g.dim() == out.dim());
+    for (int64_t d = 1; per_sample && d + 1 < g.dim(); ++d) per_sample = g.size(d) == 1;
+    LTX_CHECK(per_token || per_sample, op,
+              "gate must be [B, N] (per sample, B = a.shape[0], a with at least 2 dimensions) or out.shape (per token) "
+              "(got gate ", shape_str(g.sizes()), " for out ", shape_str(out.sizes()), ")");
+    p.gate_kind = per_token ? GateKind::kPerToken : GateKind::kPerSample;
+    c.B = per_token ? p.M : out.size(0);
+    p.gate_rows = c.B;
+    p.tokens_per_sample = per_token ? 1 : (c.B > 0 ? p.M / c.B : 1);
+  } else {
+    LTX_CHECK(!residual.has_value() && !gate.has_value(), op,
+              "residual and gate are only read by epilogue='gated_residual' (got epilogue without them)");
+  }
+  c.empty = out.numel() == 0;
+  if (c.empty) return;
+  c.ol = output_rows(out, op);
+  c.out2 = at::as_strided(out, {p.M, p.N}, {c.ol.stride, 1});
+  p.d = c.out2.data_ptr();
+  p.ldd = c.ol.stride;
   check_no_partial_overlap(out, a, op, "a");
   check_no_partial_overlap(out, b, op, bname);
-  if (bias.has_value()) check_no_partial_overlap(out, *bias, op, "bias");
-  if (p.K == 0) return p;
+  if (c.bias.defined()) check_no_partial_overlap(out, c.bias, op, "bias");
+  if (c.a_scales.defined()) check_no_partial_overlap(out, c.a_scales, op, "a_scales");
+  if (c.b_scales.defined()) check_no_partial_overlap(out, c.b_scales, op, "b_scales");
+  if (c.out_scales.defined()) {
+    for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&a, &b, &c.a_scales, &c.b_scales, &c.bias})
+      if (t->defined()) LTX_CHECK(!bytes_overlap(c.out_scales, *t), op, "out_scales must not overlap the inputs");
+  }
+  if (epi == Epilogue::kGatedResidual) {
+    // out may be residual itself (in place); the gate must be apart from out
+    check_no_partial_overlap(out, *residual, op, "residual");
+    LTX_CHECK(!bytes_overlap(out, *gate), op, "out must not overlap gate");
+    const RowLayout hl = input_rows(*residual, c.res2);
+    p.residual = c.res2.data_ptr();
+    p.ld_residual = hl.stride;
+    const at::Tensor g2d = p.gate_kind == GateKind::kPerToken ? *gate : gate->reshape({c.B, p.N});
+    const RowLayout gl = input_rows(g2d, c.gate2);
+    p.gate = c.gate2.data_ptr();
+    p.ld_gate = gl.stride;
+  }
+  if (p.K == 0) return;
   const at::Tensor a_flat = a.dim() == 2 ? a : a.reshape({p.M, p.K});
-  p.al = input_rows(a_flat, p.a2);
-  p.bl = input_rows(b, p.b2);
-  check_rows_fit(p.al, op);
-  return p;
+  c.al = input_rows(a_flat, c.a2);
+  c.bl = input_rows(b, c.b2);
+  check_rows_fit(c.al, op);
+  p.a = c.a2.data_ptr();
+  p.lda = c.al.stride;
+  p.b = c.b2.data_ptr();
+  p.ldb = c.bl.stride;
 }
 
-// K == 0: the sum is empty, out = bias (or 0).
-void fill_bias_only(Problem& p) {
-  if (p.bias.defined()) {
-    p.out2.copy_(p.bias.unsqueeze(0).expand({p.M, p.N}));
+// ---- the "cpu" backend
+void run_cpu(const Call& c) {
+  const GemmParams& p = c.p;
+  at::parallel_for(0, p.M, kCpuGrain, [&](int64_t b, int64_t e) { cpu::gemm_rows(p, b, e); });
+}
+
+// ---- the "torch" backend (any device): fp32 operands, fp32 matmul, epilogue in fp32
+at::Tensor dequantized(const at::Tensor& q2d, const at::Tensor& scales_rows, int64_t rows, int64_t K) {
+  // scales_rows: [rows, K/128] fp32 (one scale per row and K block)
+  return (q2d.to(at::kFloat).view({rows, K / kGroup, kGroup}) * scales_rows.unsqueeze(-1)).view({rows, K});
+}
+
+void run_torch(Call& c, const at::Tensor& b_values /* [N, K] e4m3 or bf16 */) {
+  GemmParams& p = c.p;
+  const auto f32 = c.out2.options().dtype(at::kFloat);
+  at::Tensor y;
+  if (p.K == 0) {
+    y = at::zeros({p.M, p.N}, f32);
   } else {
-    p.out2.zero_();
-  }
-}
-
-// ---- the "cpu" backend (e4m3 B, rows addressable)
-void run_cpu(Problem& p, const at::Tensor& b_e4m3, int64_t ldb) {
-  const auto* ap = reinterpret_cast<const uint8_t*>(p.a2.data_ptr());
-  const auto* bp = reinterpret_cast<const uint8_t*>(b_e4m3.data_ptr());
-  const float* sa = p.a_scales.data_ptr<float>();
-  const float* sb = p.b_scales.data_ptr<float>();
-  const float* bias = p.bias.defined() ? p.bias.data_ptr<float>() : nullptr;
-  const int64_t sam = p.a_scales.stride(0), sak = p.a_scales.stride(1);
-  const int64_t sbn = p.b_scales.stride(0), sbk = p.b_scales.stride(1);
-  auto body = [&](auto* d) {
-    using T = std::remove_pointer_t<decltype(d)>;
-    at::parallel_for(0, p.M, kCpuGrain, [&](int64_t b, int64_t e) {
-      cpu::fp8_blockwise_gemm<T>(d, p.ol.stride, ap, p.al.stride, sa, sam, sak, bp, ldb, sb, sbn, sbk, bias, b, e,
-                                 p.N, p.K);
-    });
-  };
-  if (p.out2.scalar_type() == at::kBFloat16) {
-    body(reinterpret_cast<bfloat16_t*>(p.out2.data_ptr()));
-  } else {
-    body(reinterpret_cast<half_t*>(p.out2.data_ptr()));
-  }
-}
-
-// ---- the "torch" backend: exact fp32 dequantization, fp32 matmul (any device)
-void run_torch(Problem& p, const at::Tensor& b_e4m3) {
-  const int64_t G = p.K / kGroup;
-  const at::Tensor a2 = at::as_strided(p.a2, {p.M, p.K}, {p.al.stride, 1});
-  const at::Tensor af = (a2.to(at::kFloat).view({p.M, G, kGroup}) * p.a_scales.unsqueeze(-1)).view({p.M, p.K});
-  const at::Tensor sbn = p.b_scales.repeat_interleave(kGroup, 0).narrow(0, 0, p.N);  // [N, G]
-  const at::Tensor bf = (b_e4m3.to(at::kFloat).reshape({p.N, G, kGroup}) * sbn.unsqueeze(-1)).view({p.N, p.K});
-  at::Tensor y = at::matmul(af, bf.t());
-  if (p.bias.defined()) y.add_(p.bias);
-  p.out2.copy_(y);
-}
-
-#ifdef LTX_KERNELS_WITH_CUDA
-namespace gemm = ::ltx::gemm;
-
-int device_sms(const at::Tensor& t) {
-  int n = 0;
-  cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, t.device().index());
-  return n;
-}
-
-gemm::Fp8BlockwiseGemmArgs make_args(const Problem& p, const at::Tensor& b, int64_t ldb) {
-  gemm::Fp8BlockwiseGemmArgs g;
-  g.M = p.M;
-  g.N = p.N;
-  g.K = p.K;
-  g.a = reinterpret_cast<const uint8_t*>(p.a2.data_ptr());
-  g.lda = p.al.stride;
-  g.a_scales = p.a_scales.data_ptr<float>();
-  g.sa_stride_m = p.a_scales.stride(0);
-  g.sa_stride_k = p.a_scales.stride(1);
-  g.b = reinterpret_cast<const uint8_t*>(b.data_ptr());
-  g.ldb = ldb;
-  g.b_scales = p.b_scales.data_ptr<float>();
-  g.sb_stride_n = p.b_scales.stride(0);
-  g.sb_stride_k = p.b_scales.stride(1);
-  g.bias = p.bias.defined() ? p.bias.data_ptr<float>() : nullptr;
-  g.d = p.out2.data_ptr();
-  g.ldd = p.ol.stride;
-  g.out = p.out2.scalar_type() == at::kBFloat16 ? gemm::GemmOut::kBF16 : gemm::GemmOut::kFP16;
-  return g;
-}
-
-std::string args_str(const gemm::Fp8BlockwiseGemmArgs& g) {
-  auto mis = [](const void* ptr) { return std::to_string(reinterpret_cast<uintptr_t>(ptr) % 16); };
-  return "M=" + std::to_string(g.M) + ", N=" + std::to_string(g.N) + ", K=" + std::to_string(g.K) +
-         ", lda=" + std::to_string(g.lda) + ", ldb=" + std::to_string(g.ldb) + ", ldd=" + std::to_string(g.ldd) +
-         ", a_scales strides (" + std::to_string(g.sa_stride_m) + ", " + std::to_string(g.sa_stride_k) +
-         "), b_scales strides (" + std::to_string(g.sb_stride_n) + ", " + std::to_string(g.sb_stride_k) +
-         "), pointer offsets mod 16: a " + mis(g.a) + ", b " + mis(g.b) + ", out " + mis(g.d);
-}
-
-// "" when kernel `be` can run these arguments on this device, else why not.
-std::string why_not(Backend be, const gemm::Fp8BlockwiseGemmArgs& g, int cc, bool fp6) {
-  const std::string ccs = std::to_string(cc / 10) + "." + std::to_string(cc % 10);
-  if (be == Backend::kSm90) {
-#ifdef LTX_KERNELS_HAS_SM90
-    if (cc != 90) return "the sm_90a kernel needs compute capability 9.0; this device is " + ccs;
-    if (!gemm::fp8_blockwise_gemm_sm90_supported(g, cc))
-      return "the sm_90a kernel does not take these arguments: " + args_str(g);
-    return "";
-#else
-    (void)g;
-    return "this build has no sm_90a kernel (needs TORCH_CUDA_ARCH_LIST with 9.0a)";
-#endif
-  }
-  if (be == Backend::kSkinny) {
-#ifdef LTX_KERNELS_HAS_SM89
-    if (cc < 89) return "the mma.sync FP8 kernel needs compute capability >= 8.9; this device is " + ccs;
-    if (g.M > 64) return "the skinny kernel takes M <= 64 (got M=" + std::to_string(g.M) + ")";
-    if (!gemm::fp8_blockwise_gemm_skinny_supported(g, cc))
-      return "the skinny kernel does not take these arguments: " + args_str(g);
-    return "";
-#else
-    return "this build has no sm89 kernels (needs a CUDA target >= 8.9)";
-#endif
-  }
-  if (be == Backend::kSm89) {
-#ifdef LTX_KERNELS_HAS_SM89
-    if (cc < 89) return "the mma.sync FP8 kernel needs compute capability >= 8.9; this device is " + ccs;
-    const bool ok = fp6 ? gemm::fp6_blockwise_gemm_sm89_supported(g, cc) : gemm::fp8_blockwise_gemm_sm89_supported(g, cc);
-    if (!ok) return std::string("the sm89 ") + (fp6 ? "FP6" : "FP8") + " kernel does not take these arguments: " + args_str(g);
-    return "";
-#else
-    (void)g;
-    (void)fp6;
-    return "this build has no sm89 kernel (needs a CUDA target >= 8.9)";
-#endif
-  }
-  return "";
-}
-
-// Run a core entry point that takes (args, workspace, bytes, num_sms, stream) with the scratch its
-// *_workspace function asks for, from the caching allocator on like's stream.
-template <class WorkspaceFn, class RunFn>
-cudaError_t with_workspace(const gemm::Fp8BlockwiseGemmArgs& g, const at::Tensor& like, cudaStream_t stream,
-                           WorkspaceFn workspace_fn, RunFn run_fn) {
-  const int sms = device_sms(like);
-  const size_t ws = workspace_fn(g, sms);
-  at::Tensor w;
-  if (ws > 0) w = at::empty({int64_t(ws)}, like.options().dtype(at::kByte));
-  return run_fn(g, ws > 0 ? w.data_ptr() : nullptr, ws, sms, stream);
-}
-
-cudaError_t launch(Backend be, const gemm::Fp8BlockwiseGemmArgs& g, const at::Tensor& like, cudaStream_t stream,
-                   bool fp6) {
-#ifdef LTX_KERNELS_HAS_SM90
-  if (be == Backend::kSm90) {
-    return with_workspace(g, like, stream, gemm::fp8_blockwise_gemm_sm90_workspace, gemm::fp8_blockwise_gemm_sm90);
-  }
-#endif
-#ifdef LTX_KERNELS_HAS_SM89
-  if (be == Backend::kSkinny) {
-    return with_workspace(g, like, stream, gemm::fp8_blockwise_gemm_skinny_workspace, gemm::fp8_blockwise_gemm_skinny);
-  }
-  if (be == Backend::kSm89) return fp6 ? gemm::fp6_blockwise_gemm_sm89(g, stream) : gemm::fp8_blockwise_gemm_sm89(g, stream);
-#endif
-  (void)g;
-  (void)like;
-  (void)stream;
-  (void)fp6;
-  return cudaErrorNotSupported;
-}
-#endif  // LTX_KERNELS_WITH_CUDA
-
-// Which backend runs the FP8 GEMM `p` (B e4m3 `b`, row stride ldb), or an error for a forced
-// backend that cannot. `requested` is the parsed name; `is_auto` marks "auto".
-Backend select_fp8(const Problem& p, const at::Tensor& b, int64_t ldb, Backend requested, bool is_auto,
-                   const at::Tensor& like, const char* op) {
-  if (like.is_cpu()) {
-    if (is_auto || requested == Backend::kCpu || requested == Backend::kTorch) return is_auto ? Backend::kCpu : requested;
-    LTX_CHECK(false, op, "backend '", backend_name(requested), "' cannot run this call (the tensors are on the CPU)");
-  }
-  LTX_CHECK(requested != Backend::kCpu || is_auto, op, "backend 'cpu' cannot run this call (the tensors are on ",
-            like.device(), "; move them to the CPU)");
-  if (requested == Backend::kTorch && !is_auto) return Backend::kTorch;
-#ifdef LTX_KERNELS_WITH_CUDA
-  const int cc = device_cc(like);
-  if (p.M == 0 || p.K == 0) return Backend::kTorch;  // nothing for a kernel to do
-  const gemm::Fp8BlockwiseGemmArgs g = make_args(p, b, ldb);
-  if (!is_auto) {
-    const std::string why = why_not(requested, g, cc, false);
-    LTX_CHECK(why.empty(), op, "backend '", backend_name(requested), "' cannot run this call (", why, ")");
-    return requested;
-  }
-  const bool sm90_ok = why_not(Backend::kSm90, g, cc, false).empty();
-#ifdef LTX_KERNELS_HAS_SM89
-  if (gemm::fp8_blockwise_gemm_skinny_preferred(g, device_sms(like), sm90_ok) &&
-      why_not(Backend::kSkinny, g, cc, false).empty())
-    return Backend::kSkinny;
-#endif
-  if (sm90_ok) return Backend::kSm90;
-  if (why_not(Backend::kSm89, g, cc, false).empty()) return Backend::kSm89;
-#else
-  (void)p;
-  (void)b;
-  (void)ldb;
-#endif
-  return Backend::kTorch;
-}
-
-// Run the FP8 GEMM with B e4m3 `b` (rows at stride ldb) on the chosen backend; under "auto" a
-// kernel that answers "not supported" falls through to the next one.
-void run_fp8(Problem& p, const at::Tensor& b, int64_t ldb, Backend be, bool is_auto, const char* op) {
-  if (be == Backend::kCpu) return run_cpu(p, b, ldb);
-  if (be == Backend::kTorch) return run_torch(p, at::as_strided(b, {p.N, p.K}, {ldb, 1}));
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(p.a2, op);
-  const gemm::Fp8BlockwiseGemmArgs g = make_args(p, b, ldb);
-  cudaError_t err = launch(be, g, p.a2, scope.stream, false);
-  if (err == cudaErrorNotSupported && is_auto) {
-    if ((be == Backend::kSm90 || be == Backend::kSkinny) && why_not(Backend::kSm89, g, device_cc(p.a2), false).empty()) {
-      err = launch(Backend::kSm89, g, p.a2, scope.stream, false);
-      if (err != cudaErrorNotSupported) return check_cuda(err, op);
+    const at::Tensor a2 = at::as_strided(c.a2, {p.M, p.K}, {c.al.stride, 1});
+    if (p.operands == Operands::kBf16) {
+      y = at::matmul(a2.to(at::kFloat), b_values.to(at::kFloat).t());
+    } else {
+      const at::Tensor af = dequantized(a2, c.a_scales, p.M, p.K);
+      const at::Tensor sbn = c.b_scales.repeat_interleave(kGroup, 0).narrow(0, 0, p.N);  // [N, G]
+      const at::Tensor bf = dequantized(b_values, sbn, p.N, p.K);
+      y = at::matmul(af, bf.t());
     }
-    return run_torch(p, at::as_strided(b, {p.N, p.K}, {ldb, 1}));
   }
-  LTX_CHECK(err != cudaErrorNotSupported, op, "backend '", backend_name(be),
-            "' cannot run this call (the kernel answered 'not supported' for ", args_str(g), ")");
-  check_cuda(err, op);
+  if (c.bias.defined()) y.add_(c.bias.to(at::kFloat));
+  if (p.epilogue == Epilogue::kGeluTanh) y = at::gelu(y, "tanh");
+  if (p.epilogue == Epilogue::kGatedResidual) {
+    const at::Tensor h = at::as_strided(c.res2, {p.M, p.N}, {p.ld_residual, 1}).to(at::kFloat);
+    at::Tensor g = at::as_strided(c.gate2, {p.gate_rows, p.N}, {p.ld_gate, 1}).to(at::kFloat);
+    if (p.gate_kind == GateKind::kPerSample) g = g.repeat_interleave(p.tokens_per_sample, 0);
+    y = h + y * g;
+  }
+  if (p.out != OutKind::kFP8) {
+    c.out2.copy_(y);
+    return;
+  }
+  y = y.contiguous();
+  auto* qp = reinterpret_cast<uint8_t*>(c.out2.data_ptr());
+  if (y.is_cpu()) {
+    const float* yp = y.data_ptr<float>();
+    at::parallel_for(0, p.M, kCpuGrain, [&](int64_t b, int64_t e) {
+      cpu::quantize_fp8_per_token_group<float>(qp, p.ldd, p.d_scales, p.ds_stride_m, p.ds_stride_g, yp, p.N, b, e, p.N,
+                                               kGroup, Fp8Format::E4M3);
+    });
+    return;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  const CudaScope scope(y, c.op);
+  check_cuda(ltx_kernels::quantize_fp8_per_token_group<float>(qp, p.ldd, p.d_scales, p.ds_stride_m, p.ds_stride_g,
+                                                              y.data_ptr<float>(), p.N, p.M, p.N, kGroup,
+                                                              Fp8Format::E4M3, scope.stream),
+             c.op);
+#endif
+}
+
+#ifdef LTX_KERNELS_WITH_CUDA
+const gemm::Device& gemm_device(const at::Tensor& t) {
+  // per device index, read once (the attributes never change)
+  static gemm::Device cache[64];
+  static std::once_flag once[64];
+  const int idx = t.device().index();
+  TORCH_CHECK(idx >= 0 && idx < 64, "ltx_kernels: CUDA device index out of range");
+  std::call_once(once[idx], [&] { cache[idx] = gemm::query_device(idx); });
+  return cache[idx];
+}
+
+// Which backend runs the call on its CUDA device (a forced one that cannot raises).
+Be select_cuda(const Call& c, Be requested, const at::Tensor& like) {
+  LTX_CHECK(requested != Be::kCpu, c.op, "backend 'cpu' cannot run this call (the tensors are on ", like.device(),
+            "; move them to the CPU)");
+  if (requested == Be::kTorch) return Be::kTorch;
+  const gemm::Device& dev = gemm_device(like);
+  if (c.empty || c.p.K == 0 || c.p.M == 0) return Be::kTorch;  // nothing for a kernel to do
+  if (requested == Be::kAuto) return Be(int64_t(gemm::choose_auto(c.p, dev)));
+  const std::string why = gemm::why_not(gemm::Backend(int(requested)), c.p, dev);
+  LTX_CHECK(why.empty(), c.op, "backend '", be_name(requested), "' cannot run this call (", why, ")");
+  return requested;
+}
+
+void run_cuda(Call& c, Be be, bool is_auto, const at::Tensor& b_values) {
+  if (be == Be::kTorch) return run_torch(c, b_values);
+  const CudaScope scope(c.a2, c.op);
+  const gemm::Device& dev = gemm_device(c.a2);
+  const gemm::Backend gb = gemm::Backend(int(be));
+  const size_t ws = gemm::workspace_bytes(gb, c.p, dev);
+  at::Tensor w;
+  if (ws > 0) w = at::empty({int64_t(ws)}, c.a2.options().dtype(at::kByte));
+  cudaError_t err = gemm::run(gb, c.p, dev, ws > 0 ? w.data_ptr() : nullptr, ws, scope.stream);
+  if (err == cudaErrorNotSupported && is_auto) {
+    if (be != Be::kSm89 && gemm::why_not(gemm::Backend::kSm89, c.p, dev).empty()) {
+      err = gemm::run(gemm::Backend::kSm89, c.p, dev, nullptr, 0, scope.stream);
+      if (err != cudaErrorNotSupported) return check_cuda(err, c.op);
+    }
+    return run_torch(c, b_values);
+  }
+  LTX_CHECK(err != cudaErrorNotSupported, c.op, "backend '", be_name(be),
+            "' cannot run this call (the kernel answered 'not supported')");
+  check_cuda(err, c.op);
+}
+#endif
+
+Be select(const Call& c, Be requested, const at::Tensor& like) {
+  if (like.is_cpu()) {
+    LTX_CHECK(requested == Be::kAuto || requested == Be::kCpu || requested == Be::kTorch, c.op, "backend '",
+              be_name(requested), "' cannot run this call (the tensors are on the CPU)");
+    return requested == Be::kTorch ? Be::kTorch : Be::kCpu;
+  }
+#ifdef LTX_KERNELS_WITH_CUDA
+  return select_cuda(c, requested, like);
+#else
+  no_cuda_backend(like, c.op);
+#endif
+}
+
+void execute(Call& c, Be be, bool is_auto, const at::Tensor& b_values) {
+  if (c.empty) return;
+  if (be == Be::kCpu) return run_cpu(c);
+  if (be == Be::kTorch) return run_torch(c, b_values);
+#ifdef LTX_KERNELS_WITH_CUDA
+  run_cuda(c, be, is_auto, b_values);
 #else
   (void)is_auto;
-  LTX_CHECK(false, op, "this build has no CUDA backend");
 #endif
+}
+
+at::Tensor b_matrix(const Call& c) {
+  return c.b2.defined() ? at::as_strided(c.b2, {c.p.N, c.p.K}, {c.bl.stride, 1}) : at::Tensor();
 }
 
 }  // namespace
 
-void fp8_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales, const at::Tensor& b,
-                        const at::Tensor& b_scales, const std::optional<at::Tensor>& bias,
+void fp8_blockwise_gemm(at::Tensor& out, const std::optional<at::Tensor>& out_scales, const at::Tensor& a,
+                        const at::Tensor& a_scales, const at::Tensor& b, const at::Tensor& b_scales,
+                        const std::optional<at::Tensor>& bias, c10::string_view epilogue,
+                        const std::optional<at::Tensor>& residual, const std::optional<at::Tensor>& gate,
                         c10::string_view backend) {
-  constexpr const char* op = "fp8_blockwise_gemm";
-  const Backend requested = parse_backend(backend, op, false);
-  const bool is_auto = backend == "auto";
-  Problem p = prepare(out, a, a_scales, b, b_scales, bias, op, false);
-  const Backend be = select_fp8(p, p.b2, p.bl.stride, requested, is_auto, a, op);
-  if (out.numel() == 0) return;
-  if (p.K == 0) return fill_bias_only(p);
-  run_fp8(p, p.b2, p.bl.stride, be, is_auto, op);
+  Call c;
+  c.op = "fp8_blockwise_gemm";
+  c.p.operands = Operands::kFp8Blockwise;
+  const Be requested = parse_backend(backend, c.op, Operands::kFp8Blockwise);
+  const Epilogue epi = parse_epilogue(epilogue, c.op);
+  prepare(c, out, out_scales, a, a_scales, b, b_scales, bias, epi, residual, gate);
+  c.p.config = env_config(c.op);
+  const Be be = select(c, requested, a);
+  execute(c, be, requested == Be::kAuto, b_matrix(c));
 }
 
-int64_t fp8_blockwise_gemm_backend(const at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales,
-                                   const at::Tensor& b, const at::Tensor& b_scales,
-                                   const std::optional<at::Tensor>& bias, c10::string_view backend) {
-  constexpr const char* op = "fp8_blockwise_gemm";
-  const Backend requested = parse_backend(backend, op, false);
+void bf16_gemm(at::Tensor& out, const std::optional<at::Tensor>& out_scales, const at::Tensor& a, const at::Tensor& b,
+               const std::optional<at::Tensor>& bias, c10::string_view epilogue,
+               const std::optional<at::Tensor>& residual, const std::optional<at::Tensor>& gate,
+               c10::string_view backend) {
+  Call c;
+  c.op = "bf16_gemm";
+  c.p.operands = Operands::kBf16;
+  const Be requested = parse_backend(backend, c.op, Operands::kBf16);
+  const Epilogue epi = parse_epilogue(epilogue, c.op);
+  prepare(c, out, out_scales, a, std::nullopt, b, std::nullopt, bias, epi, residual, gate);
+  c.p.config = env_config(c.op);
+  const Be be = select(c, requested, a);
+  execute(c, be, requested == Be::kAuto, b_matrix(c));
+}
+
+// [backend, bm, bn, cluster, group_m, sms] of the call (tile fields 0 unless the backend is "sm90");
+// raises what the op would raise.
+std::vector<int64_t> gemm_plan(c10::string_view op_name, const at::Tensor& out,
+                               const std::optional<at::Tensor>& out_scales, const at::Tensor& a,
+                               const std::optional<at::Tensor>& a_scales, const at::Tensor& b,
+                               const std::optional<at::Tensor>& b_scales, const std::optional<at::Tensor>& bias,
+                               c10::string_view epilogue, const std::optional<at::Tensor>& residual,
+                               const std::optional<at::Tensor>& gate, c10::string_view backend) {
+  const std::string name(op_name.data(), op_name.size());
+  Call c;
+  if (name == "fp8_blockwise_gemm") {
+    c.op = "fp8_blockwise_gemm";
+    c.p.operands = Operands::kFp8Blockwise;
+  } else if (name == "bf16_gemm") {
+    c.op = "bf16_gemm";
+    c.p.operands = Operands::kBf16;
+  } else {
+    LTX_CHECK(false, "gemm_plan", "op must be 'fp8_blockwise_gemm' or 'bf16_gemm' (got '", name, "')");
+  }
+  const bool fp8 = c.p.operands == Operands::kFp8Blockwise;
+  if (fp8) {
+    LTX_CHECK(a_scales.has_value() && b_scales.has_value(), c.op, "a_scales and b_scales are required");
+  }
+  const Be requested = parse_backend(backend, c.op, c.p.operands);
+  const Epilogue epi = parse_epilogue(epilogue, c.op);
   at::Tensor o = out;  // only inspected, never written
-  Problem p = prepare(o, a, a_scales, b, b_scales, bias, op, false);
-  if (out.numel() == 0 || p.K == 0) return int64_t(a.is_cpu() ? Backend::kCpu : Backend::kTorch);
-  return int64_t(select_fp8(p, p.b2, p.bl.stride, requested, backend == "auto", a, op));
+  prepare(c, o, out_scales, a, a_scales, b, b_scales, bias, epi, residual, gate);
+  c.p.config = env_config(c.op);
+  const Be be = select(c, requested, a);
+  std::vector<int64_t> r = {int64_t(be), 0, 0, 0, 0, 0};
+#ifdef LTX_KERNELS_WITH_CUDA
+  if (be == Be::kSm90) {
+    const gemm::TileConfig t = gemm::sm90_config(c.p, gemm_device(a));
+    r = {int64_t(be), t.bm, t.bn, t.cluster, t.group_m, t.sms};
+  }
+#endif
+  return r;
 }
 
 void fp6_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales, const at::Tensor& b_packed,
                         const at::Tensor& b_scales, const std::optional<at::Tensor>& bias,
                         c10::string_view backend) {
-  constexpr const char* op = "fp6_blockwise_gemm";
-  const Backend requested = parse_backend(backend, op, true);
-  const bool is_auto = backend == "auto";
-  Problem p = prepare(out, a, a_scales, b_packed, b_scales, bias, op, true);
+  Call c;
+  c.op = "fp6_blockwise_gemm";
+  c.p.operands = Operands::kFp6Blockwise;
+  const Be requested = parse_backend(backend, c.op, Operands::kFp6Blockwise);
+  prepare(c, out, std::nullopt, a, a_scales, b_packed, b_scales, bias, Epilogue::kNone, std::nullopt, std::nullopt);
   if (a.is_cpu()) {
-    LTX_CHECK(is_auto || requested == Backend::kCpu || requested == Backend::kTorch, op, "backend '",
-              backend_name(requested), "' cannot run this call (the tensors are on the CPU)");
+    LTX_CHECK(requested == Be::kAuto || requested == Be::kCpu || requested == Be::kTorch, c.op, "backend '",
+              be_name(requested), "' cannot run this call (the tensors are on the CPU)");
   } else {
-    LTX_CHECK(is_auto || requested != Backend::kCpu, op, "backend 'cpu' cannot run this call (the tensors are on ",
-              a.device(), "; move them to the CPU)");
+    LTX_CHECK(requested != Be::kCpu, c.op, "backend 'cpu' cannot run this call (the tensors are on ", a.device(),
+              "; move them to the CPU)");
   }
-  if (out.numel() == 0) return;
-  if (p.K == 0) return fill_bias_only(p);
-  const int64_t groups = p.N * p.K / 4;
+  if (c.empty) return;
+  const bool is_auto = requested == Be::kAuto;
+  if (c.p.K == 0) return run_torch(c, at::Tensor());
 #ifdef LTX_KERNELS_WITH_CUDA
   if (a.is_cuda()) {
-    const CudaScope scope(a, op);
-    const int cc = device_cc(a);
-    // the FP6 kernel reads the packed bytes directly (ldb in bytes)
-    const gemm::Fp8BlockwiseGemmArgs g = make_args(p, p.b2, p.bl.stride);
-    const std::string why = why_not(Backend::kSm89, g, cc, true);
-    if (requested == Backend::kSm89 && !is_auto) {
-      LTX_CHECK(why.empty(), op, "backend 'sm89' cannot run this call (", why, ")");
+    const CudaScope scope(a, c.op);
+    const gemm::Device& dev = gemm_device(a);
+    // the sm89 FP6 kernel reads the packed bytes directly (ldb in bytes)
+    const std::string why = gemm::why_not(gemm::Backend::kSm89, c.p, dev);
+    if (requested == Be::kSm89) LTX_CHECK(why.empty(), c.op, "backend 'sm89' cannot run this call (", why, ")");
+    if ((is_auto || requested == Be::kSm89) && why.empty()) {
+      const cudaError_t err = gemm::run(gemm::Backend::kSm89, c.p, dev, nullptr, 0, scope.stream);
+      if (err != cudaErrorNotSupported) return check_cuda(err, c.op);
+      LTX_CHECK(is_auto, c.op, "backend 'sm89' cannot run this call (the kernel answered 'not supported')");
     }
-    if ((is_auto || requested == Backend::kSm89) && why.empty()) {
-      const cudaError_t err = launch(Backend::kSm89, g, a, scope.stream, true);
-      if (err != cudaErrorNotSupported) return check_cuda(err, op);
-      LTX_CHECK(is_auto, op, "backend 'sm89' cannot run this call (the kernel answered 'not supported' for ",
-                args_str(g), ")");
-    }
-    // fallback: unpack to e4m3 once (our fp6_unpack kernel), then the FP8 path
-    const at::Tensor packed = p.b2.is_contiguous() ? p.b2 : p.b2.contiguous();
-    at::Tensor b8 = at::empty({p.N, p.K}, a.options().dtype(at::kFloat8_e4m3fn));
-    check_cuda(ltx_kernels::fp6_unpack(reinterpret_cast<uint8_t*>(b8.data_ptr()),
-                                       reinterpret_cast<const uint8_t*>(packed.data_ptr()), groups, scope.stream),
-               op);
-    const Backend be = is_auto ? select_fp8(p, b8, p.K, Backend::kCpu, true, a, op) : Backend::kTorch;
-    return run_fp8(p, b8, p.K, be, is_auto, op);
   }
 #endif
-  // CPU: unpack with the CPU backend's fp6_unpack, then the FP8 CPU backend (or the fallback)
-  const at::Tensor packed = p.b2.is_contiguous() ? p.b2 : p.b2.contiguous();
-  at::Tensor b8 = at::empty({p.N, p.K}, a.options().dtype(at::kFloat8_e4m3fn));
+  // otherwise: unpack to e4m3 once (our fp6_unpack), then the FP8 path
+  const int64_t groups = c.p.N * c.p.K / 4;
+  const at::Tensor packed = c.b2.is_contiguous() ? c.b2 : c.b2.contiguous();
+  at::Tensor b8 = at::empty({c.p.N, c.p.K}, a.options().dtype(at::kFloat8_e4m3fn));
   auto* dst = reinterpret_cast<uint8_t*>(b8.data_ptr());
   const auto* src = reinterpret_cast<const uint8_t*>(packed.data_ptr());
-  at::parallel_for(0, groups, 4096, [&](int64_t b, int64_t e) { cpu::fp6_unpack(dst, src, b, e); });
-  run_fp8(p, b8, p.K, requested == Backend::kTorch && !is_auto ? Backend::kTorch : Backend::kCpu, is_auto, op);
+  if (a.is_cpu()) {
+    at::parallel_for(0, groups, 4096, [&](int64_t b, int64_t e) { cpu::fp6_unpack(dst, src, b, e); });
+  } else {
+#ifdef LTX_KERNELS_WITH_CUDA
+    const CudaScope scope(a, c.op);
+    check_cuda(ltx_kernels::fp6_unpack(dst, src, groups, scope.stream), c.op);
+#endif
+  }
+  c.p.operands = Operands::kFp8Blockwise;
+  c.b2 = b8;
+  c.bl = RowLayout{c.p.N, c.p.K, c.p.K};
+  c.p.b = b8.data_ptr();
+  c.p.ldb = c.p.K;
+  const Be be = requested == Be::kTorch ? Be::kTorch : select(c, Be::kAuto, a);
+  execute(c, be, true, b_matrix(c));
 }
 
-// ---- NVFP4 scaled matmul (REFERENCE.md section 4)
+// ---- NVFP4 scaled matmul
 //   out[m, n] = alpha * sum_k (q_a[m, k] s_a[m, k/16]) (q_b[n, k] s_b[n, k/16]) + bias[n]
 // (the per-tensor scales are folded into alpha = s_a * s_w). backend "cublaslt": cuBLASLt's
 // block-scaled FP4 GEMM (compute capability >= 10.0, CUDA >= 12.8): CUDA_R_4F_E2M1 operands,
@@ -534,6 +682,16 @@ std::string nvfp4_cublaslt_why_not(const Nvfp4Problem& p, int cc) {
   return "";
 }
 
+// cuBLASLt descriptor objects, destroyed with their scope.
+struct LtDeleter {
+  void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
+  void operator()(cublasLtMatrixLayoutOpaque_t* l) const { cublasLtMatrixLayoutDestroy(l); }
+  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const { cublasLtMatmulPreferenceDestroy(p); }
+};
+using LtDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDeleter>;
+using LtLayout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDeleter>;
+using LtPref = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, LtDeleter>;
+
 cublasStatus_t nvfp4_cublaslt(Nvfp4Problem& p, bool hi_first, cudaStream_t stream) {
   // cuBLASLt packs element 2j in the LOW nibble; LTX-2's hi_first puts it in the high one.
   auto lo_first = [&](const at::Tensor& q) {
@@ -542,16 +700,17 @@ cublasStatus_t nvfp4_cublaslt(Nvfp4Problem& p, bool hi_first, cudaStream_t strea
   const at::Tensor a = lo_first(p.a), b = lo_first(p.b);
   const bool bf16 = p.out2.scalar_type() == at::kBFloat16;
   const cudaDataType_t dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  // column-major view: D^T [N, M] = B [N, K] * A^T, i.e. cuBLAS "A" = our b (transposed), "B" = our a
+  // column-major view: D^T [N, M] = B [N, K] * A^T, i.e. cuBLAS "A" = our b (transposed), "B" = our a.
+  // The handle is PyTorch's (one per device and thread, created once and cached by PyTorch).
   cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
   auto ok = [&](cublasStatus_t s) {
     if (st == CUBLAS_STATUS_SUCCESS) st = s;
     return st == CUBLAS_STATUS_SUCCESS;
   };
+  cublasLtMatmulDesc_t desc_raw = nullptr;
+  if (!ok(cublasLtMatmulDescCreate(&desc_raw, CUBLAS_COMPUTE_32F, CUDA_R_32F))) return st;
+  const LtDesc desc(desc_raw);
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   const cublasLtMatmulMatrixScale_t smode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
   const cublasLtPointerMode_t pmode = CUBLASLT_POINTER_MODE_DEVICE;
@@ -560,47 +719,46 @@ cublasStatus_t nvfp4_cublaslt(Nvfp4Problem& p, bool hi_first, cudaStream_t strea
   at::Tensor bias_d;
   const at::Tensor beta = at::zeros({1}, p.alpha.options());
   const at::Tensor alpha = p.alpha.reshape({1}).contiguous();
-  if (ok(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
-      ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta))) &&
-      ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb))) &&
-      ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &smode, sizeof(smode))) &&
-      ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &smode, sizeof(smode))) &&
-      ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof(scale_a))) &&
-      ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof(scale_b))) &&
-      ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pmode, sizeof(pmode)))) {
-    if (p.bias.defined()) {
-      // bias in the output type (cuBLASLt's default bias type for 16-bit D)
-      bias_d = p.bias.to(p.out2.scalar_type());
-      const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-      const void* bptr = bias_d.data_ptr();
-      ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
-      ok(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bptr, sizeof(bptr)));
-    }
+  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &smode, sizeof(smode)));
+  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &smode, sizeof(smode)));
+  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof(scale_a)));
+  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof(scale_b)));
+  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_POINTER_MODE, &pmode, sizeof(pmode)));
+  if (st == CUBLAS_STATUS_SUCCESS && p.bias.defined()) {
+    // bias in the output type (cuBLASLt's default bias type for 16-bit D)
+    bias_d = p.bias.to(p.out2.scalar_type());
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    const void* bptr = bias_d.data_ptr();
+    ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bptr, sizeof(bptr)));
   }
-  if (st == CUBLAS_STATUS_SUCCESS && ok(cublasLtMatrixLayoutCreate(&la, CUDA_R_4F_E2M1, p.K, p.N, p.K)) &&
-      ok(cublasLtMatrixLayoutCreate(&lb, CUDA_R_4F_E2M1, p.K, p.M, p.K)) &&
-      ok(cublasLtMatrixLayoutCreate(&lc, dt, p.N, p.M, p.ol.stride)) && ok(cublasLtMatmulPreferenceCreate(&pref))) {
-    const size_t max_ws = size_t(32) << 20;
-    ok(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof(max_ws)));
-    cublasLtMatmulHeuristicResult_t res{};
-    int found = 0;
-    if (ok(cublasLtMatmulAlgoGetHeuristic(handle, desc, la, lb, lc, lc, pref, 1, &res, &found))) {
-      if (found == 0) {
-        st = CUBLAS_STATUS_NOT_SUPPORTED;
-      } else {
-        at::Tensor ws;
-        if (res.workspaceSize > 0) ws = at::empty({int64_t(res.workspaceSize)}, p.a.options().dtype(at::kByte));
-        ok(cublasLtMatmul(handle, desc, alpha.data_ptr<float>(), b.data_ptr(), la, a.data_ptr(), lb,
-                          beta.data_ptr<float>(), p.out2.data_ptr(), lc, p.out2.data_ptr(), lc, &res.algo,
-                          res.workspaceSize > 0 ? ws.data_ptr() : nullptr, res.workspaceSize, stream));
-      }
-    }
-  }
-  if (pref) cublasLtMatmulPreferenceDestroy(pref);
-  if (lc) cublasLtMatrixLayoutDestroy(lc);
-  if (lb) cublasLtMatrixLayoutDestroy(lb);
-  if (la) cublasLtMatrixLayoutDestroy(la);
-  if (desc) cublasLtMatmulDescDestroy(desc);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  cublasLtMatrixLayout_t la_raw = nullptr, lb_raw = nullptr, lc_raw = nullptr;
+  cublasLtMatmulPreference_t pref_raw = nullptr;
+  ok(cublasLtMatrixLayoutCreate(&la_raw, CUDA_R_4F_E2M1, p.K, p.N, p.K));
+  const LtLayout la(la_raw);
+  ok(cublasLtMatrixLayoutCreate(&lb_raw, CUDA_R_4F_E2M1, p.K, p.M, p.K));
+  const LtLayout lb(lb_raw);
+  ok(cublasLtMatrixLayoutCreate(&lc_raw, dt, p.N, p.M, p.ol.stride));
+  const LtLayout lc(lc_raw);
+  ok(cublasLtMatmulPreferenceCreate(&pref_raw));
+  const LtPref pref(pref_raw);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  const size_t max_ws = size_t(32) << 20;
+  ok(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof(max_ws)));
+  cublasLtMatmulHeuristicResult_t res{};
+  int found = 0;
+  if (!ok(cublasLtMatmulAlgoGetHeuristic(handle, desc.get(), la.get(), lb.get(), lc.get(), lc.get(), pref.get(), 1, &res,
+                                         &found)))
+    return st;
+  if (found == 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+  at::Tensor ws;
+  if (res.workspaceSize > 0) ws = at::empty({int64_t(res.workspaceSize)}, p.a.options().dtype(at::kByte));
+  ok(cublasLtMatmul(handle, desc.get(), alpha.data_ptr<float>(), b.data_ptr(), la.get(), a.data_ptr(), lb.get(),
+                    beta.data_ptr<float>(), p.out2.data_ptr(), lc.get(), p.out2.data_ptr(), lc.get(), &res.algo,
+                    res.workspaceSize > 0 ? ws.data_ptr() : nullptr, res.workspaceSize, stream));
   return st;
 }
 #endif  // LTX_HAS_CUBLASLT_FP4

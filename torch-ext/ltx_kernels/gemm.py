@@ -1,42 +1,67 @@
-"""GEMM family: blockwise-scaled FP8 GEMM (DeepGEMM "1D2D" recipe), its LTX-2 FP6-weight
-variant, and the NVFP4 scaled matmul. Functional wrappers and fake implementations.
+"""GEMM family: blockwise-scaled FP8 GEMM (DeepGEMM "1D2D" recipe) and bf16 GEMM with fused
+epilogues, the LTX-2 FP6-weight variant, and the NVFP4 scaled matmul. Functional wrappers and
+fake implementations.
 
-  out[m, n] = sum_kb (A[m, kb*128:(kb+1)*128] . B[n, kb*128:(kb+1)*128]) * sa[m, kb] * sb[n // 128, kb]
-              + bias[n]
+  fp8_blockwise_gemm:  y[m, n] = sum_kb (A[m, kb] . B[n, kb]) * sa[m, kb] * sb[n // 128, kb] + bias[n]
+  bf16_gemm:           y = a @ b^T + bias (b [N, K] like nn.Linear.weight; fp32 accumulation)
 
-A float8_e4m3fn [..., K] with per-token-group scales sa [M, K/128] (row-major or M-major, as
-quantize_fp8_per_token_group writes them), B float8_e4m3fn [N, K] with per-128x128-block scales
-sb [ceil(N/128), K/128] (quantize_fp8_block), bias fp32 [N]. Accumulation in fp32 per 128-K
-block, the scaled block sums in fp32 (kernels) or double (CPU), one rounding to bf16/fp16.
+then the epilogue, on y in fp32:
+  "none"             out = y
+  "gelu_tanh"        out = 0.5 y (1 + tanh(sqrt(2/pi) (y + 0.044715 y^3)))
+  "gated_residual"   out = residual + gate * y, residual of out's shape and dtype, gate per sample
+                     [B, N] (B = a.shape[0]; the rows of one sample are M / B consecutive rows) or
+                     per token (out's shape), of out's dtype; out may be residual itself (in place)
+and one rounding to out_dtype (bf16 / fp16), or, with out_dtype=torch.float8_e4m3fn, the fp32
+result quantized per token per 128 columns exactly as quantize_fp8_per_token_group does it
+(returns (q, scales); scale_layout "row" or "mn_major"), so a GEMM feeds the next FP8 GEMM without
+a separate quantize pass. N must then be a multiple of 128.
 
-backend: "auto" (CUDA: for M <= 64 tokens the "skinny" mma.sync kernel, which streams the
-weights through registers and splits K across SMs; otherwise the sm_90a wgmma kernel on compute
-capability 9.0, else the mma.sync kernel on >= 8.9, else "torch"), "skinny", "sm90", "sm89", "torch" (dequantize both operands exactly in
-fp32 and matmul in fp32; any device) or "cpu" (the C++ backend; what "auto" means on CPU). A
-forced backend that cannot run a call raises instead of falling back.
+FP8 operands: A float8_e4m3fn [..., K] with per-token-group scales sa [M, K/128] (row-major or
+M-major), B float8_e4m3fn [N, K] with per-128x128-block scales sb [ceil(N/128), K/128]
+(quantize_fp8_block), bias fp32 or out's dtype [N].
+
+A fused QKV projection is one call with the three weights stacked along N (N = 3 * hidden) and
+q, k, v = out[..., :h], out[..., h:2h], out[..., 2h:] (views, no copy).
+
+backend: "auto" picks per call (CUDA compute capability 9.0: the sm_90a persistent TMA + wgmma
+kernel "sm90", or for FP8 with <= 64 tokens and no fused epilogue the few-token kernel "skinny";
+other GPUs >= 8.9: the mma.sync kernel "sm89" for the plain epilogue; else "torch"), or one of
+"sm90", "skinny", "sm89", "sm90_cutlass" (the CUTLASS kernel, kept for comparison), "torch"
+(operands dequantized exactly in fp32, fp32 matmul, epilogue in fp32; any device) and "cpu" (the
+C++ backend; what "auto" means on the CPU). A forced backend that cannot run a call raises
+instead of falling back.
 """
 
-from typing import Optional
+from typing import Optional, Tuple, Union
 
 import torch
 
 from ._common import register_fake
 from ._ops import ops
+from .fp8 import mn_major_scales
 
 __all__ = [
     "fp8_blockwise_gemm",
+    "bf16_gemm",
     "fp8_gemm_backend",
+    "bf16_gemm_backend",
+    "gemm_config",
     "fp6_blockwise_gemm",
     "scaled_mm_nvfp4",
+    "GEMM_EPILOGUES",
 ]
 
-_BACKENDS = ("cpu", "torch", "sm89", "sm90", "skinny")
+_BACKENDS = ("cpu", "torch", "sm89", "sm90", "skinny", "sm90_cutlass")
 _OUT_DTYPES = (torch.bfloat16, torch.float16)
+GEMM_EPILOGUES = ("none", "gelu_tanh", "gated_residual")
+_F8 = torch.float8_e4m3fn
 
 
-def _check_out_dtype(op: str, out_dtype) -> None:
-    if out_dtype not in _OUT_DTYPES:
-        raise RuntimeError(f"ltx_kernels.{op}: out_dtype must be torch.bfloat16 or torch.float16 (got {out_dtype})")
+def _check_out_dtype(op: str, out_dtype, fp8_ok: bool = False) -> None:
+    if out_dtype in _OUT_DTYPES or (fp8_ok and out_dtype == _F8):
+        return
+    extra = " or torch.float8_e4m3fn" if fp8_ok else ""
+    raise RuntimeError(f"ltx_kernels.{op}: out_dtype must be torch.bfloat16 or torch.float16{extra} (got {out_dtype})")
 
 
 def _out(a: torch.Tensor, n: int, out_dtype, out: Optional[torch.Tensor]) -> torch.Tensor:
@@ -44,6 +69,31 @@ def _out(a: torch.Tensor, n: int, out_dtype, out: Optional[torch.Tensor]) -> tor
         return out
     shape = (*a.shape[:-1], n) if a.dim() else (n,)
     return torch.empty(shape, dtype=out_dtype, device=a.device)
+
+
+def _outputs(op, a, n, out_dtype, out, out_scales, scale_layout):
+    """(out, out_scales) for the call: given ones, or fresh ones (FP8: q and its scales)."""
+    if out is not None:
+        fp8 = out.dtype == _F8
+    else:
+        _check_out_dtype(op, out_dtype, fp8_ok=True)
+        fp8 = out_dtype == _F8
+        out = _out(a, n, out_dtype, None)
+    if fp8 and out_scales is None:
+        if scale_layout not in ("row", "mn_major"):
+            raise RuntimeError(f"ltx_kernels.{op}: scale_layout must be 'row' or 'mn_major' (got {scale_layout!r})")
+        m = out.numel() // n if n else 0
+        g = n // 128
+        if scale_layout == "mn_major":
+            out_scales = mn_major_scales(m, g, a.device)
+        else:
+            out_scales = torch.empty(m, g, dtype=torch.float32, device=a.device)
+    return out, out_scales
+
+
+def _check_epilogue(op: str, epilogue: str) -> None:
+    if epilogue not in GEMM_EPILOGUES:
+        raise RuntimeError(f"ltx_kernels.{op}: epilogue must be 'none', 'gelu_tanh' or 'gated_residual' (got {epilogue!r})")
 
 
 def fp8_blockwise_gemm(
@@ -55,14 +105,55 @@ def fp8_blockwise_gemm(
     out_dtype: torch.dtype = torch.bfloat16,
     out: Optional[torch.Tensor] = None,
     backend: str = "auto",
-) -> torch.Tensor:
+    *,
+    epilogue: str = "none",
+    residual: Optional[torch.Tensor] = None,
+    gate: Optional[torch.Tensor] = None,
+    out_scales: Optional[torch.Tensor] = None,
+    scale_layout: str = "mn_major",
+) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
     """a e4m3 [..., K], a_scales fp32 [M, K/128], b e4m3 [N, K] (N % 8 == 0), b_scales fp32
-    [ceil(N/128), K/128], bias fp32 [N] or None -> out [..., N] in out_dtype (bf16 or fp16)."""
-    if out is None:
-        _check_out_dtype("fp8_blockwise_gemm", out_dtype)
-    out = _out(a, b.shape[0] if b.dim() else 0, out_dtype, out)
-    ops.fp8_blockwise_gemm(out, a, a_scales, b, b_scales, bias, backend)
-    return out
+    [ceil(N/128), K/128], bias fp32 or out's dtype [N] or None -> out [..., N] in out_dtype
+    (bf16 / fp16), or (q e4m3 [..., N], scales fp32 [M, N/128]) for out_dtype=torch.float8_e4m3fn
+    (or an e4m3 `out` with `out_scales`). epilogue, residual, gate: see the module docstring."""
+    op = "fp8_blockwise_gemm"
+    _check_epilogue(op, epilogue)
+    n = b.shape[0] if b.dim() else 0
+    out, out_scales = _outputs(op, a, n, out_dtype, out, out_scales, scale_layout)
+    ops.fp8_blockwise_gemm(out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residual, gate, backend)
+    return (out, out_scales) if out.dtype == _F8 else out
+
+
+def bf16_gemm(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    *,
+    epilogue: str = "none",
+    residual: Optional[torch.Tensor] = None,
+    gate: Optional[torch.Tensor] = None,
+    out: Optional[torch.Tensor] = None,
+    out_dtype: Optional[torch.dtype] = None,
+    out_scales: Optional[torch.Tensor] = None,
+    scale_layout: str = "mn_major",
+    backend: str = "auto",
+) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+    """a bf16 [..., K] @ b bf16 [N, K]^T (fp32 accumulation) + bias (fp32 or out's dtype [N]), then
+    the epilogue (module docstring). out_dtype: bf16 (default), fp16, or torch.float8_e4m3fn for
+    (q, scales) per 128 columns. backend "auto" | "sm90" | "torch" | "cpu"."""
+    op = "bf16_gemm"
+    _check_epilogue(op, epilogue)
+    n = b.shape[0] if b.dim() else 0
+    out, out_scales = _outputs(op, a, n, torch.bfloat16 if out_dtype is None else out_dtype, out, out_scales,
+                               scale_layout)
+    ops.bf16_gemm(out, out_scales, a, b, bias, epilogue, residual, gate, backend)
+    return (out, out_scales) if out.dtype == _F8 else out
+
+
+def _plan(op, a, a_scales, b, b_scales, bias, out_dtype, backend, epilogue, residual, gate):
+    n = b.shape[0] if b.dim() else 0
+    out, out_scales = _outputs(op, a, n, out_dtype, None, None, "mn_major")
+    return list(ops.gemm_plan(op, out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residual, gate, backend))
 
 
 def fp8_gemm_backend(
@@ -73,16 +164,63 @@ def fp8_gemm_backend(
     bias: Optional[torch.Tensor] = None,
     out_dtype: torch.dtype = torch.bfloat16,
     backend: str = "auto",
+    *,
+    epilogue: str = "none",
+    residual: Optional[torch.Tensor] = None,
+    gate: Optional[torch.Tensor] = None,
 ) -> str:
-    """Which backend fp8_blockwise_gemm(a, a_scales, b, b_scales, bias, out_dtype, backend=...)
-    would run with a freshly allocated out: "cpu", "torch", "sm89" or "sm90" (raises what the
-    GEMM would raise). b_scales None: ones of the right shape (the choice does not depend on
-    their values)."""
+    """Which backend fp8_blockwise_gemm(a, a_scales, b, b_scales, bias, out_dtype, backend=...,
+    epilogue=...) would run with a freshly allocated out: "cpu", "torch", "sm89", "sm90", "skinny" or
+    "sm90_cutlass" (raises what the GEMM would raise). b_scales None: ones of the right shape (the
+    choice does not depend on their values)."""
     if b_scales is None:
         n, k = (b.shape[0], b.shape[1]) if b.dim() == 2 else (0, 0)
         b_scales = torch.ones(-(-n // 128), k // 128, dtype=torch.float32, device=b.device)
-    out = _out(a, b.shape[0] if b.dim() else 0, out_dtype, None)
-    return _BACKENDS[int(ops.fp8_blockwise_gemm_backend(out, a, a_scales, b, b_scales, bias, backend))]
+    plan = _plan("fp8_blockwise_gemm", a, a_scales, b, b_scales, bias, out_dtype, backend, epilogue, residual, gate)
+    return _BACKENDS[int(plan[0])]
+
+
+def bf16_gemm_backend(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    out_dtype: torch.dtype = torch.bfloat16,
+    backend: str = "auto",
+    *,
+    epilogue: str = "none",
+    residual: Optional[torch.Tensor] = None,
+    gate: Optional[torch.Tensor] = None,
+) -> str:
+    """Which backend bf16_gemm would run for these arguments ("cpu", "torch" or "sm90")."""
+    plan = _plan("bf16_gemm", a, None, b, None, bias, out_dtype, backend, epilogue, residual, gate)
+    return _BACKENDS[int(plan[0])]
+
+
+def gemm_config(
+    op: str,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    a_scales: Optional[torch.Tensor] = None,
+    b_scales: Optional[torch.Tensor] = None,
+    bias: Optional[torch.Tensor] = None,
+    out_dtype: torch.dtype = torch.bfloat16,
+    backend: str = "auto",
+    *,
+    epilogue: str = "none",
+    residual: Optional[torch.Tensor] = None,
+    gate: Optional[torch.Tensor] = None,
+) -> dict:
+    """What `op` ("fp8_blockwise_gemm" or "bf16_gemm") would run: {"backend", "bm", "bn",
+    "cluster", "group_m", "sms"} (the tile fields are those of the sm_90a kernel, 0 for other
+    backends; sms 0 = every SM). LTX_KERNELS_GEMM_CONFIG, when set, is taken into account."""
+    if op == "fp8_blockwise_gemm" and b_scales is None:
+        n, k = (b.shape[0], b.shape[1]) if b.dim() == 2 else (0, 0)
+        b_scales = torch.ones(-(-n // 128), k // 128, dtype=torch.float32, device=b.device)
+    plan = _plan(op, a, a_scales, b, b_scales, bias, out_dtype, backend, epilogue, residual, gate)
+    keys = ("backend", "bm", "bn", "cluster", "group_m", "sms")
+    res = dict(zip(keys, (int(v) for v in plan)))
+    res["backend"] = _BACKENDS[res["backend"]]
+    return res
 
 
 def fp6_blockwise_gemm(
@@ -137,19 +275,25 @@ def scaled_mm_nvfp4(
 def _fake_common(op, out, a, b, k_of_b):
     torch._check(a.dim() >= 1, lambda: f"ltx_kernels.{op}: a must have at least one dimension")
     torch._check(b.dim() == 2, lambda: f"ltx_kernels.{op}: b must be 2-D")
-    torch._check(a.shape[-1] % 128 == 0, lambda: f"ltx_kernels.{op}: K must be a multiple of 128")
     torch._check(k_of_b(a.shape[-1]) == b.shape[1], lambda: f"ltx_kernels.{op}: b must match K")
     torch._check(out.shape[:-1] == a.shape[:-1] and out.shape[-1] == b.shape[0],
                  lambda: f"ltx_kernels.{op}: out must have shape a.shape[:-1] + [N]")
 
 
 @register_fake("fp8_blockwise_gemm")
-def _fp8_blockwise_gemm_fake(out, a, a_scales, b, b_scales, bias, backend):
+def _fp8_blockwise_gemm_fake(out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residual, gate, backend):
+    torch._check(a.shape[-1] % 128 == 0, lambda: "ltx_kernels.fp8_blockwise_gemm: K must be a multiple of 128")
     _fake_common("fp8_blockwise_gemm", out, a, b, lambda k: k)
+
+
+@register_fake("bf16_gemm")
+def _bf16_gemm_fake(out, out_scales, a, b, bias, epilogue, residual, gate, backend):
+    _fake_common("bf16_gemm", out, a, b, lambda k: k)
 
 
 @register_fake("fp6_blockwise_gemm")
 def _fp6_blockwise_gemm_fake(out, a, a_scales, b_packed, b_scales, bias, backend):
+    torch._check(a.shape[-1] % 128 == 0, lambda: "ltx_kernels.fp6_blockwise_gemm: K must be a multiple of 128")
     _fake_common("fp6_blockwise_gemm", out, a, b_packed, lambda k: k // 4 * 3)
 
 

@@ -2,7 +2,13 @@
 
   FP8BlockwiseLinear  weight e4m3 with one fp32 scale per 128x128 block (quantize_fp8_block,
                       once); activations e4m3 per token per 128 columns (per call, or given
-                      pre-quantized as a tuple (q, scales), e.g. by a fused norm); fp8_blockwise_gemm.
+                      pre-quantized as a tuple (q, scales), e.g. by a fused norm); fp8_blockwise_gemm
+                      with its fused epilogues: epilogue="gelu_tanh" (feed-forward up),
+                      "gated_residual" (forward(x, residual=h, gate=g) returns h + g * linear(x):
+                      attention out / feed-forward down), and fp8_output=True (returns (q, scales)
+                      per 128 columns, which the next FP8BlockwiseLinear takes as its input).
+  FusedLinear         the same epilogues for bf16 weights (bf16_gemm on the sm_90a kernel; elsewhere
+                      F.linear followed by the same math in PyTorch).
   FP6BlockwiseLinear  weight LTX-2 packed FP6 per 128x128 block (quantize_fp6_block, once);
                       activations as above; fp6_blockwise_gemm.
   NVFP4Linear         weight NVFP4 (per-tensor scale + E4M3 per-16 block scales, once);
@@ -27,11 +33,12 @@ import torch
 from torch import nn
 
 from .fp8 import quantize_fp8_block, quantize_fp8_per_token_group
-from .gemm import fp6_blockwise_gemm, fp8_blockwise_gemm, scaled_mm_nvfp4
+from .gemm import GEMM_EPILOGUES, bf16_gemm, fp6_blockwise_gemm, fp8_blockwise_gemm, scaled_mm_nvfp4
 from .lowbit import nvfp4_per_tensor_scale, quantize_fp6_block, quantize_nvfp4
 
 __all__ = [
     "FP8BlockwiseLinear",
+    "FusedLinear",
     "FP6BlockwiseLinear",
     "NVFP4Linear",
     "quantize_linears",
@@ -76,32 +83,140 @@ class _QuantLinearBase(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-class FP8BlockwiseLinear(_QuantLinearBase):
-    """y = x W^T + b with W e4m3 per 128x128 block and x e4m3 per token per 128 columns.
+def _check_layer_epilogue(epilogue: str, fp8_output: bool) -> None:
+    if epilogue not in GEMM_EPILOGUES:
+        raise ValueError(f"ltx_kernels: epilogue must be one of {GEMM_EPILOGUES} (got {epilogue!r})")
+    if fp8_output and epilogue == "gated_residual":
+        raise ValueError("ltx_kernels: the gated residual writes the residual stream's dtype, not FP8")
 
-    forward(x): x [..., in_features] float (quantized here, M-major scales on CUDA, as the
-    TMA kernels read them) or a tuple (q e4m3 [..., in_features], scales fp32 [M, in/128]) already
-    quantized (either scale layout)."""
+
+def _mn_layout(x) -> str:
+    t = x[0] if isinstance(x, (tuple, list)) else x
+    return "mn_major" if t.is_cuda else "row"
+
+
+class FP8BlockwiseLinear(_QuantLinearBase):
+    """y = x W^T + b with W e4m3 per 128x128 block and x e4m3 per token per 128 columns, followed
+    by the fused epilogue.
+
+    forward(x, residual=None, gate=None): x [..., in_features] float (quantized here, M-major
+    scales on CUDA, as the TMA kernels read them) or a tuple (q e4m3 [..., in_features], scales
+    fp32 [M, in/128]) already quantized (either scale layout).
+      epilogue "none":            returns y
+      epilogue "gelu_tanh":       returns gelu_tanh(y)
+      epilogue "gated_residual":  returns residual + gate * y (residual of y's shape and the layer's
+                                  output dtype; gate per sample [B, out] or per token); pass
+                                  out=residual to update the residual stream in place
+      fp8_output=True:            returns (q e4m3 [..., out], scales fp32 [M, out/128]) of that
+                                  value instead (out_features % 128 == 0), ready for the next
+                                  FP8BlockwiseLinear (feed-forward up -> down without a quantize pass)."""
+
+    epilogue = "none"
+    fp8_output = False
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear) -> "FP8BlockwiseLinear":
+    def from_linear(cls, linear: nn.Linear, epilogue: str = "none", fp8_output: bool = False) -> "FP8BlockwiseLinear":
+        _check_layer_epilogue(epilogue, fp8_output)
         self = cls()
         self._init_common(linear)
         q, s = _weight_op(lambda w: quantize_fp8_block(w, (128, 128)), linear.weight.detach())
         self.register_buffer("weight_q", q)
         self.register_buffer("weight_scales", s)
+        self.epilogue = epilogue
+        self.fp8_output = fp8_output
+        return self
+
+    def set_epilogue(self, epilogue: str = "none", fp8_output: bool = False) -> "FP8BlockwiseLinear":
+        """Change what forward returns (see the class docstring); returns self."""
+        _check_layer_epilogue(epilogue, fp8_output)
+        self.epilogue = epilogue
+        self.fp8_output = fp8_output
         return self
 
     def _quantize_input(self, x):
         if isinstance(x, (tuple, list)):
             return x[0], x[1]
-        layout = "mn_major" if x.is_cuda else "row"
-        return quantize_fp8_per_token_group(x, 128, layout)
+        return quantize_fp8_per_token_group(x, 128, _mn_layout(x))
 
-    def forward(self, x):
+    def _gemm_kwargs(self, x, residual, gate, out):
+        kw = {"epilogue": self.epilogue}
+        if self.epilogue == "gated_residual":
+            if residual is None or gate is None:
+                raise RuntimeError("ltx_kernels.FP8BlockwiseLinear: epilogue 'gated_residual' needs residual and gate")
+            kw.update(residual=residual, gate=gate, out=out)
+        if self.fp8_output:
+            kw.update(out_dtype=torch.float8_e4m3fn, scale_layout=_mn_layout(x))
+        return kw
+
+    def forward(self, x, residual=None, gate=None, out=None):
         q, s = self._quantize_input(x)
-        y = fp8_blockwise_gemm(q, s, self.weight_q, self.weight_scales, self.bias, out_dtype=self.out_dtype)
-        return self._finish(y)
+        kw = self._gemm_kwargs(x, residual, gate, out)
+        if not self.fp8_output:
+            kw.setdefault("out_dtype", self.out_dtype)
+        y = fp8_blockwise_gemm(q, s, self.weight_q, self.weight_scales, self.bias, **kw)
+        return y if self.fp8_output else self._finish(y)
+
+    def extra_repr(self) -> str:
+        extra = "" if self.epilogue == "none" else f", epilogue={self.epilogue}"
+        return super().extra_repr() + extra + (", fp8_output=True" if self.fp8_output else "")
+
+
+class FusedLinear(nn.Module):
+    """nn.Linear (bf16 weights kept as they are) with the fused epilogues of FP8BlockwiseLinear:
+    epilogue "none" | "gelu_tanh" | "gated_residual" (forward(x, residual, gate[, out])) and
+    fp8_output. On a compute capability 9.0 GPU with bf16 activations it runs bf16_gemm (the
+    sm_90a kernel, epilogue fused, one rounding); elsewhere F.linear (cuBLAS / the CPU, whose
+    x W^T is rounded to the weight dtype before the bias) followed by the same epilogue in fp32
+    PyTorch arithmetic, and quantize_fp8_per_token_group for the FP8 output."""
+
+    def __init__(self, linear: nn.Linear, epilogue: str = "none", fp8_output: bool = False):
+        super().__init__()
+        _check_layer_epilogue(epilogue, fp8_output)
+        self.in_features = linear.in_features
+        self.out_features = linear.out_features
+        self.weight = linear.weight
+        self.bias = linear.bias
+        self.epilogue = epilogue
+        self.fp8_output = fp8_output
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, epilogue: str = "none", fp8_output: bool = False) -> "FusedLinear":
+        return cls(linear, epilogue, fp8_output)
+
+    def _fused_ok(self, x) -> bool:
+        return (isinstance(x, torch.Tensor) and x.is_cuda and x.dtype == torch.bfloat16
+                and self.weight.dtype == torch.bfloat16 and torch.cuda.get_device_capability(x.device) == (9, 0)
+                and self.in_features % 8 == 0 and self.out_features % 8 == 0)
+
+    def forward(self, x, residual=None, gate=None, out=None):
+        if self.epilogue == "gated_residual" and (residual is None or gate is None):
+            raise RuntimeError("ltx_kernels.FusedLinear: epilogue 'gated_residual' needs residual and gate")
+        if self._fused_ok(x):
+            kw = {"epilogue": self.epilogue}
+            if self.epilogue == "gated_residual":
+                kw.update(residual=residual, gate=gate, out=out)
+            if self.fp8_output:
+                kw.update(out_dtype=torch.float8_e4m3fn, scale_layout="mn_major")
+            return bf16_gemm(x, self.weight, self.bias, **kw)
+        y = torch.nn.functional.linear(x, self.weight).float()
+        if self.bias is not None:
+            y = y + self.bias.float()
+        if self.epilogue == "gelu_tanh":
+            y = torch.nn.functional.gelu(y, approximate="tanh")
+        elif self.epilogue == "gated_residual":
+            g = gate if gate.shape == residual.shape else gate.reshape(gate.shape[0], *([1] * (residual.dim() - 2)),
+                                                                        gate.shape[-1])
+            y = residual.float() + g.float() * y
+            if out is not None:
+                return out.copy_(y)
+            return y.to(residual.dtype)
+        if self.fp8_output:
+            return quantize_fp8_per_token_group(y, 128, _mn_layout(x))
+        return y.to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+                f"epilogue={self.epilogue}" + (", fp8_output=True" if self.fp8_output else ""))
 
 
 class FP6BlockwiseLinear(FP8BlockwiseLinear):
@@ -117,7 +232,12 @@ class FP6BlockwiseLinear(FP8BlockwiseLinear):
         self.register_buffer("weight_scales", s)
         return self
 
-    def forward(self, x):
+    def set_epilogue(self, epilogue: str = "none", fp8_output: bool = False):
+        if epilogue != "none" or fp8_output:
+            raise ValueError("ltx_kernels.FP6BlockwiseLinear: the FP6-weight GEMM fuses no epilogue")
+        return self
+
+    def forward(self, x, residual=None, gate=None, out=None):
         q, s = self._quantize_input(x)
         y = fp6_blockwise_gemm(q, s, self.weight_packed, self.weight_scales, self.bias, out_dtype=self.out_dtype)
         return self._finish(y)

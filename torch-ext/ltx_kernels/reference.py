@@ -567,8 +567,8 @@ def neighborhood_attention(q, k, v, kernel_size, dilation=None, is_causal=None, 
     p = torch.softmax(s.flatten(-3), dim=-1).view(s.shape)
     o = torch.einsum("bthwnace,btahcwend->bthwnd", p, vw_)
     return o.reshape(q.shape)
-# ---- blockwise-scaled GEMMs, in float64 from the dequantized operands (REFERENCE.md 2-4):
-# out = (decode(A) * sa[m, k // 128]) @ (decode(B) * sb[n // 128, k // 128])^T + bias.
+# ---- GEMMs, in float64 from the (dequantized) operands:
+# FP8 blockwise: out = (decode(A) * sa[m, k // 128]) @ (decode(B) * sb[n // 128, k // 128])^T + bias.
 def fp8_blockwise_gemm(a, a_scales, b, b_scales, bias=None) -> torch.Tensor:
     """a e4m3 [..., K], a_scales [M, K/128], b e4m3 [N, K], b_scales [ceil(N/128), K/128] ->
     float64 [..., N]."""
@@ -587,6 +587,31 @@ def fp8_blockwise_gemm(a, a_scales, b, b_scales, bias=None) -> torch.Tensor:
     if bias is not None:
         y = y + bias.to(dev).double()
     return y.reshape(*a.shape[:-1], n)
+
+
+def bf16_gemm(a, b, bias=None) -> torch.Tensor:
+    """a [..., K] @ b [N, K]^T + bias in float64 (every bf16 value and product is exact there)."""
+    y = a.double().reshape(-1, a.shape[-1]) @ b.double().t()
+    if bias is not None:
+        y = y + bias.to(y.device).double()
+    return y.reshape(*a.shape[:-1], b.shape[0])
+
+
+def gemm_epilogue(y, epilogue: str = "none", residual=None, gate=None) -> torch.Tensor:
+    """The GEMMs' fused epilogues on y [..., N] in float64: "none" -> y; "gelu_tanh" ->
+    0.5 y (1 + tanh(sqrt(2/pi) (y + 0.044715 y^3))); "gated_residual" -> residual + gate * y with
+    gate per sample [B, N] (B = y.shape[0]) or per token (y.shape)."""
+    y = y.double()
+    if epilogue == "none":
+        return y
+    if epilogue == "gelu_tanh":
+        return 0.5 * y * (1.0 + torch.tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)))
+    if epilogue == "gated_residual":
+        g = gate.to(y.device).double()
+        if g.shape != y.shape:
+            g = g.reshape(g.shape[0], *([1] * (y.dim() - 2)), g.shape[-1]).expand(y.shape)
+        return residual.to(y.device).double() + g * y
+    raise ValueError(f"unknown epilogue {epilogue!r}")
 
 
 def fp6_blockwise_gemm(a, a_scales, b_packed, b_scales, bias=None) -> torch.Tensor:

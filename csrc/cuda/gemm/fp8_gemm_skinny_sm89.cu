@@ -17,7 +17,7 @@
 #include "ltx_kernels/gemm/fp8_gemm_skinny.cuh"
 #include "ltx_kernels/gemm/gemm_host.h"
 
-namespace ltx {
+namespace ltx_kernels {
 namespace gemm {
 namespace {
 
@@ -238,15 +238,6 @@ bool fp8_blockwise_gemm_skinny_supported(const Fp8BlockwiseGemmArgs& p, int devi
   return occupancy(nt_for(p.M), use_wgmma(device_cc)) > 0;
 }
 
-// H200 run 3 (bench_gemm --decode): M = 64 at 16384 x 4096 took 26.9 us here vs 21.5 us on the
-// sm90 kernel (128 N tiles = one wave); at 4096 x 4096, 2048 x 2048 and 4096 x 16384 this kernel
-// was faster or equal (13.9 vs 20.7, 9.2 vs 13.8, 36.3 vs 37.1 us), and at M <= 32 it was never slower.
-bool fp8_blockwise_gemm_skinny_preferred(const Fp8BlockwiseGemmArgs& p, int num_sms, bool sm90_available) {
-  if (p.M < 1 || p.M > kMaxM) return false;
-  if (p.M <= 32 || !sm90_available) return true;
-  return double(cdiv(p.N, 128)) < 0.9 * double(resolve_sms(num_sms));
-}
-
 size_t fp8_blockwise_gemm_skinny_workspace(const Fp8BlockwiseGemmArgs& p, int num_sms) {
   if (p.M < 1 || p.M > kMaxM || p.K < 128 || p.N < 1) return 0;
   const bool wg = use_wgmma(device_cc());
@@ -267,4 +258,4 @@ cudaError_t fp8_blockwise_gemm_skinny(const Fp8BlockwiseGemmArgs& p, void* works
 }
 
 }  // namespace gemm
-}  // namespace ltx
+}  // namespace ltx_kernels

@@ -14,7 +14,7 @@
 
 #include <climits>
 
-namespace ltx {
+namespace ltx_kernels {
 namespace gemm {
 namespace {
 
@@ -147,4 +147,4 @@ cudaError_t fp6_blockwise_gemm_sm89(const Fp8BlockwiseGemmArgs& args, cudaStream
 }
 
 }  // namespace gemm
-}  // namespace ltx
+}  // namespace ltx_kernels

@@ -1,5 +1,6 @@
-// sm_90a blockwise-scaled FP8 GEMM (issue #5, REFERENCE.md section 2): argument checks, the tile
-// heuristic and dispatch. The kernels themselves are CUTLASS 3.x warp-specialized TMA + wgmma
+// Backend "sm90_cutlass": the CUTLASS-collective sm_90a blockwise-scaled FP8 GEMM, kept beside
+// our own kernel (ltx_kernels/gemm/sm90_gemm.cuh, backend "sm90") for comparison; "auto" never
+// picks it. Argument checks, its tile heuristic and dispatch. The kernels are CUTLASS 3.x warp-specialized TMA + wgmma
 // kernels with CUTLASS's blockwise-scaling FP8 mainloop (software promotion every 128-wide K
 // block, DeepGEMM's 1D2D recipe) and a fused fp32 per-column bias epilogue; the definition is in
 // csrc/include/ltx_kernels/gemm/fp8_gemm_sm90_kernel.cuh, one configuration per file:
@@ -33,18 +34,15 @@
 // one: force it to measure), 64x128 tiles with a 2x1 cluster for mid M.
 //
 // Forcing a configuration (read once per process, for benchmarking):
-//   LTX_KERNELS_SM90_GEMM_CONFIG = auto | t128x128 | t64x128 | t128x128sk | t128x128rs
+//   LTX_KERNELS_SM90_CUTLASS_CONFIG = auto | t128x128 | t64x128 | t128x128sk | t128x128rs
 //     (a kernel that cannot take the call -- output dtype, sa layout -- falls back to auto);
 //   LTX_KERNELS_SM90_GEMM_RASTER = auto | m | n   (persistent scheduler raster order);
 //   LTX_KERNELS_SM90_GEMM_SWIZZLE = 1 | 2 | 4 | 8 (scheduler max swizzle size, default 1).
 //
-// Expected performance (not yet measured; no GPU where this was written): CUTLASS's blockwise
-// mainloop is the same algorithm cuBLASLt's VEC128/BLK128x128 path and DeepGEMM run (promotion
-// costs ~10% of the wgmma issue rate at BLOCK_K = 128), so at LTX-2's large shapes (M = 5376 /
-// 12288; N, K in 2048..16384) expect roughly cuBLASLt's 664-1157 TFLOP/s: on par at the large
-// square-ish shapes, possibly ahead where cuBLASLt is weakest (N = 2048). The issue's >= 1.15x
-// target is plausible only at those weaker shapes; raster order, swizzle, stream-K for the tail
-// wave (force t128x128sk) and a 2-CTA cluster are the levers to measure for the rest.
+// Measured (H200, bench_gemm.py beside cuBLASLt's blockwise GEMM through torch._scaled_mm):
+// 0.85-0.95x cuBLASLt at LTX-Video shapes (M = 5376; N, K in 2048, 8192) and 945 TFLOP/s at
+// 8192^3; no raster / swizzle setting moved it by more than 2%. That ceiling is why the sm_90a
+// kernel of sm90_gemm.cuh exists.
 //
 // Scale layouts taken (anything else: supported() is false and the caller falls back):
 //   sa: M-major, sa_stride_m == 1 (or M == 1), sa_stride_k % 4 == 0 and >= M (or K == 128),
@@ -63,12 +61,12 @@
 #include "ltx_kernels/gemm/fp8_gemm_sm90_configs.cuh"
 #include "ltx_kernels/gemm/gemm_host.h"
 
-namespace ltx {
+namespace ltx_kernels {
 namespace gemm {
 namespace {
 
-using sm90::Sm90Kernel;
-using sm90::Sm90RunOptions;
+using sm90_cutlass::Sm90Kernel;
+using sm90_cutlass::Sm90RunOptions;
 using host::resolve_sms;
 
 struct EnvChoice {
@@ -80,13 +78,13 @@ struct EnvChoice {
 const EnvChoice& env_choice() {
   static const EnvChoice choice = [] {
     EnvChoice c;
-    if (const char* s = std::getenv("LTX_KERNELS_SM90_GEMM_CONFIG")) {
+    if (const char* s = std::getenv("LTX_KERNELS_SM90_CUTLASS_CONFIG")) {
       if (!std::strcmp(s, "t128x128")) { c.forced = true; c.kernel = Sm90Kernel::kT128x128; }
       else if (!std::strcmp(s, "t64x128")) { c.forced = true; c.kernel = Sm90Kernel::kT64x128; }
       else if (!std::strcmp(s, "t128x128rs")) { c.forced = true; c.kernel = Sm90Kernel::kT128x128RS; }
       else if (!std::strcmp(s, "t128x128sk")) { c.forced = true; c.kernel = Sm90Kernel::kT128x128SK; }
       else if (*s && std::strcmp(s, "auto")) {
-        std::fprintf(stderr, "ltx_kernels: ignoring LTX_KERNELS_SM90_GEMM_CONFIG=%s (auto, t128x128, t64x128, "
+        std::fprintf(stderr, "ltx_kernels: ignoring LTX_KERNELS_SM90_CUTLASS_CONFIG=%s (auto, t128x128, t64x128, "
                              "t128x128sk, t128x128rs)\n", s);
       }
     }
@@ -162,10 +160,10 @@ Sm90Kernel select_kernel(const Fp8BlockwiseGemmArgs& p, int num_sms) {
 
 size_t workspace_for(Sm90Kernel k, const Fp8BlockwiseGemmArgs& p, int sms, const Sm90RunOptions& o) {
   switch (k) {
-    case Sm90Kernel::kT128x128: return sm90::t128x128_workspace(p, sms, o);
-    case Sm90Kernel::kT64x128: return sm90::t64x128_workspace(p, sms, o);
-    case Sm90Kernel::kT128x128RS: return sm90::t128x128rs_workspace(p, sms, o);
-    case Sm90Kernel::kT128x128SK: return sm90::t128x128sk_workspace(p, sms, o);
+    case Sm90Kernel::kT128x128: return sm90_cutlass::t128x128_workspace(p, sms, o);
+    case Sm90Kernel::kT64x128: return sm90_cutlass::t64x128_workspace(p, sms, o);
+    case Sm90Kernel::kT128x128RS: return sm90_cutlass::t128x128rs_workspace(p, sms, o);
+    case Sm90Kernel::kT128x128SK: return sm90_cutlass::t128x128sk_workspace(p, sms, o);
   }
   return 0;
 }
@@ -173,10 +171,10 @@ size_t workspace_for(Sm90Kernel k, const Fp8BlockwiseGemmArgs& p, int sms, const
 cudaError_t run_kernel(Sm90Kernel k, const Fp8BlockwiseGemmArgs& p, void* ws, size_t ws_bytes, int sms,
                        const Sm90RunOptions& o, cudaStream_t stream) {
   switch (k) {
-    case Sm90Kernel::kT128x128: return sm90::t128x128_run(p, ws, ws_bytes, sms, o, stream);
-    case Sm90Kernel::kT64x128: return sm90::t64x128_run(p, ws, ws_bytes, sms, o, stream);
-    case Sm90Kernel::kT128x128RS: return sm90::t128x128rs_run(p, ws, ws_bytes, sms, o, stream);
-    case Sm90Kernel::kT128x128SK: return sm90::t128x128sk_run(p, ws, ws_bytes, sms, o, stream);
+    case Sm90Kernel::kT128x128: return sm90_cutlass::t128x128_run(p, ws, ws_bytes, sms, o, stream);
+    case Sm90Kernel::kT64x128: return sm90_cutlass::t64x128_run(p, ws, ws_bytes, sms, o, stream);
+    case Sm90Kernel::kT128x128RS: return sm90_cutlass::t128x128rs_run(p, ws, ws_bytes, sms, o, stream);
+    case Sm90Kernel::kT128x128SK: return sm90_cutlass::t128x128sk_run(p, ws, ws_bytes, sms, o, stream);
   }
   return cudaErrorNotSupported;
 }
@@ -229,4 +227,4 @@ cudaError_t fp8_blockwise_gemm_sm90(const Fp8BlockwiseGemmArgs& p, void* workspa
 }
 
 }  // namespace gemm
-}  // namespace ltx
+}  // namespace ltx_kernels

@@ -7,16 +7,16 @@
 #include "ltx_kernels/gemm/fp8_gemm_sm90_kernel.cuh"
 
 #if defined(LTX_SM90_GEMM_AVAILABLE)
-namespace ltx {
+namespace ltx_kernels {
 namespace gemm {
-namespace sm90 {
+namespace sm90_cutlass {
 using T128x128RSTile = cute::Shape<cute::_128, cute::_128, cute::_128>;
 using T128x128RSCluster = cute::Shape<cute::_1, cute::_1, cute::_1>;
 using T128x128RSBf16 = BlockwiseGemm<T128x128RSTile, T128x128RSCluster, CoopSchedule, CoopEpilogue, cutlass::bfloat16_t,
                                      void, /*kRowMajorSA=*/true>;
-}  // namespace sm90
+}  // namespace sm90_cutlass
 }  // namespace gemm
-}  // namespace ltx
+}  // namespace ltx_kernels
 #endif
 
 LTX_SM90_GEMM_DEFINE(t128x128rs, T128x128RSBf16, void)

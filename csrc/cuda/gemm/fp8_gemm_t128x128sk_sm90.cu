@@ -6,16 +6,16 @@
 #include "ltx_kernels/gemm/fp8_gemm_sm90_kernel.cuh"
 
 #if defined(LTX_SM90_GEMM_AVAILABLE)
-namespace ltx {
+namespace ltx_kernels {
 namespace gemm {
-namespace sm90 {
+namespace sm90_cutlass {
 using T128x128SKTile = cute::Shape<cute::_128, cute::_128, cute::_128>;
 using T128x128SKCluster = cute::Shape<cute::_1, cute::_1, cute::_1>;
 using T128x128SKBf16 = BlockwiseGemm<T128x128SKTile, T128x128SKCluster, CoopSchedule, CoopEpilogue, cutlass::bfloat16_t,
                                      cutlass::gemm::StreamKScheduler>;
-}  // namespace sm90
+}  // namespace sm90_cutlass
 }  // namespace gemm
-}  // namespace ltx
+}  // namespace ltx_kernels
 #endif
 
 LTX_SM90_GEMM_DEFINE(t128x128sk, T128x128SKBf16, void)

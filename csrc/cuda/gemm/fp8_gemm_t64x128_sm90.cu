@@ -5,16 +5,16 @@
 #include "ltx_kernels/gemm/fp8_gemm_sm90_kernel.cuh"
 
 #if defined(LTX_SM90_GEMM_AVAILABLE)
-namespace ltx {
+namespace ltx_kernels {
 namespace gemm {
-namespace sm90 {
+namespace sm90_cutlass {
 using T64x128Tile = cute::Shape<cute::_64, cute::_128, cute::_128>;
 using T64x128Cluster = cute::Shape<cute::_1, cute::_1, cute::_1>;
 using T64x128Bf16 = BlockwiseGemm<T64x128Tile, T64x128Cluster, PingpongSchedule, PingpongEpilogue, cutlass::bfloat16_t, void>;
 using T64x128Fp16 = BlockwiseGemm<T64x128Tile, T64x128Cluster, PingpongSchedule, PingpongEpilogue, cutlass::half_t, void>;
-}  // namespace sm90
+}  // namespace sm90_cutlass
 }  // namespace gemm
-}  // namespace ltx
+}  // namespace ltx_kernels
 #endif
 
 LTX_SM90_GEMM_DEFINE(t64x128, T64x128Bf16, T64x128Fp16)

@@ -1,29 +1,30 @@
-// CPU reference backend for the blockwise-scaled FP8 GEMM (REFERENCE.md section 2). Plain C++,
-// no torch; the same contract as ltx_kernels/gemm/fp8_gemm.h:
+// CPU backend of the GEMM family (fp8_blockwise_gemm, bf16_gemm) with every epilogue and output
+// of ltx_kernels/gemm/gemm_params.h. Plain C++, no torch.
 //
-//   D[m, n] = round_T( sum_kb (A[m, kb] . B[n, kb]) * sa(m, kb) * sb(n / 128, kb) + bias[n] )
-//
-// with the 128-wide dot products in fp32 (every e4m3 x e4m3 product is exact in fp32), the
-// scaled block sums and the bias added in double, and ONE rounding to T (double -> T correctly
-// rounded, via round-to-odd to fp32). Rows [row_begin, row_end) so the adapter parallelises.
+// Accumulation:
+//   FP8 (1D2D):  each 128-wide K block's dot product in fp32 (every e4m3 x e4m3 product is exact
+//                in fp32), scaled by sa(m, kb) * sb(n / 128, kb) and summed over the blocks in double;
+//   bf16:        the same structure without scales: fp32 dot products over 128-wide K blocks
+//                (bf16 x bf16 products are exact in fp32; the last block may be shorter), summed
+//                in double.
+// Then, with y = that sum + bias[n] in double:
+//   kNone, 16-bit out      ONE rounding of y to the output type (double -> T correctly rounded)
+//   kGeluTanh              gelu_tanh (cpu/activation_math.h, fp32) of fp32(y), rounded to T
+//   kGatedResidual         h + gate * fp32(y) in double, one rounding to T
+//   kFP8 out               v = fp32(y) (or gelu_tanh of it), then per row and 128 columns exactly
+//                          cpu::quantize_fp8_per_token_group's rule (s = amax / 448, q = e4m3(v / s))
 #pragma once
 
 #include <cstdint>
 
 #include "ltx_kernels/common/host_types.h"
+#include "ltx_kernels/gemm/gemm_params.h"
 
 namespace ltx_kernels {
 namespace cpu {
 
-// a: e4m3 bytes, element (m, k) at a[m * lda + k]; b: e4m3 bytes [N, K] at b[n * ldb + k];
-// sa(m, kb) = a_scales[m * sa_m + kb * sa_k]; sb(nb, kb) = b_scales[nb * sb_n + kb * sb_k];
-// bias fp32 [N] or nullptr; d: T [M, N] at d[m * ldd + n]. K % 128 == 0.
-// T in {half_t, bfloat16_t, float}.
-template <typename T>
-void fp8_blockwise_gemm(T* d, int64_t ldd, const uint8_t* a, int64_t lda, const float* a_scales,
-                        int64_t sa_m, int64_t sa_k, const uint8_t* b, int64_t ldb,
-                        const float* b_scales, int64_t sb_n, int64_t sb_k, const float* bias,
-                        int64_t row_begin, int64_t row_end, int64_t N, int64_t K);
+// Rows [row_begin, row_end) of the problem `p` (pointers are host pointers; p.config is ignored).
+void gemm_rows(const gemm::GemmParams& p, int64_t row_begin, int64_t row_end);
 
 // double -> fp32 with round-to-odd (sticky bit in the last place), so that a later RNE to a
 // narrower format (bf16, fp16) equals one correctly rounded double -> narrow conversion.

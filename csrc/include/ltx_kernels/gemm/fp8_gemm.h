@@ -1,7 +1,9 @@
-// Blockwise-scaled FP8 GEMM (DeepGEMM "1D2D" recipe, REFERENCE.md section 2): the core API.
-// No torch. Every entry point takes raw pointers + a stream and returns a cudaError_t;
-// cudaErrorNotSupported means "this path does not take these arguments" (the caller falls back),
-// any other error is a real failure.
+// The FP8 GEMM kernels that take the plain epilogue only (bias, 16-bit output): the few-token
+// kernel, the mma.sync sm_89 kernel (FP8 and FP6 weights) and the CUTLASS-collective sm_90a kernel
+// kept for comparison. Blockwise FP8 semantics: docs/semantics.md, "FP8 block scaling". No torch.
+// The GEMM entry (ltx_kernels/gemm/gemm.h) calls these; every entry point takes raw pointers + a
+// stream and returns a cudaError_t; cudaErrorNotSupported means "this path does not take these
+// arguments" (the caller falls back), any other error is a real failure.
 //
 //   D[m, n] = sum_kb (A[m, kb*128 : kb*128+128] . B[n, kb*128 : kb*128+128]) * sa(m, kb) * sb(n/128, kb)
 //             + bias[n]
@@ -20,7 +22,7 @@
 #include <cstdint>
 #include <cuda_runtime.h>
 
-namespace ltx {
+namespace ltx_kernels {
 namespace gemm {
 
 enum class GemmOut : int { kBF16 = 0, kFP16 = 1 };
@@ -41,11 +43,11 @@ struct Fp8BlockwiseGemmArgs {
   GemmOut out = GemmOut::kBF16;
 };
 
-// ---- sm_90a: TMA + wgmma, warp-specialized persistent kernel (csrc/cuda/gemm/fp8_gemm_sm90.cu,
-// compiled only for sm_90a). The torch adapter calls these only when the build defines
-// LTX_KERNELS_HAS_SM90 (resp. LTX_KERNELS_HAS_SM89 below) and the device matches.
-// True when the build holds the sm_90a kernel and it takes these arguments (alignment, layouts);
-// `device_cc` is major*10+minor of the device that will run it.
+// ---- sm_90a, CUTLASS collective (backend "sm90_cutlass"; csrc/cuda/gemm/fp8_gemm_sm90.cu, compiled
+// only for sm_90a). Called only when the build defines LTX_KERNELS_HAS_SM90 (resp.
+// LTX_KERNELS_HAS_SM89 below) and the device matches.
+// True when the kernel takes these arguments (alignment, layouts); `device_cc` is major*10+minor
+// of the device that will run it.
 bool fp8_blockwise_gemm_sm90_supported(const Fp8BlockwiseGemmArgs& args, int device_cc);
 // Bytes of device scratch the call needs (0 if none); the caller allocates it.
 size_t fp8_blockwise_gemm_sm90_workspace(const Fp8BlockwiseGemmArgs& args, int num_sms);
@@ -65,15 +67,12 @@ bool fp8_blockwise_gemm_skinny_supported(const Fp8BlockwiseGemmArgs& args, int d
 size_t fp8_blockwise_gemm_skinny_workspace(const Fp8BlockwiseGemmArgs& args, int num_sms);
 cudaError_t fp8_blockwise_gemm_skinny(const Fp8BlockwiseGemmArgs& args, void* workspace,
                                       size_t workspace_bytes, int num_sms, cudaStream_t stream);
-// Whether "auto" should take the few-token kernel for this shape: M <= 32 always; 32 < M <= 64
-// unless the sm_90a kernel can run (`sm90_available`) and its 64-row tiles alone fill the GPU
-// (ceil(N/128) >= 0.9 x SMs: then it streams the weights as fast and its wgmma tiles waste less).
-bool fp8_blockwise_gemm_skinny_preferred(const Fp8BlockwiseGemmArgs& args, int num_sms, bool sm90_available);
 
-// ---- FP6 weights (REFERENCE.md section 3): B given as LTX-2's packed FP6 ([N, 3K/4] bytes, row
+
+// ---- FP6 weights: B given as LTX-2's packed FP6 ([N, 3K/4] bytes, row
 // stride ldb in bytes), unpacked to e4m3 in the kernel's load path. Same scales as above.
 bool fp6_blockwise_gemm_sm89_supported(const Fp8BlockwiseGemmArgs& args, int device_cc);
 cudaError_t fp6_blockwise_gemm_sm89(const Fp8BlockwiseGemmArgs& args, cudaStream_t stream);
 
 }  // namespace gemm
-}  // namespace ltx
+}  // namespace ltx_kernels

@@ -18,9 +18,9 @@
 // that two CTAs fit per SM), one stage = one step of WK K blocks: the CTA's 64 weight rows x WK x
 // 128 B (16 KB), the activations M_pad x WK x 128 B, their sa values and the WK sb values. Stages
 // in flight x CTAs per SM = 64-96 KB of weights per SM, above what HBM needs to stream at full
-// rate (~4.8 TB/s x ~1 us / 132 SMs ~ 36 KB per SM). A first version streamed the weights
-// straight into registers two steps ahead: the unrolled ring cost 168 registers even at M <= 8
-// (1 CTA per SM, too few bytes in flight). What limits it now (ncu, H200 session 4): latency,
+// rate (~4.8 TB/s x ~1 us / 132 SMs ~ 36 KB per SM). Streaming the weights straight into
+// registers two steps ahead instead costs 168 registers even at M <= 8 (1 CTA per SM, too few
+// bytes in flight). What limits it (ncu on an H200): latency,
 // not bandwidth: 16 warps per SM, every thread issues its own copies and address arithmetic per
 // stage, one barrier per step; DRAM at 32-66% of peak. A TMA producer warp is the next step.
 //
@@ -40,7 +40,7 @@
 // Two variants of the inner product (template flag WG):
 //   * mma.sync (sm_89+): per warp, 16 rows x M_pad tokens with m16n8k32 and the k permutation
 //     above (conflict-free 16-byte shared loads, swizzle q ^ ((r & 1) << 2)). On Hopper the
-//     FP8 mma.sync rate caps it near ~170 TFLOP/s (H200 run 1: M = 64 at 16384 x 4096 took 50 us,
+//     FP8 mma.sync rate caps it near ~170 TFLOP/s (measured on an H200: M = 64 at 16384 x 4096 took 50 us,
 //     compute bound), enough for M <= 16 only.
 //   * wgmma (sm_90a builds on compute capability 9.0): per warpgroup (= one K group), one
 //     wgmma.m64nNk32 per 32-wide k step with N = M_pad, both operands K-major from shared memory
@@ -177,7 +177,7 @@ struct SplitWorkspace {
 
 template <int NT, bool WG>
 __global__ void __launch_bounds__(kThreads, Cfg<NT, WG>::MIN_BLOCKS)
-    skinny_gemm_kernel(const ltx::gemm::Fp8BlockwiseGemmArgs p, const int splits, SplitWorkspace ws) {
+    skinny_gemm_kernel(const ltx_kernels::gemm::Fp8BlockwiseGemmArgs p, const int splits, SplitWorkspace ws) {
   using C = Cfg<NT, WG>;
   constexpr int MP = C::MP;
   constexpr int ST = C::STAGES;
@@ -415,7 +415,7 @@ __global__ void __launch_bounds__(kThreads, Cfg<NT, WG>::MIN_BLOCKS)
   const bool ok_lo = r_lo < p.N, ok_hi = r_hi < p.N;
   const float b_lo = (p.bias && ok_lo) ? __ldg(p.bias + r_lo) : 0.f;
   const float b_hi = (p.bias && ok_hi) ? __ldg(p.bias + r_hi) : 0.f;
-  const bool bf16 = p.out == ltx::gemm::GemmOut::kBF16;
+  const bool bf16 = p.out == ltx_kernels::gemm::GemmOut::kBF16;
   uint16_t* d = static_cast<uint16_t*>(p.d);
 #pragma unroll
   for (int j = 0; j < NT; ++j) {

@@ -1,6 +1,6 @@
 // Blockwise-scaled FP8 GEMM on mma.sync (sm_89 Ada; also runs on Hopper/Blackwell as a fallback),
 // with an FP6-weight variant that unpacks LTX-2's packed FP6 to e4m3 in shared memory.
-// Semantics and layouts: ltx_kernels/gemm/fp8_gemm.h (REFERENCE.md sections 2 and 3). No torch.
+// Semantics and layouts: ltx_kernels/gemm/fp8_gemm.h; FP8 block scaling: docs/semantics.md. No torch.
 //
 //   D[m, n] = sum_kb (A_kb . B_kb) * sa(m, kb) * sb(n / 128, kb) + bias[n]
 //
@@ -292,7 +292,7 @@ struct DeviceOps {
 // tid: 0..255, pid: linear tile index (blockIdx.x), smem: Config::SMEM bytes, 128-byte aligned.
 #pragma nv_exec_check_disable
 template <int BM, int STAGES, bool FP6, class Ops>
-__host__ __device__ __forceinline__ void gemm_tile(Ops& ops, const ltx::gemm::Fp8BlockwiseGemmArgs& p,
+__host__ __device__ __forceinline__ void gemm_tile(Ops& ops, const ltx_kernels::gemm::Fp8BlockwiseGemmArgs& p,
                                                    uint8_t* smem, const int tid, const int64_t pid) {
   using Cfg = Config<BM, STAGES, FP6>;
   constexpr int MT = Cfg::MT;
@@ -466,7 +466,7 @@ __host__ __device__ __forceinline__ void gemm_tile(Ops& ops, const ltx::gemm::Fp
   // ---- epilogue: + bias, round, stage through shared memory, coalesced guarded stores.
   ops.template wait<0>();
   ops.sync();  // all MMAs done reading the ring; reuse it as the (BM, OUT_LD) output tile
-  const bool bf16 = p.out == ltx::gemm::GemmOut::kBF16;
+  const bool bf16 = p.out == ltx_kernels::gemm::GemmOut::kBF16;
   uint16_t* sOut = reinterpret_cast<uint16_t*>(smem);  // (BM, OUT_LD) bf16/fp16 bits
 #pragma unroll
   for (int nt = 0; nt < kNT; ++nt) {
@@ -506,7 +506,7 @@ __host__ __device__ __forceinline__ void gemm_tile(Ops& ops, const ltx::gemm::Fp
 
 template <int BM, int STAGES, bool FP6>
 __global__ void __launch_bounds__(kThreads, 1)
-    blockwise_gemm_kernel(const ltx::gemm::Fp8BlockwiseGemmArgs p) {
+    blockwise_gemm_kernel(const ltx_kernels::gemm::Fp8BlockwiseGemmArgs p) {
   extern __shared__ __align__(128) uint8_t smem[];
   DeviceOps ops;
   gemm_tile<BM, STAGES, FP6>(ops, p, smem, int(threadIdx.x), int64_t(blockIdx.x));

@@ -9,9 +9,9 @@
 
 #include "ltx_kernels/gemm/fp8_gemm.h"
 
-namespace ltx {
+namespace ltx_kernels {
 namespace gemm {
-namespace sm90 {
+namespace sm90_cutlass {
 
 // Compiled kernels (an instantiation = tile x cluster x schedule x out dtype; kernels other than
 // kT128x128RS take M-major sa only):
@@ -49,6 +49,6 @@ LTX_SM90_GEMM_DECLARE(t128x128sk)   // fp8_gemm_t128x128sk_sm90.cu
 
 #undef LTX_SM90_GEMM_DECLARE
 
-}  // namespace sm90
+}  // namespace sm90_cutlass
 }  // namespace gemm
-}  // namespace ltx
+}  // namespace ltx_kernels

@@ -43,9 +43,9 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
 
-namespace ltx {
+namespace ltx_kernels {
 namespace gemm {
-namespace sm90 {
+namespace sm90_cutlass {
 
 #if defined(CUTLASS_ARCH_MMA_SM90_SUPPORTED)
 #define LTX_SM90_GEMM_AVAILABLE 1
@@ -208,15 +208,15 @@ using PingpongEpilogue = cutlass::epilogue::TmaWarpSpecialized;
 
 #endif  // CUTLASS_ARCH_MMA_SM90_SUPPORTED
 
-}  // namespace sm90
+}  // namespace sm90_cutlass
 }  // namespace gemm
-}  // namespace ltx
+}  // namespace ltx_kernels
 
 // Defines NAME_workspace / NAME_run for one configuration: bf16 always, fp16 when WITH_FP16
 // (otherwise fp16 answers cudaErrorNotSupported and the dispatcher picks another kernel).
 #if defined(LTX_SM90_GEMM_AVAILABLE)
 #define LTX_SM90_GEMM_DEFINE(NAME, BF16_T, FP16_T)                                                       \
-  namespace ltx { namespace gemm { namespace sm90 {                                                       \
+  namespace ltx_kernels { namespace gemm { namespace sm90_cutlass {                                                       \
   size_t NAME##_workspace(const Fp8BlockwiseGemmArgs& args, int num_sms, const Sm90RunOptions& o) {       \
     if (args.out == GemmOut::kBF16) return BF16_T::workspace(args, num_sms, o);                           \
     return ltx_sm90_fp16_workspace<FP16_T>(args, num_sms, o);                                             \
@@ -229,7 +229,7 @@ using PingpongEpilogue = cutlass::epilogue::TmaWarpSpecialized;
   }}}
 #else
 #define LTX_SM90_GEMM_DEFINE(NAME, BF16_T, FP16_T)                                                       \
-  namespace ltx { namespace gemm { namespace sm90 {                                                       \
+  namespace ltx_kernels { namespace gemm { namespace sm90_cutlass {                                                       \
   size_t NAME##_workspace(const Fp8BlockwiseGemmArgs&, int, const Sm90RunOptions&) { return 0; }          \
   cudaError_t NAME##_run(const Fp8BlockwiseGemmArgs&, void*, size_t, int, const Sm90RunOptions&,          \
                          cudaStream_t) { return cudaErrorNotSupported; }                                  \
@@ -237,9 +237,9 @@ using PingpongEpilogue = cutlass::epilogue::TmaWarpSpecialized;
 #endif
 
 #if defined(LTX_SM90_GEMM_AVAILABLE)
-namespace ltx {
+namespace ltx_kernels {
 namespace gemm {
-namespace sm90 {
+namespace sm90_cutlass {
 // FP16_T = void: no fp16 kernel in this configuration.
 template <class T>
 inline size_t ltx_sm90_fp16_workspace(const Fp8BlockwiseGemmArgs& a, int n, const Sm90RunOptions& o) {
@@ -252,7 +252,7 @@ inline cudaError_t ltx_sm90_fp16_run(const Fp8BlockwiseGemmArgs& a, void* ws, si
   if constexpr (std::is_void_v<T>) { (void)a; (void)ws; (void)b; (void)n; (void)o; (void)s; return cudaErrorNotSupported; }
   else return T::run(a, ws, b, n, o, s);
 }
-}  // namespace sm90
+}  // namespace sm90_cutlass
 }  // namespace gemm
-}  // namespace ltx
+}  // namespace ltx_kernels
 #endif

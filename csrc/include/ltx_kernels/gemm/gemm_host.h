@@ -3,7 +3,7 @@
 
 #include <cuda_runtime.h>
 
-namespace ltx {
+namespace ltx_kernels {
 namespace gemm {
 namespace host {
 
@@ -21,4 +21,4 @@ inline int resolve_sms(int num_sms) {
 
 }  // namespace host
 }  // namespace gemm
-}  // namespace ltx
+}  // namespace ltx_kernels

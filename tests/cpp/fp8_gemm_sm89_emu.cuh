@@ -1,8 +1,8 @@
 // Host emulator for the sm_89 FP8/FP6 GEMM tile body (fp8_gemm_sm89.cuh): a check of the
-// kernel's index arithmetic that runs WITHOUT a GPU. Not part of the library (nothing includes it);
-// build and run it by hand:
-//   printf '#include "ltx_kernels/gemm/fp8_gemm_sm89_emu.cuh"\nint main(int c, char** v) { return ltx_kernels::gemm_sm89::emu::selftest_main(c, v); }\n' > /tmp/emu.cu
-//   nvcc -std=c++17 -O2 --expt-relaxed-constexpr -Icsrc/include /tmp/emu.cu -o /tmp/emu -lpthread && /tmp/emu
+// kernel's index arithmetic that runs WITHOUT a GPU. A test harness, not part of the library
+// (nothing in csrc includes it); build and run it by hand from the repository root:
+//   printf '#include "fp8_gemm_sm89_emu.cuh"\nint main(int c, char** v) { return ltx_kernels::gemm_sm89::emu::selftest_main(c, v); }\n' > /tmp/emu.cu
+//   nvcc -std=c++17 -O2 --expt-relaxed-constexpr -Icsrc/include -Itests/cpp /tmp/emu.cu -o /tmp/emu -lpthread && /tmp/emu
 // It runs the kernel's own gemm_tile<> body with a HostOps policy: ldmatrix and mma.sync emulated
 // from the PTX ISA fragment tables (layout_check::ptx_*), one std::thread per CUDA thread, real
 // barriers (CTA and per warp); cp.async either immediate (exposes a ring slot overwritten while
@@ -28,8 +28,8 @@ namespace ltx_kernels {
 namespace gemm_sm89 {
 namespace emu {
 
-using ltx::gemm::Fp8BlockwiseGemmArgs;
-using ltx::gemm::GemmOut;
+using ltx_kernels::gemm::Fp8BlockwiseGemmArgs;
+using ltx_kernels::gemm::GemmOut;
 
 inline void fail(const char* msg) {
   fprintf(stderr, "EMU FAIL: %s\n", msg);

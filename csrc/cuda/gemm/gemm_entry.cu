@@ -1,0 +1,284 @@
+// The GEMM family's CUDA entry: per-backend capability checks, the "auto" fallback chain across
+// architectures, and the launch (see ltx_kernels/gemm/gemm.h). Host code, compiled for every
+// target; the architecture-specific kernels are linked in when the build has them
+// (LTX_KERNELS_HAS_SM90: csrc/cuda/gemm/*_sm90.cu; LTX_KERNELS_HAS_SM89: *_sm89.cu).
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "ltx_kernels/gemm/fp8_gemm.h"
+#include "ltx_kernels/gemm/gemm.h"
+#include "ltx_kernels/gemm/heuristics.h"
+#ifdef LTX_KERNELS_HAS_SM90
+#include "sm90_gemm.h"
+#endif
+
+namespace ltx_kernels {
+namespace gemm {
+namespace {
+
+constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+std::string cc_str(int cc) { return std::to_string(cc / 10) + "." + std::to_string(cc % 10); }
+
+heuristics::Problem problem_of(const GemmParams& p) {
+  heuristics::Problem pr;
+  pr.ops = p.operands;
+  pr.M = p.M;
+  pr.N = p.N;
+  pr.K = p.K;
+  pr.epilogue = p.epilogue;
+  pr.out = p.out;
+  pr.gate = p.gate_kind;
+  pr.tokens_per_sample = p.tokens_per_sample;
+  return pr;
+}
+
+// The arguments of the kernels that predate GemmParams (plain epilogue, 16-bit output).
+Fp8BlockwiseGemmArgs legacy_args(const GemmParams& p) {
+  Fp8BlockwiseGemmArgs g;
+  g.M = p.M;
+  g.N = p.N;
+  g.K = p.K;
+  g.a = static_cast<const uint8_t*>(p.a);
+  g.lda = p.lda;
+  g.a_scales = p.a_scales;
+  g.sa_stride_m = p.sa_stride_m;
+  g.sa_stride_k = p.sa_stride_k;
+  g.b = static_cast<const uint8_t*>(p.b);
+  g.ldb = p.ldb;
+  g.b_scales = p.b_scales;
+  g.sb_stride_n = p.sb_stride_n;
+  g.sb_stride_k = p.sb_stride_k;
+  g.bias = static_cast<const float*>(p.bias);
+  g.d = p.d;
+  g.ldd = p.ldd;
+  g.out = p.out == OutKind::kFP16 ? GemmOut::kFP16 : GemmOut::kBF16;
+  return g;
+}
+
+std::string args_str(const GemmParams& p) {
+  auto mis = [](const void* ptr) { return std::to_string(reinterpret_cast<uintptr_t>(ptr) % 16); };
+  return "M=" + std::to_string(p.M) + ", N=" + std::to_string(p.N) + ", K=" + std::to_string(p.K) +
+         ", lda=" + std::to_string(p.lda) + ", ldb=" + std::to_string(p.ldb) + ", ldd=" + std::to_string(p.ldd) +
+         ", a_scales strides (" + std::to_string(p.sa_stride_m) + ", " + std::to_string(p.sa_stride_k) +
+         "), b_scales strides (" + std::to_string(p.sb_stride_n) + ", " + std::to_string(p.sb_stride_k) +
+         "), pointer offsets mod 16: a " + mis(p.a) + ", b " + mis(p.b) + ", out " + mis(p.d);
+}
+
+// What the kernels older than the sm_90a one fuse: the bias (fp32) only, into bf16 / fp16.
+std::string plain_only(const GemmParams& p, const char* name) {
+  if (p.epilogue != Epilogue::kNone) return std::string("the ") + name + " kernel fuses no epilogue besides the bias";
+  if (p.out == OutKind::kFP8) return std::string("the ") + name + " kernel writes bf16 / fp16 only (no FP8 output)";
+  if (p.bias && p.bias_is_out_dtype) return std::string("the ") + name + " kernel takes an fp32 bias only";
+  if (p.operands == Operands::kBf16) return std::string("the ") + name + " kernel is FP8 only";
+  return "";
+}
+
+#ifdef LTX_KERNELS_HAS_SM90
+// The sm_90a kernel's argument rules (TMA: 16-byte aligned bases and row strides; 32-bit extents).
+std::string sm90_args_why_not(const GemmParams& p) {
+  const bool fp8 = p.operands == Operands::kFp8Blockwise;
+  if (p.operands == Operands::kFp6Blockwise) return "the sm_90a kernel reads e4m3 weights, not packed FP6";
+  if (p.M < 1 || p.N < 1 || p.K < 1) return "empty problem";
+  if (p.M > kIntMax || p.N > kIntMax || p.K > kIntMax) return "M, N, K must each be < 2^31";
+  if (fp8 && p.K % 128 != 0) return "K must be a multiple of 128";
+  const int64_t in_bytes = fp8 ? 1 : 2;
+  if (!aligned16(p.a) || !aligned16(p.b) || (p.lda * in_bytes) % 16 != 0 || (p.ldb * in_bytes) % 16 != 0)
+    return "a and b need 16-byte aligned data pointers and row strides (TMA): " + args_str(p);
+  if (p.N % 8 != 0) return "N must be a multiple of 8";
+  const int64_t out_bytes = p.out == OutKind::kFP8 ? 1 : 2;
+  if (!aligned16(p.d) || (p.ldd * out_bytes) % 16 != 0)
+    return "out needs a 16-byte aligned data pointer and row stride (TMA): " + args_str(p);
+  if (p.bias && !aligned16(p.bias)) return "bias must be 16-byte aligned";
+  if (fp8 && (!p.a_scales || !p.b_scales)) return "missing scales";
+  if (p.out == OutKind::kFP8 && (p.N % 128 != 0 || !p.d_scales)) return "the FP8 output needs N % 128 == 0";
+  if (p.epilogue == Epilogue::kGatedResidual) {
+    if (p.out == OutKind::kFP8) return "the gated residual writes bf16 / fp16";
+    if (!aligned16(p.residual) || (p.ld_residual * 2) % 16 != 0 || !aligned16(p.gate) || (p.ld_gate * 2) % 16 != 0)
+      return "residual and gate need 16-byte aligned data pointers and row strides (TMA)";
+    if (p.gate_kind == GateKind::kNone) return "missing gate";
+    if (p.gate_kind == GateKind::kPerSample && (p.tokens_per_sample < 1 || p.tokens_per_sample > kIntMax))
+      return "bad tokens per sample";
+  }
+  return "";
+}
+#endif
+
+}  // namespace
+
+const char* backend_name(Backend b) {
+  switch (b) {
+    case Backend::kCpu: return "cpu";
+    case Backend::kTorch: return "torch";
+    case Backend::kSm89: return "sm89";
+    case Backend::kSm90: return "sm90";
+    case Backend::kSkinny: return "skinny";
+    case Backend::kSm90Cutlass: return "sm90_cutlass";
+  }
+  return "?";
+}
+
+Device query_device(int index) {
+  Device d;
+  d.index = index;
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index) != cudaSuccess ||
+      cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, index) != cudaSuccess ||
+      cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, index) != cudaSuccess) {
+    (void)cudaGetLastError();
+  }
+  d.cc = major * 10 + minor;
+  return d;
+}
+
+TileConfig sm90_config(const GemmParams& p, const Device& dev) {
+  const heuristics::Problem pr = problem_of(p);
+  TileConfig c = heuristics::choose_tile(pr, dev.sms, dev.smem_optin);
+  const TileConfig& f = p.config;
+  if (f.bm != 0) {
+    if (!heuristics::tile_ok(pr, f.bm, f.bn, dev.smem_optin)) return TileConfig{};
+    c.bm = f.bm;
+    c.bn = f.bn;
+    c.group_m = c.bm == 256 ? 8 : 16;
+    const int64_t num_m = heuristics::cdiv(p.M, c.bm);
+    c.cluster = (num_m * heuristics::cdiv(p.N, c.bn) > dev.sms && num_m >= 2 && dev.sms % 2 == 0) ? 2 : 1;
+  }
+  if (c.bm == 0) return c;
+  if (f.cluster != 0) c.cluster = f.cluster;
+  if (f.group_m != 0) c.group_m = f.group_m;
+  if (f.sms != 0) c.sms = f.sms;
+  return c;
+}
+
+std::string why_not(Backend be, const GemmParams& p, const Device& dev) {
+  const std::string ccs = cc_str(dev.cc);
+  switch (be) {
+    case Backend::kCpu:
+      return "the tensors are on a CUDA device";
+    case Backend::kTorch:
+      return "";
+    case Backend::kSm90: {
+#ifdef LTX_KERNELS_HAS_SM90
+      if (dev.cc != 90) return "the sm_90a kernel needs compute capability 9.0; this device is " + ccs;
+      const std::string why = sm90_args_why_not(p);
+      if (!why.empty()) return "the sm_90a kernel does not take these arguments: " + why;
+      const TileConfig c = sm90_config(p, dev);
+      if (c.bm == 0) {
+        if (p.config.bm != 0) {
+          const char* w = heuristics::tile_why_not(problem_of(p), p.config.bm, p.config.bn, dev.smem_optin);
+          return "LTX_KERNELS_GEMM_CONFIG tile " + std::to_string(p.config.bm) + "x" + std::to_string(p.config.bn) +
+                 " cannot run this call (" + w + ")";
+        }
+        return "no compiled sm_90a tile configuration fits this call";
+      }
+      return "";
+#else
+      return "no kernel compiled for sm_90a in this build (TORCH_CUDA_ARCH_LIST needs 9.0a)";
+#endif
+    }
+    case Backend::kSm90Cutlass: {
+#ifdef LTX_KERNELS_HAS_SM90
+      if (dev.cc != 90) return "the CUTLASS sm_90a kernel needs compute capability 9.0; this device is " + ccs;
+      const std::string why = plain_only(p, "CUTLASS sm_90a");
+      if (!why.empty()) return why;
+      if (p.operands != Operands::kFp8Blockwise) return "the CUTLASS sm_90a kernel reads e4m3 weights";
+      if (!fp8_blockwise_gemm_sm90_supported(legacy_args(p), dev.cc))
+        return "the CUTLASS sm_90a kernel does not take these arguments: " + args_str(p);
+      return "";
+#else
+      return "no kernel compiled for sm_90a in this build (TORCH_CUDA_ARCH_LIST needs 9.0a)";
+#endif
+    }
+    case Backend::kSkinny: {
+#ifdef LTX_KERNELS_HAS_SM89
+      if (dev.cc < 89) return "the few-token FP8 kernel needs compute capability >= 8.9; this device is " + ccs;
+      if (p.M > 64) return "the skinny kernel takes M <= 64 (got M=" + std::to_string(p.M) + ")";
+      const std::string why = plain_only(p, "skinny");
+      if (!why.empty()) return why;
+      if (p.operands != Operands::kFp8Blockwise) return "the skinny kernel reads e4m3 weights";
+      if (!fp8_blockwise_gemm_skinny_supported(legacy_args(p), dev.cc))
+        return "the skinny kernel does not take these arguments: " + args_str(p);
+      return "";
+#else
+      return "no kernel compiled for sm_89 or newer in this build (needs a CUDA target >= 8.9)";
+#endif
+    }
+    case Backend::kSm89: {
+#ifdef LTX_KERNELS_HAS_SM89
+      if (dev.cc < 89) return "the mma.sync FP8 kernel needs compute capability >= 8.9; this device is " + ccs;
+      const std::string why = plain_only(p, "sm89");
+      if (!why.empty()) return why;
+      const bool fp6 = p.operands == Operands::kFp6Blockwise;
+      const bool ok = fp6 ? fp6_blockwise_gemm_sm89_supported(legacy_args(p), dev.cc)
+                          : fp8_blockwise_gemm_sm89_supported(legacy_args(p), dev.cc);
+      if (!ok) return std::string("the sm89 ") + (fp6 ? "FP6" : "FP8") + " kernel does not take these arguments: " + args_str(p);
+      return "";
+#else
+      return "no kernel compiled for sm_89 or newer in this build (needs a CUDA target >= 8.9)";
+#endif
+    }
+  }
+  return "unknown backend";
+}
+
+Backend choose_auto(const GemmParams& p, const Device& dev) {
+  if (p.M == 0 || p.N == 0 || p.K == 0) return Backend::kTorch;  // nothing for a kernel to do
+  if (p.operands == Operands::kFp6Blockwise) return why_not(Backend::kSm89, p, dev).empty() ? Backend::kSm89 : Backend::kTorch;
+  const bool sm90_ok = why_not(Backend::kSm90, p, dev).empty();
+  if (heuristics::prefer_skinny(problem_of(p), dev.sms, sm90_ok) && why_not(Backend::kSkinny, p, dev).empty())
+    return Backend::kSkinny;
+  if (sm90_ok) return Backend::kSm90;
+  if (why_not(Backend::kSm89, p, dev).empty()) return Backend::kSm89;
+  return Backend::kTorch;
+}
+
+size_t workspace_bytes(Backend be, const GemmParams& p, const Device& dev) {
+#ifdef LTX_KERNELS_HAS_SM89
+  if (be == Backend::kSkinny) return fp8_blockwise_gemm_skinny_workspace(legacy_args(p), dev.sms);
+#endif
+#ifdef LTX_KERNELS_HAS_SM90
+  if (be == Backend::kSm90Cutlass) return fp8_blockwise_gemm_sm90_workspace(legacy_args(p), dev.sms);
+#endif
+  (void)be;
+  (void)p;
+  (void)dev;
+  return 0;
+}
+
+cudaError_t run(Backend be, const GemmParams& p, const Device& dev, void* workspace, size_t ws_bytes,
+                cudaStream_t stream) {
+  switch (be) {
+#ifdef LTX_KERNELS_HAS_SM90
+    case Backend::kSm90: {
+      const TileConfig c = sm90_config(p, dev);
+      if (c.bm == 0) return cudaErrorNotSupported;
+      return p.operands == Operands::kFp8Blockwise ? sm90::run_fp8_1d2d(p, c, dev.sms, stream)
+                                                   : sm90::run_bf16(p, c, dev.sms, stream);
+    }
+    case Backend::kSm90Cutlass:
+      return fp8_blockwise_gemm_sm90(legacy_args(p), workspace, ws_bytes, dev.sms, stream);
+#endif
+#ifdef LTX_KERNELS_HAS_SM89
+    case Backend::kSkinny:
+      return fp8_blockwise_gemm_skinny(legacy_args(p), workspace, ws_bytes, dev.sms, stream);
+    case Backend::kSm89:
+      return p.operands == Operands::kFp6Blockwise ? fp6_blockwise_gemm_sm89(legacy_args(p), stream)
+                                                   : fp8_blockwise_gemm_sm89(legacy_args(p), stream);
+#endif
+    default:
+      break;
+  }
+  (void)p;
+  (void)dev;
+  (void)workspace;
+  (void)ws_bytes;
+  (void)stream;
+  return cudaErrorNotSupported;
+}
+
+}  // namespace gemm
+}  // namespace ltx_kernels

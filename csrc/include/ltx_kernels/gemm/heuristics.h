@@ -1,0 +1,139 @@
+// GEMM heuristics: pure functions of the problem (shape, SM count, epilogue), apart from the kernels.
+// No CUDA, no torch; unit-tested on the CPU (tests/cpp/test_gemm_heuristics.cpp) and reachable from
+// Python through ltx_kernels.gemm_config / fp8_gemm_backend.
+//
+//   tile_compiled(ops, bm, bn)   the sm_90a tile configurations that exist (one kernel each)
+//   tile_ok(...)                 whether a configuration can run a problem (FP8 output needs
+//                                whole 128-column groups per warpgroup; shared memory must fit)
+//   choose_tile(...)             the configuration "auto" launches: the smallest modelled time
+//   prefer_skinny(...)           whether "auto" takes the few-token kernel over the sm_90a one
+//
+// Time model of choose_tile (cycles of one SM; only the ranking matters). A CTA runs
+// ceil(tiles / CTAs) tiles; a tile costs K-blocks x max(tensor-core cycles, shared-memory cycles)
+// + a fixed epilogue cost:
+//   tensor core: 2 * bm * bn * 128 / 8192 cycles per 128-byte K block for FP8 (4096 FLOP per cycle
+//                for bf16, 64 elements per block): the dense rate of an H100/H200 SM;
+//   shared memory: 128 bytes per cycle; per K block the TMA writes (bm + bn) * 128 bytes and the
+//                wgmma reads them once more;
+//   epilogue: bm * bn * out_bytes / 64 + 600 cycles (staging writes, the exposed part of the store).
+// The last, partial wave is what the non-power-of-two tile widths are for: 5376 x 2048 (LTX-Video's
+// attention projections) makes 672 128x128 tiles = 5.09 waves on 132 SMs, but 630 128x144 tiles =
+// 4.77 waves. A 2-CTA cluster (B multicast) is used when there is more than one wave and an even
+// split of M tiles is available: it halves the L2 -> SM traffic of B at no cost in the model.
+// benchmarks/sweep_gemm.py measures every configuration against this choice.
+#pragma once
+
+#include <cstdint>
+
+#include "ltx_kernels/gemm/gemm_params.h"
+#include "ltx_kernels/gemm/sm90_plan.h"
+
+namespace ltx_kernels {
+namespace gemm {
+namespace heuristics {
+
+struct TileShape {
+  int bm, bn;
+};
+
+// The compiled sm_90a configurations (csrc/cuda/gemm/fp8_gemm_1d2d_sm90.cu, bf16_gemm_sm90.cu).
+// FP8 keeps two fp32 accumulators per output (the wgmma target and the promoted total), so a
+// 64-row warpgroup slice is at most 192 columns wide (2 x 96 registers) and bm = 256 goes with
+// bn = 128; bf16 keeps one.
+constexpr TileShape kFp8Tiles[] = {{128, 128}, {128, 144}, {128, 160}, {128, 192},
+                                   {256, 128}, {64, 128},  {64, 256}};
+constexpr TileShape kBf16Tiles[] = {{128, 128}, {128, 192}, {128, 256}, {256, 128}, {64, 256}};
+
+inline bool tile_compiled(Operands ops, int bm, int bn) {
+  if (ops == Operands::kFp8Blockwise) {
+    for (const TileShape& t : kFp8Tiles)
+      if (t.bm == bm && t.bn == bn) return true;
+  } else {
+    for (const TileShape& t : kBf16Tiles)
+      if (t.bm == bm && t.bn == bn) return true;
+  }
+  return false;
+}
+
+struct Problem {
+  Operands ops = Operands::kFp8Blockwise;
+  int64_t M = 0, N = 0, K = 0;
+  Epilogue epilogue = Epilogue::kNone;
+  OutKind out = OutKind::kBF16;
+  GateKind gate = GateKind::kNone;
+  int64_t tokens_per_sample = 0;
+};
+
+inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Columns per consumer warpgroup (bm = 64 splits the tile's columns between the two).
+inline int warpgroup_cols(int bm, int bn) { return bm == 64 ? bn / 2 : bn; }
+
+// "" when (bm, bn) can run the problem with smem_max bytes of shared memory, else why not.
+inline const char* tile_why_not(const Problem& pr, int bm, int bn, int smem_max) {
+  if (!tile_compiled(pr.ops, bm, bn)) return "not a compiled tile configuration";
+  if (pr.out == OutKind::kFP8 && warpgroup_cols(bm, bn) % 128 != 0)
+    return "the FP8 output needs whole 128-column groups per warpgroup (bn = 128 or 256 for bm >= 128, 256 for bm = 64)";
+  const sm90::Sm90Layout L = sm90::plan_layout(pr.ops, bm, bn, pr.out, pr.gate, pr.tokens_per_sample, smem_max);
+  if (L.stages < 2) return "fewer than two pipeline stages fit in shared memory";
+  return "";
+}
+inline bool tile_ok(const Problem& pr, int bm, int bn, int smem_max) { return tile_why_not(pr, bm, bn, smem_max)[0] == 0; }
+
+// Modelled cycles of one SM for the whole problem with (bm, bn) on `sms` SMs.
+inline double tile_cost(const Problem& pr, int bm, int bn, int sms) {
+  const bool fp8 = pr.ops == Operands::kFp8Blockwise;
+  const int64_t tiles = cdiv(pr.M, bm) * cdiv(pr.N, bn);
+  const int64_t per_cta = cdiv(tiles, sms > 0 ? sms : 1);
+  const int64_t kblocks = cdiv(pr.K, fp8 ? 128 : 64);
+  const double mma = 2.0 * bm * bn * (fp8 ? 128.0 : 64.0) / (fp8 ? 8192.0 : 4096.0);
+  const double smem = 2.0 * (bm + bn) * 128.0 / 128.0;
+  const double per_kb = mma > smem ? mma : smem;
+  const double out_bytes = pr.out == OutKind::kFP8 ? 1.0 : 2.0;
+  const double epi = bm * bn * out_bytes / 64.0 + 600.0;
+  return double(per_cta) * (double(kblocks) * per_kb + epi);
+}
+
+// The configuration "auto" launches on an sm_90a device with `sms` SMs. Ties go to the larger
+// tile (fewer bytes per FLOP). group_m: 16 M tiles per raster group (8 when bm = 256).
+inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {
+  TileConfig best;
+  double best_cost = 0;
+  const TileShape* list = pr.ops == Operands::kFp8Blockwise ? kFp8Tiles : kBf16Tiles;
+  const int n = pr.ops == Operands::kFp8Blockwise ? int(sizeof(kFp8Tiles) / sizeof(kFp8Tiles[0]))
+                                                    : int(sizeof(kBf16Tiles) / sizeof(kBf16Tiles[0]));
+  for (int i = 0; i < n; ++i) {
+    const int bm = list[i].bm, bn = list[i].bn;
+    if (!tile_ok(pr, bm, bn, smem_max)) continue;
+    const double c = tile_cost(pr, bm, bn, sms);
+    const bool better = best.bm == 0 || c < best_cost * (1 - 1e-9) ||
+                        (c <= best_cost * (1 + 1e-9) && bm * bn > best.bm * best.bn);
+    if (better) {
+      best.bm = bm;
+      best.bn = bn;
+      best_cost = c;
+    }
+  }
+  if (best.bm == 0) return best;
+  best.group_m = best.bm == 256 ? 8 : 16;
+  const int64_t num_m = cdiv(pr.M, best.bm);
+  const int64_t tiles = num_m * cdiv(pr.N, best.bn);
+  best.cluster = (tiles > sms && num_m >= 2 && sms % 2 == 0) ? 2 : 1;
+  return best;
+}
+
+// Whether "auto" runs the few-token kernel ("skinny": weights streamed through mma.sync / a small
+// wgmma, split-K) rather than the sm_90a tile kernel: plain epilogue (bias at most) and 16-bit
+// output only (the few-token kernel fuses nothing else), M <= 32 always, 32 < M <= 64 unless the
+// sm_90a kernel is available and its 64-row tiles alone nearly fill the GPU
+// (ceil(N / 128) >= 0.9 x SMs: then it streams the weights as fast and wastes less of the MMA).
+inline bool prefer_skinny(const Problem& pr, int sms, bool sm90_available) {
+  if (pr.epilogue != Epilogue::kNone || pr.out == OutKind::kFP8 || pr.ops != Operands::kFp8Blockwise) return false;
+  if (pr.M > 64) return false;
+  if (pr.M <= 32 || !sm90_available) return true;
+  return double(cdiv(pr.N, 128)) < 0.9 * double(sms);
+}
+
+}  // namespace heuristics
+}  // namespace gemm
+}  // namespace ltx_kernels

@@ -1,0 +1,574 @@
+// Persistent, warp-specialized sm_90a GEMM (TMA + wgmma, raw PTX), one skeleton for two operand
+// recipes: blockwise-scaled FP8 ("1D2D": per-token 1x128 scales on A, per-128x128-block scales on
+// B, fp32 promotion once per 128-wide K block) and bf16 x bf16 (fp32 accumulation). The math and
+// the epilogues are specified in gemm_params.h; the design is summarised in README.md beside this
+// file. Device code only; the launchers are csrc/cuda/gemm/*_sm90.cu.
+//
+// Roles (384 threads, one CTA per SM, persistent over the tiles of sm90_plan.h's tile order):
+//   warps 0-7  two consumer warpgroups (setmaxnreg 232). Each owns a 64-row slice of the CTA tile
+//              (bm = 128), two 64-row slices 128 rows apart (bm = 256), or, for bm = 64, one half
+//              of the tile's columns; it issues wgmma.m64nWNk32 (FP8) / m64nWNk16 (bf16) from
+//              shared memory and runs the epilogue of its slice.
+//   warp 8     loader (setmaxnreg 40): per stage, TMA of the A tile (bm x 128 bytes) and of B
+//              (two bn/2-row halves: with a 2-CTA cluster on a shared B tile each CTA loads one
+//              half and multicasts it to both), and (FP8) the stage's scales by cp.async: sa for
+//              the bm rows (any sa strides) and up to three sb values (the 128-row blocks of B the
+//              tile touches). cp.async.mbarrier.arrive.noinc from each lane + the elected lane's
+//              arrive.expect_tx complete the stage's "full" barrier.
+//   warp 9     storer: per tile, loads what the epilogue reads (bias slice by a 1-D bulk copy; h and
+//              the gate by TMA into the staging tiles) and, once the consumers have written the
+//              output tile into shared memory, stores it with TMA. The store of tile i overlaps
+//              the mainloop of tile i + 1; the staging tile is reused once the store has read it.
+//   warps 10-11 idle (they only exist so that the producer side is a whole warpgroup).
+//
+// Pipeline: `stages` slots of (A, B, sa, sb), full/empty mbarrier pairs; the empty barrier counts
+// one arrival per consumer warp and CTA of the cluster (a multicast writes into both CTAs' slots,
+// so both CTAs' consumers must have released it). Epilogue handshake: "epi" (storer -> consumers:
+// inputs loaded and the staging tile free) and "dfull" (consumers -> storer: tile written).
+//
+// bf16: the wgmma accumulates over the whole K range (see the mainloop for when stages are released).
+//
+// FP8 promotion: per K block, each consumer warpgroup issues 4 wgmma k32 steps into a fresh fp32
+// accumulator, waits, releases the stage, then adds acc * sa[row] * sb[block] into its fp32
+// total. The two warpgroups alternate on the tensor cores: one promotes while the other's wgmma
+// runs. A warpgroup's columns can straddle two 128-row scale blocks of B (bn = 144, 160, 192 or
+// the halves of bm = 64 tiles); each 8-column accumulator group lies in one block, so the scale
+// is chosen per group (exact, no approximation).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ltx_kernels/activation/activation.cuh"
+#include "ltx_kernels/common/fp8_util.h"
+#include "ltx_kernels/gemm/gemm_params.h"
+#include "ltx_kernels/gemm/sm90_plan.h"
+#include "ltx_kernels/gemm/sm90_ptx.cuh"
+#include "ltx_kernels/gemm/sm90_wgmma_ops.cuh"
+
+namespace ltx_kernels {
+namespace gemm {
+namespace sm90 {
+
+constexpr int kConsumerWarps = 8;
+constexpr int kThreads = 384;
+constexpr int kProducerRegs = 40;
+constexpr int kConsumerRegs = 232;
+
+// What the kernel reads besides the tensor maps (a __grid_constant__ parameter).
+struct KernelArgs {
+  uint32_t M = 0, N = 0, K = 0;
+  uint32_t num_m = 0, num_n = 0, num_kb = 0, num_tiles = 0, group_m = 16;
+  uint32_t cluster = 1;
+  Sm90Layout L;
+  const float* sa = nullptr;
+  int64_t sa_sm = 0, sa_sk = 0;
+  const float* sb = nullptr;
+  int64_t sb_sn = 0, sb_sk = 0;
+  const void* bias = nullptr;
+  uint32_t bias_16bit = 0;  // bias stored in the 16-bit out dtype (else fp32)
+  int epi = 0;              // Epilogue
+  int out = 0;              // OutKind
+  int gate_kind = 0;        // GateKind
+  uint32_t tokens_per_sample = 1;
+  float* ds = nullptr;  // FP8 output scales
+  int64_t ds_sm = 0, ds_sg = 0;
+};
+
+// Byte offset of element (r, c) (c even) of a [rows x bn] 16-bit staging tile stored as column
+// chunks of `sw` bytes (chunk_bytes apart), each chunk swizzled as TMA's SWIZZLE_<sw>B mode lays it.
+template <int kSW>
+__device__ __forceinline__ uint32_t stage_off16(uint32_t r, uint32_t c, uint32_t chunk_bytes) {
+  constexpr uint32_t kCols = kSW / 2;
+  const uint32_t o = r * kSW + (c % kCols) * 2;
+  return (c / kCols) * chunk_bytes + (o ^ (((o >> 7) & (kSW / 16 - 1)) << 4));
+}
+// The same for a byte tile in 128-byte chunks (FP8 output).
+__device__ __forceinline__ uint32_t stage_off8(uint32_t r, uint32_t c, uint32_t chunk_bytes) {
+  const uint32_t o = r * 128 + (c % 128);
+  return (c / 128) * chunk_bytes + (o ^ (((o >> 7) & 7u) << 4));
+}
+
+__device__ __forceinline__ uint32_t pack2(float a, float b, bool fp16) {
+  if (fp16) {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+__device__ __forceinline__ float2 unpack2(uint32_t v, bool fp16) {
+  if (fp16) return __half22float2(*reinterpret_cast<const __half2*>(&v));
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
+}
+__device__ __forceinline__ uint32_t lds32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ float lds_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ float2 lds_f32x2(uint32_t addr) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ void sts32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void sts16(uint32_t addr, uint16_t v) {
+  asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(v) : "memory");
+}
+
+template <bool kFp8, int BM, int BN>
+struct Tile {
+  static_assert(BM == 64 || BM == 128 || BM == 256, "bm is 64, 128 or 256");
+  static constexpr int kWaves = BM == 256 ? 2 : 1;  // 64-row wgmma slices per consumer warpgroup
+  static constexpr int kWN = BM == 64 ? BN / 2 : BN;  // columns per consumer warpgroup
+  static constexpr int kAcc = kWN / 2;                // fp32 accumulator registers per slice
+  static constexpr int kSW = out_swizzle_bytes(BN, 2);
+  static_assert(kWN % 16 == 0 && kWN >= 16 && kWN <= 256, "wgmma N");
+  // a warpgroup's columns touch at most two 128-row scale blocks of B (see the header)
+  static_assert(!kFp8 || kWN <= 128 || kWN == 144 || kWN == 160 || kWN == 192 || kWN == 256,
+                "FP8: the warpgroup's columns would straddle three scale blocks");
+  __device__ __forceinline__ static uint32_t row_off(int wg, int v) {
+    return BM == 64 ? 0u : BM == 128 ? uint32_t(64 * wg) : uint32_t(64 * wg + 128 * v);
+  }
+  __device__ __forceinline__ static uint32_t col_off(int wg) { return BM == 64 ? uint32_t(wg * kWN) : 0u; }
+};
+
+// Epilogue of one consumer warpgroup for 16-bit outputs: y = res (+ bias), activation or gated
+// residual, rounded once into the staging tile. kMode: 0 plain, 1 gelu_tanh, 2 gated residual.
+template <bool kFp8, int BM, int BN, int kMode, class Res>
+__device__ __forceinline__ void epilogue16(const KernelArgs& p, const Res& res, uint32_t sbase, int wg, int wl, int lane,
+                                           uint32_t m0) {
+  using T = Tile<kFp8, BM, BN>;
+  const int g = lane >> 2, t4 = lane & 3;
+  const bool fp16 = p.out == int(OutKind::kFP16);
+  const bool has_bias = p.bias != nullptr;
+  const uint32_t d_base = sbase + p.L.off_d, g_base = sbase + p.L.off_g, bias_base = sbase + p.L.off_bias;
+  const bool per_token = p.gate_kind == int(GateKind::kPerToken);
+  const uint32_t s_first = m0 / p.tokens_per_sample;
+#pragma unroll
+  for (int v = 0; v < T::kWaves; ++v) {
+    const uint32_t rl0 = T::row_off(wg, v) + 16 * wl + g, rl1 = rl0 + 8;
+    uint32_t gr0 = rl0, gr1 = rl1;
+    if (kMode == 2 && !per_token) {
+      gr0 = (m0 + rl0) / p.tokens_per_sample - s_first;
+      gr1 = (m0 + rl1) / p.tokens_per_sample - s_first;
+    }
+#pragma unroll
+    for (int j = 0; j < T::kAcc / 4; ++j) {
+      const uint32_t c = T::col_off(wg) + 8 * j + 2 * t4;
+      float x0 = res[v][4 * j], x1 = res[v][4 * j + 1], x2 = res[v][4 * j + 2], x3 = res[v][4 * j + 3];
+      if (has_bias) {
+        const float2 b = p.bias_16bit ? unpack2(lds32(bias_base + 2 * c), fp16) : lds_f32x2(bias_base + 4 * c);
+        x0 += b.x;
+        x1 += b.y;
+        x2 += b.x;
+        x3 += b.y;
+      }
+      if (kMode == 1) {
+        x0 = act_detail::GeluTanh::f(x0);
+        x1 = act_detail::GeluTanh::f(x1);
+        x2 = act_detail::GeluTanh::f(x2);
+        x3 = act_detail::GeluTanh::f(x3);
+      }
+      const uint32_t o0 = d_base + stage_off16<T::kSW>(rl0, c, p.L.d_chunk);
+      const uint32_t o1 = d_base + stage_off16<T::kSW>(rl1, c, p.L.d_chunk);
+      if (kMode == 2) {
+        const float2 h0 = unpack2(lds32(o0), fp16), h1 = unpack2(lds32(o1), fp16);
+        const float2 q0 = unpack2(lds32(g_base + stage_off16<T::kSW>(gr0, c, p.L.g_chunk)), fp16);
+        const float2 q1 = unpack2(lds32(g_base + stage_off16<T::kSW>(gr1, c, p.L.g_chunk)), fp16);
+        x0 = fmaf(x0, q0.x, h0.x);
+        x1 = fmaf(x1, q0.y, h0.y);
+        x2 = fmaf(x2, q1.x, h1.x);
+        x3 = fmaf(x3, q1.y, h1.y);
+      }
+      sts32(o0, pack2(x0, x1, fp16));
+      sts32(o1, pack2(x2, x3, fp16));
+    }
+  }
+}
+
+// Epilogue for the FP8 output: y = res (+ bias) (gelu_tanh when kGelu), then per row and 128
+// columns s = amax / 448, q = e4m3(y / s) exactly as quantize_fp8_per_token_group computes it
+// (common/fp8_util.h); q into the staging tile, s straight to global memory. A row's 128 columns
+// of one group are spread over the 4 lanes of a quad (32 values each).
+template <bool kFp8, int BM, int BN, bool kGelu, class Res>
+__device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint32_t sbase, int wg, int wl, int lane,
+                                             uint32_t m0, uint32_t n0) {
+  using T = Tile<kFp8, BM, BN>;
+  static_assert(T::kWN % 128 == 0, "FP8 output: whole 128-column groups per warpgroup");
+  const int g = lane >> 2, t4 = lane & 3;
+  const bool has_bias = p.bias != nullptr;
+  const bool fp16 = p.out == int(OutKind::kFP16);  // never: kept for the bias unpack
+  const uint32_t d_base = sbase + p.L.off_d, bias_base = sbase + p.L.off_bias;
+#pragma unroll
+  for (int v = 0; v < T::kWaves; ++v) {
+    const uint32_t rl0 = T::row_off(wg, v) + 16 * wl + g, rl1 = rl0 + 8;
+#pragma unroll
+    for (int q = 0; q < T::kWN / 128; ++q) {
+      float a0 = 0.f, a1 = 0.f;
+#pragma unroll
+      for (int jj = 0; jj < 16; ++jj) {
+        const int j = 16 * q + jj;
+        const uint32_t c = T::col_off(wg) + 8 * j + 2 * t4;
+        float x0 = res[v][4 * j], x1 = res[v][4 * j + 1], x2 = res[v][4 * j + 2], x3 = res[v][4 * j + 3];
+        if (has_bias) {
+          const float2 b = p.bias_16bit ? unpack2(lds32(bias_base + 2 * c), fp16) : lds_f32x2(bias_base + 4 * c);
+          x0 += b.x;
+          x1 += b.y;
+          x2 += b.x;
+          x3 += b.y;
+        }
+        if (kGelu) {
+          x0 = act_detail::GeluTanh::f(x0);
+          x1 = act_detail::GeluTanh::f(x1);
+          x2 = act_detail::GeluTanh::f(x2);
+          x3 = act_detail::GeluTanh::f(x3);
+        }
+        res[v][4 * j] = x0;
+        res[v][4 * j + 1] = x1;
+        res[v][4 * j + 2] = x2;
+        res[v][4 * j + 3] = x3;
+        a0 = fp8_absmax(fp8_absmax(a0, x0), x1);
+        a1 = fp8_absmax(fp8_absmax(a1, x2), x3);
+      }
+      a0 = fmaxf(a0, __shfl_xor_sync(0xffffffffu, a0, 1));
+      a0 = fmaxf(a0, __shfl_xor_sync(0xffffffffu, a0, 2));
+      a1 = fmaxf(a1, __shfl_xor_sync(0xffffffffu, a1, 1));
+      a1 = fmaxf(a1, __shfl_xor_sync(0xffffffffu, a1, 2));
+      const float s0 = fp8_scale_from_amax<E4M3>(a0), s1 = fp8_scale_from_amax<E4M3>(a1);
+      const Fp8Divisor d0 = fp8_divisor(s0), d1 = fp8_divisor(s1);
+#pragma unroll
+      for (int jj = 0; jj < 16; ++jj) {
+        const int j = 16 * q + jj;
+        const uint32_t c = T::col_off(wg) + 8 * j + 2 * t4;
+        const float lo[2] = {res[v][4 * j], res[v][4 * j + 1]};
+        const float hi[2] = {res[v][4 * j + 2], res[v][4 * j + 3]};
+        uint8_t clo[2], chi[2];
+        fp8_quantize_bounded<E4M3, 2>(lo, d0, clo);
+        fp8_quantize_bounded<E4M3, 2>(hi, d1, chi);
+        sts16(d_base + stage_off8(rl0, c, p.L.d_chunk), uint16_t(clo[0] | (uint16_t(clo[1]) << 8)));
+        sts16(d_base + stage_off8(rl1, c, p.L.d_chunk), uint16_t(chi[0] | (uint16_t(chi[1]) << 8)));
+      }
+      // groups past N (the last tile's columns beyond the matrix) have no scale to write
+      const uint32_t gi = (n0 + T::col_off(wg)) / 128u + uint32_t(q);
+      if (t4 == 0 && gi * 128u < p.N) {
+        if (m0 + rl0 < p.M) p.ds[int64_t(m0 + rl0) * p.ds_sm + int64_t(gi) * p.ds_sg] = s0;
+        if (m0 + rl1 < p.M) p.ds[int64_t(m0 + rl1) * p.ds_sm + int64_t(gi) * p.ds_sg] = s1;
+      }
+    }
+  }
+}
+
+template <bool kFp8, int BM, int BN>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
+                const __grid_constant__ CUtensorMap tm_d, const __grid_constant__ CUtensorMap tm_h,
+                const __grid_constant__ CUtensorMap tm_g, const __grid_constant__ KernelArgs p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = Tile<kFp8, BM, BN>;
+  using Mma = std::conditional_t<kFp8, WgmmaE4m3<T::kWN>, WgmmaBf16<T::kWN>>;
+  constexpr uint32_t kAStage = uint32_t(BM) * kStageK, kBStage = uint32_t(BN) * kStageK;
+  constexpr uint32_t kBHalf = kBStage / 2;
+
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  const uint32_t raw = ptx::smem_u32(smem_raw);
+  const uint32_t sbase = (raw + 1023u) & ~1023u;
+  const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
+  const Sm90Layout& L = p.L;
+  const uint32_t S = uint32_t(L.stages);
+  const bool pairs = p.cluster > 1;
+  const uint32_t rank = pairs ? ptx::cluster_ctarank() : 0u;
+  auto full_bar = [&](uint32_t s) { return sbase + L.off_bar + 8u * s; };
+  auto empty_bar = [&](uint32_t s) { return sbase + L.off_bar + 8u * (S + s); };
+  const uint32_t epi_bar = sbase + L.off_bar + 16u * S, dfull_bar = epi_bar + 8u;
+
+  if (tid == 0) {
+    for (uint32_t s = 0; s < S; ++s) {
+      ptx::mbar_init(full_bar(s), kFp8 ? 33u : 1u);  // FP8: 32 cp.async lanes + the expect_tx arrival
+      ptx::mbar_init(empty_bar(s), uint32_t(kConsumerWarps) * p.cluster);
+    }
+    ptx::mbar_init(epi_bar, 1);
+    ptx::mbar_init(dfull_bar, kConsumerWarps);
+    ptx::fence_barrier_init();
+  }
+  if (warp == kConsumerWarps && lane == 0) {
+    ptx::prefetch_tensormap(&tm_a);
+    ptx::prefetch_tensormap(&tm_b);
+    ptx::prefetch_tensormap(&tm_d);
+  }
+  if (pairs) {
+    ptx::cluster_sync();
+  } else {
+    __syncthreads();
+  }
+
+  if (warp >= kConsumerWarps) {
+    ptx::reg_dealloc<kProducerRegs>();
+    if (warp == kConsumerWarps) {
+      // ---------------- loader ----------------
+      uint32_t stage = 0, phase = 0;
+      for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x) {
+        const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
+        const int32_t m0 = int32_t(tc.mb * BM), n0 = int32_t(tc.nb * BN);
+        for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
+          ptx::mbar_wait(empty_bar(stage), phase ^ 1u);
+          const uint32_t fb = full_bar(stage);
+          if constexpr (kFp8) {
+            const uint32_t sfa = sbase + L.off_sfa + stage * uint32_t(BM) * 4u;
+#pragma unroll 1
+            for (int i = lane; i < BM; i += 32) {
+              const uint32_t row = uint32_t(m0) + uint32_t(i);
+              const bool ok = row < p.M;
+              const float* src = ok ? p.sa + int64_t(row) * p.sa_sm + int64_t(kb) * p.sa_sk : p.sa;
+              ptx::cp_async4(sfa + 4u * uint32_t(i), src, ok ? 4u : 0u);
+            }
+            if (lane < 3) {
+              const uint32_t nb = uint32_t(n0) / 128u + uint32_t(lane);
+              const bool ok = nb * 128u < p.N;
+              const float* src = ok ? p.sb + int64_t(nb) * p.sb_sn + int64_t(kb) * p.sb_sk : p.sb;
+              ptx::cp_async4(sbase + L.off_sfb + stage * 16u + 4u * uint32_t(lane), src, ok ? 4u : 0u);
+            }
+            ptx::cp_async_mbar_arrive_noinc(fb);
+          }
+          if (lane == 0) {
+            ptx::mbar_arrive_expect_tx(fb, kAStage + kBStage);
+            const int32_t kx = int32_t(kb * (kFp8 ? 128u : 64u));
+            const uint32_t a_dst = sbase + L.off_a + stage * kAStage;
+            const uint32_t b_dst = sbase + L.off_b + stage * kBStage;
+            ptx::tma_load_2d(a_dst, &tm_a, fb, kx, m0);
+            if (pairs && tc.mcast) {
+              ptx::tma_load_2d_multicast(b_dst + rank * kBHalf, &tm_b, fb, kx, n0 + int32_t(rank) * (BN / 2), 0x3);
+            } else {
+              ptx::tma_load_2d(b_dst, &tm_b, fb, kx, n0);
+              ptx::tma_load_2d(b_dst + kBHalf, &tm_b, fb, kx, n0 + BN / 2);
+            }
+          }
+          __syncwarp();
+          if (++stage == S) {
+            stage = 0;
+            phase ^= 1u;
+          }
+        }
+      }
+    } else if (warp == kConsumerWarps + 1) {
+      // ---------------- storer ----------------
+      if (lane == 0) {
+        const bool gated = p.epi == int(Epilogue::kGatedResidual);
+        const bool fp8_out = p.out == int(OutKind::kFP8);
+        const uint32_t sw = uint32_t(L.d_sw);
+        const uint32_t chunk_cols = fp8_out ? 128u : sw / 2u;
+        const uint32_t chunks = uint32_t(BN) / chunk_cols;
+        const uint32_t bias_elem = p.bias_16bit ? 2u : 4u;
+        const bool per_token = p.gate_kind == int(GateKind::kPerToken);
+        uint32_t it = 0, pm0 = 0, pn0 = 0;
+        for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++it) {
+          const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
+          const uint32_t m0 = tc.mb * BM, n0 = tc.nb * BN;
+          if (it > 0) {
+            ptx::mbar_wait(dfull_bar, (it - 1) & 1u);
+            for (uint32_t c = 0; c < chunks; ++c)
+              ptx::tma_store_2d(&tm_d, sbase + L.off_d + c * L.d_chunk, int32_t(pn0 + c * chunk_cols), int32_t(pm0));
+            ptx::bulk_commit();
+            ptx::bulk_wait_read0();
+          }
+          // inputs of this tile's epilogue (the staging tile is free: its last store was read)
+          const uint32_t nvalid = p.N - n0 < uint32_t(BN) ? p.N - n0 : uint32_t(BN);
+          const uint32_t bias_bytes = p.bias ? nvalid * bias_elem : 0u;
+          uint32_t s_first = 0, s_last = 0, g_loads = 0;
+          if (gated && !per_token) {
+            s_first = m0 / p.tokens_per_sample;
+            s_last = (m0 + BM - 1) / p.tokens_per_sample;
+            g_loads = (s_last - s_first) / 8u + 1u;
+          }
+          uint32_t bytes = bias_bytes;
+          if (gated) bytes += chunks * L.d_chunk + (per_token ? chunks * L.d_chunk : g_loads * chunks * 8u * sw);
+          ptx::mbar_arrive_expect_tx(epi_bar, bytes);
+          if (bias_bytes)
+            ptx::bulk_load(sbase + L.off_bias,
+                           static_cast<const uint8_t*>(p.bias) + uint64_t(n0) * bias_elem, bias_bytes, epi_bar);
+          if (gated) {
+            for (uint32_t c = 0; c < chunks; ++c) {
+              const int32_t x = int32_t(n0 + c * chunk_cols);
+              ptx::tma_load_2d(sbase + L.off_d + c * L.d_chunk, &tm_h, epi_bar, x, int32_t(m0));
+              if (per_token) {
+                ptx::tma_load_2d(sbase + L.off_g + c * L.g_chunk, &tm_g, epi_bar, x, int32_t(m0));
+              } else {
+                for (uint32_t i = 0; i < g_loads; ++i)
+                  ptx::tma_load_2d(sbase + L.off_g + c * L.g_chunk + i * 8u * sw, &tm_g, epi_bar, x,
+                                   int32_t(s_first + 8u * i));
+              }
+            }
+          }
+          pm0 = m0;
+          pn0 = n0;
+        }
+        if (it > 0) {
+          ptx::mbar_wait(dfull_bar, (it - 1) & 1u);
+          for (uint32_t c = 0; c < chunks; ++c)
+            ptx::tma_store_2d(&tm_d, sbase + L.off_d + c * L.d_chunk, int32_t(pn0 + c * chunk_cols), int32_t(pm0));
+          ptx::bulk_commit();
+          ptx::bulk_wait0();
+        }
+      }
+      __syncwarp();
+    }
+  } else {
+    // ---------------- consumers ----------------
+    ptx::reg_alloc<kConsumerRegs>();
+    const int wg = warp >> 2, wl = warp & 3, g = lane >> 2;
+    const uint32_t a_base = sbase + L.off_a + T::row_off(wg, 0) * kStageK;
+    const uint32_t b_base = sbase + L.off_b + T::col_off(wg) * kStageK;
+    uint32_t stage = 0, phase = 0, it = 0;
+    float acc[T::kAcc];
+    float fin[T::kWaves][T::kAcc];
+    for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++it) {
+      const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
+      const uint32_t m0 = tc.mb * BM, n0 = tc.nb * BN;
+      // the other CTA of the pair has a tile this round unless this is rank 0's lone last tile
+      const bool peer_alive = pairs && (rank == 1u || t + 1u < p.num_tiles);
+      auto release = [&](uint32_t s) {
+        if (lane == 0) ptx::mbar_arrive(empty_bar(s));
+        if (pairs && lane == 1) {
+          if (peer_alive) {
+            ptx::mbar_arrive_cluster(empty_bar(s), rank ^ 1u);
+          } else {
+            ptx::mbar_arrive(empty_bar(s));
+          }
+        }
+      };
+      if constexpr (kFp8) {
+        const uint32_t cstart = n0 + T::col_off(wg);
+        const uint32_t fbk = cstart / 128u - n0 / 128u;       // first scale block of this warpgroup
+        const uint32_t former = (128u - cstart % 128u) / 8u;  // 8-column groups inside it
+#pragma unroll
+        for (int v = 0; v < T::kWaves; ++v)
+#pragma unroll
+          for (int i = 0; i < T::kAcc; ++i) fin[v][i] = 0.f;
+        for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
+          ptx::mbar_wait(full_bar(stage), phase);
+          // scales first: the slot may be refilled as soon as it is released below
+          const uint32_t sfa = sbase + L.off_sfa + stage * uint32_t(BM) * 4u;
+          float sa0[T::kWaves], sa1[T::kWaves];
+#pragma unroll
+          for (int v = 0; v < T::kWaves; ++v) {
+            const uint32_t r = T::row_off(wg, v) + uint32_t(16 * wl + g);
+            sa0[v] = lds_f32(sfa + 4u * r);
+            sa1[v] = lds_f32(sfa + 4u * (r + 8u));
+          }
+          const uint32_t sfb = sbase + L.off_sfb + stage * 16u + 4u * fbk;
+          const float sb0 = lds_f32(sfb), sb1 = lds_f32(sfb + 4u);
+          const uint64_t bdesc = ptx::desc_sw128(b_base + stage * kBStage);
+#pragma unroll
+          for (int v = 0; v < T::kWaves; ++v) {
+            const uint64_t adesc = ptx::desc_sw128(a_base + stage * kAStage + uint32_t(v) * 128u * kStageK);
+            ptx::fence_regs(acc);
+            ptx::wgmma_fence();
+#pragma unroll
+            for (int k = 0; k < 4; ++k) Mma::mma(acc, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
+            ptx::wgmma_commit();
+            ptx::fence_regs(acc);
+            ptx::wgmma_wait<0>();
+            ptx::fence_regs(acc);
+            if (v == T::kWaves - 1) release(stage);
+            const float s00 = sa0[v] * sb0, s01 = sa0[v] * sb1, s10 = sa1[v] * sb0, s11 = sa1[v] * sb1;
+#pragma unroll
+            for (int j = 0; j < T::kAcc / 4; ++j) {
+              const bool first = uint32_t(j) < former;
+              const float lo = first ? s00 : s01, hi = first ? s10 : s11;
+              fin[v][4 * j] = fmaf(acc[4 * j], lo, fin[v][4 * j]);
+              fin[v][4 * j + 1] = fmaf(acc[4 * j + 1], lo, fin[v][4 * j + 1]);
+              fin[v][4 * j + 2] = fmaf(acc[4 * j + 2], hi, fin[v][4 * j + 2]);
+              fin[v][4 * j + 3] = fmaf(acc[4 * j + 3], hi, fin[v][4 * j + 3]);
+            }
+          }
+          if (++stage == S) {
+            stage = 0;
+            phase ^= 1u;
+          }
+        }
+      } else {
+        // bf16: accumulate across the whole K range. With >= 4 stages one wgmma group stays in
+        // flight (the stage of the previous K block is released once its group has completed);
+        // with fewer, each stage is released as soon as its own group completes, so that the
+        // loader keeps S - 1 stages of lookahead (the two warpgroups' groups interleave on the
+        // tensor cores, which hides the wait).
+        const bool pipelined = S >= 4;
+        uint32_t prev = 0;
+        for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
+          ptx::mbar_wait(full_bar(stage), phase);
+          const uint64_t bdesc = ptx::desc_sw128(b_base + stage * kBStage);
+#pragma unroll
+          for (int v = 0; v < T::kWaves; ++v) ptx::fence_regs(fin[v]);
+          ptx::wgmma_fence();
+#pragma unroll
+          for (int v = 0; v < T::kWaves; ++v) {
+            const uint64_t adesc = ptx::desc_sw128(a_base + stage * kAStage + uint32_t(v) * 128u * kStageK);
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+              Mma::mma(fin[v], adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), (kb > 0 || k > 0) ? 1 : 0);
+          }
+          ptx::wgmma_commit();
+#pragma unroll
+          for (int v = 0; v < T::kWaves; ++v) ptx::fence_regs(fin[v]);
+          if (pipelined) {
+            ptx::wgmma_wait<1>();
+            if (kb > 0) release(prev);
+          } else {
+            ptx::wgmma_wait<0>();
+            release(stage);
+          }
+          prev = stage;
+          if (++stage == S) {
+            stage = 0;
+            phase ^= 1u;
+          }
+        }
+        ptx::wgmma_wait<0>();
+#pragma unroll
+        for (int v = 0; v < T::kWaves; ++v) ptx::fence_regs(fin[v]);
+        if (pipelined) release(prev);
+      }
+
+      // ---- epilogue of this warpgroup's slice
+      ptx::mbar_wait(epi_bar, it & 1u);
+      if (p.out == int(OutKind::kFP8)) {
+        if constexpr (T::kWN % 128 == 0) {
+          if (p.epi == int(Epilogue::kGeluTanh)) {
+            epilogue_fp8<kFp8, BM, BN, true>(p, fin, sbase, wg, wl, lane, m0, n0);
+          } else {
+            epilogue_fp8<kFp8, BM, BN, false>(p, fin, sbase, wg, wl, lane, m0, n0);
+          }
+        }
+      } else if (p.epi == int(Epilogue::kGeluTanh)) {
+        epilogue16<kFp8, BM, BN, 1>(p, fin, sbase, wg, wl, lane, m0);
+      } else if (p.epi == int(Epilogue::kGatedResidual)) {
+        epilogue16<kFp8, BM, BN, 2>(p, fin, sbase, wg, wl, lane, m0);
+      } else {
+        epilogue16<kFp8, BM, BN, 0>(p, fin, sbase, wg, wl, lane, m0);
+      }
+      ptx::fence_proxy_async_smem();
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(dfull_bar);
+    }
+    (void)acc;
+  }
+  __syncwarp();
+  if (pairs) ptx::cluster_sync();
+#endif
+}
+
+}  // namespace sm90
+}  // namespace gemm
+}  // namespace ltx_kernels

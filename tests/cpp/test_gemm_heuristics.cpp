@@ -1,0 +1,179 @@
+// GoogleTest for the GEMM family's pure host functions: the persistent tile order of the sm_90a
+// kernels (every tile exactly once; multicast pairs share B), their shared-memory plan (fits,
+// aligned, disjoint) and the heuristics (compiled tiles only, FP8-output constraints, wave model).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "ltx_kernels/gemm/heuristics.h"
+#include "ltx_kernels/gemm/sm90_plan.h"
+
+using namespace ltx_kernels::gemm;
+
+namespace {
+constexpr int kH100Smem = 232448;  // cudaDevAttrMaxSharedMemoryPerBlockOptin on H100 / H200
+constexpr int kSms = 132;
+
+heuristics::Problem fp8_problem(int64_t m, int64_t n, int64_t k, OutKind out = OutKind::kBF16,
+                                Epilogue epi = Epilogue::kNone, GateKind gate = GateKind::kNone) {
+  heuristics::Problem p;
+  p.ops = Operands::kFp8Blockwise;
+  p.M = m;
+  p.N = n;
+  p.K = k;
+  p.out = out;
+  p.epilogue = epi;
+  p.gate = gate;
+  p.tokens_per_sample = gate == GateKind::kPerSample ? m / 2 : 1;
+  return p;
+}
+}  // namespace
+
+TEST(GemmTileOrder, EveryTileOnceAndPairsShareB) {
+  for (uint32_t num_m : {1u, 2u, 3u, 7u, 16u, 17u, 42u, 43u}) {
+    for (uint32_t num_n : {1u, 2u, 5u, 13u}) {
+      for (uint32_t group : {2u, 4u, 8u, 16u}) {
+        for (bool pairs : {false, true}) {
+          const uint32_t total = num_m * num_n;
+          std::set<std::pair<uint32_t, uint32_t>> seen;
+          for (uint32_t t = 0; t < total; ++t) {
+            const sm90::TileCoord c = sm90::tile_coord(t, num_m, num_n, group, pairs);
+            ASSERT_LT(c.mb, num_m);
+            ASSERT_LT(c.nb, num_n);
+            ASSERT_TRUE(seen.insert({c.mb, c.nb}).second) << "tile visited twice: t=" << t;
+            if (!pairs) continue;
+            const uint32_t peer = t ^ 1u;
+            if (peer >= total) {
+              EXPECT_FALSE(c.mcast) << "a lone tile cannot multicast";
+              continue;
+            }
+            const sm90::TileCoord d = sm90::tile_coord(peer, num_m, num_n, group, pairs);
+            EXPECT_EQ(c.mcast, d.mcast) << "both CTAs of a pair must agree";
+            if (c.mcast) {
+              // even tile = rank 0 = the upper M tile, same B tile
+              const sm90::TileCoord& lo = (t & 1u) ? d : c;
+              const sm90::TileCoord& hi = (t & 1u) ? c : d;
+              EXPECT_EQ(lo.nb, hi.nb);
+              EXPECT_EQ(lo.mb + 1, hi.mb);
+            }
+          }
+          EXPECT_EQ(seen.size(), size_t(total));
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmTileOrder, RasterGroupsKeepMBlocksTogether) {
+  // a wave of consecutive tiles stays inside group_m M tiles until N is exhausted
+  const uint32_t num_m = 42, num_n = 16, group = 16;
+  for (uint32_t t = 0; t < group * num_n; ++t) {
+    const sm90::TileCoord c = sm90::tile_coord(t, num_m, num_n, group, false);
+    EXPECT_LT(c.mb, group);
+    EXPECT_EQ(c.nb, t / group);
+  }
+}
+
+TEST(GemmPlan, FitsAlignedDisjoint) {
+  for (Operands ops : {Operands::kFp8Blockwise, Operands::kBf16}) {
+    const auto* tiles = ops == Operands::kFp8Blockwise ? heuristics::kFp8Tiles : heuristics::kBf16Tiles;
+    const int n = ops == Operands::kFp8Blockwise ? int(sizeof(heuristics::kFp8Tiles) / sizeof(heuristics::kFp8Tiles[0]))
+                                                 : int(sizeof(heuristics::kBf16Tiles) / sizeof(heuristics::kBf16Tiles[0]));
+    for (int i = 0; i < n; ++i) {
+      const int bm = tiles[i].bm, bn = tiles[i].bn;
+      for (GateKind gate : {GateKind::kNone, GateKind::kPerSample, GateKind::kPerToken}) {
+        for (OutKind out : {OutKind::kBF16, OutKind::kFP8}) {
+          if (out == OutKind::kFP8 && (gate != GateKind::kNone || heuristics::warpgroup_cols(bm, bn) % 128 != 0))
+            continue;
+          const sm90::Sm90Layout L = sm90::plan_layout(ops, bm, bn, out, gate, 300, kH100Smem);
+          if (bm * bn >= 256 * 128 && gate == GateKind::kPerToken) {
+            // the largest tiles cannot also stage a per-token gate tile: the plan says so, and the
+            // heuristic then picks another tile
+            if (L.stages < 2) continue;
+          }
+          ASSERT_GE(L.stages, 2) << bm << "x" << bn << " gate " << int(gate) << " out " << int(out);
+          EXPECT_LE(L.smem_bytes, uint32_t(kH100Smem));
+          EXPECT_EQ(L.off_a % 1024, 0u);
+          EXPECT_EQ(L.off_b % 1024, 0u);
+          EXPECT_EQ(L.off_d % 1024, 0u);
+          EXPECT_EQ(L.off_g % 1024, 0u);
+          EXPECT_EQ(L.d_chunk % 1024, 0u);
+          EXPECT_EQ(L.g_chunk % 1024, 0u);
+          EXPECT_EQ(L.off_bias % 16, 0u);
+          EXPECT_EQ(L.off_bar % 8, 0u);
+          // regions in order, none overlapping the next
+          const uint32_t s = uint32_t(L.stages);
+          EXPECT_EQ(L.off_b, L.off_a + s * uint32_t(bm) * 128u);
+          EXPECT_GE(L.off_d, L.off_b + s * uint32_t(bn) * 128u);
+          EXPECT_GE(L.off_g, L.off_d + uint32_t(bm * bn * (out == OutKind::kFP8 ? 1 : 2)));
+          EXPECT_GE(L.off_bias, L.off_sfb);
+          EXPECT_GE(L.off_bar, L.off_bias + uint32_t(bn) * 4u);
+          EXPECT_LE(L.off_bar + 8u * (2u * s + 2u) + 1024u, L.smem_bytes);
+          if (gate == GateKind::kPerToken) EXPECT_EQ(L.g_rows, bm);
+          // the swizzle width divides a 16-bit output row; 128 for the FP8 output
+          EXPECT_EQ((bn * (out == OutKind::kFP8 ? 1 : 2)) % L.d_sw, 0);
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmPlan, GateRowsPerSample) {
+  EXPECT_EQ(sm90::gate_rows_per_sample(128, 2688), 8);   // a tile touches at most 2 samples
+  EXPECT_EQ(sm90::gate_rows_per_sample(128, 1), 128);    // every row its own sample
+  EXPECT_EQ(sm90::gate_rows_per_sample(128, 5), 32);     // ceil(127 / 5) + 1 = 27 -> 32
+  EXPECT_EQ(sm90::gate_rows_per_sample(256, 3), 88);     // ceil(255 / 3) + 1 = 86 -> 88
+}
+
+TEST(GemmHeuristics, CompiledTilesOnlyAndFp8OutputRule) {
+  for (int64_t m : {1, 64, 300, 1000, 5376, 10752}) {
+    for (int64_t n : {128, 2048, 4096, 6144, 8192, 16384}) {
+      for (int64_t k : {128, 2048, 8192}) {
+        for (OutKind out : {OutKind::kBF16, OutKind::kFP8}) {
+          const heuristics::Problem p = fp8_problem(m, n, k, out);
+          const TileConfig c = heuristics::choose_tile(p, kSms, kH100Smem);
+          ASSERT_NE(c.bm, 0);
+          EXPECT_TRUE(heuristics::tile_compiled(Operands::kFp8Blockwise, c.bm, c.bn));
+          if (out == OutKind::kFP8) EXPECT_EQ(heuristics::warpgroup_cols(c.bm, c.bn) % 128, 0);
+          const int64_t tiles = heuristics::cdiv(m, c.bm) * heuristics::cdiv(n, c.bn);
+          EXPECT_EQ(c.cluster == 2, tiles > kSms && heuristics::cdiv(m, c.bm) >= 2);
+          EXPECT_EQ(c.group_m % 2, 0);
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmHeuristics, WaveQuantization) {
+  // 5376 x 2048 (LTX-Video attention projections): 128x128 makes 672 tiles = 5.09 waves on 132 SMs;
+  // the model must pick a tile with fewer, fuller waves.
+  const TileConfig c = heuristics::choose_tile(fp8_problem(5376, 2048, 2048), kSms, kH100Smem);
+  const int64_t tiles = heuristics::cdiv(5376, c.bm) * heuristics::cdiv(2048, c.bn);
+  EXPECT_FALSE(c.bm == 128 && c.bn == 128);
+  EXPECT_LE(heuristics::cdiv(tiles, kSms), 5);
+  // a single wave at 128x128 stays with a large tile rather than shrinking
+  EXPECT_LT(heuristics::tile_cost(fp8_problem(8192, 8192, 8192), 128, 192, kSms),
+            heuristics::tile_cost(fp8_problem(8192, 8192, 8192), 64, 128, kSms));
+}
+
+TEST(GemmHeuristics, TileWhyNot) {
+  const heuristics::Problem p = fp8_problem(1000, 4096, 4096, OutKind::kFP8);
+  EXPECT_STRNE(heuristics::tile_why_not(p, 128, 160, kH100Smem), "");  // 160 columns: no whole groups
+  EXPECT_STREQ(heuristics::tile_why_not(p, 128, 128, kH100Smem), "");
+  EXPECT_STRNE(heuristics::tile_why_not(p, 128, 176, kH100Smem), "");  // not compiled
+  EXPECT_STRNE(heuristics::tile_why_not(p, 128, 128, 48 * 1024), "");  // too little shared memory
+}
+
+TEST(GemmHeuristics, SkinnyRule) {
+  EXPECT_TRUE(heuristics::prefer_skinny(fp8_problem(16, 4096, 4096), kSms, true));
+  EXPECT_TRUE(heuristics::prefer_skinny(fp8_problem(64, 4096, 4096), kSms, true));   // 32 N tiles < 0.9 x 132
+  EXPECT_FALSE(heuristics::prefer_skinny(fp8_problem(64, 16384, 4096), kSms, true));  // 128 N tiles fill the GPU
+  EXPECT_TRUE(heuristics::prefer_skinny(fp8_problem(64, 16384, 4096), kSms, false));
+  EXPECT_FALSE(heuristics::prefer_skinny(fp8_problem(65, 4096, 4096), kSms, true));
+  // the few-token kernel fuses nothing: epilogues and the FP8 output go to the sm_90a kernel
+  EXPECT_FALSE(heuristics::prefer_skinny(fp8_problem(16, 4096, 4096, OutKind::kBF16, Epilogue::kGeluTanh), kSms, true));
+  EXPECT_FALSE(heuristics::prefer_skinny(fp8_problem(16, 4096, 4096, OutKind::kFP8), kSms, true));
+}
