@@ -3,7 +3,7 @@
 # from the nvidia-cutlass wheel), then run the selected steps, each under its own time limit,
 # and print a short summary last. Logs and JSON go to $OUT (default build/gpu-out).
 #   bash scripts/gpu/check.sh [steps...]
-# steps (in the order given): build, crash, attn-tests, attn-bench, gemm-tests, gemm-bench,
+# steps (in the order given): build, crash, attn-tests, attn-bench, gemm (scripts/gpu/gemm.sh), gemm-tests,
 #   suite (every test file, CUDA cases only), sanitize-attn, bench-all
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 set -uo pipefail
@@ -42,7 +42,10 @@ for s in "${@:-build attn-tests attn-bench}"; do
       attn-tests)
         step attn-tests 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider -rs -x tests/test_attention.py -k cuda ;;
       attn-bench)
-        step attn-bench 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 benchmarks/bench_attention.py --out "$OUT/attention.json" ;;
+        step attn-bench 150 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 benchmarks/bench_attention.py --out "$OUT/attention.json" ;;
+      gemm)
+        step gemm 280 env VARIANT="$VARIANT" OUT="$OUT/gemm" bash scripts/gpu/gemm.sh
+        tail -25 "$OUT/gemm/gemm.log" > "$OUT/gemm_tail.log" ;;
       gemm-tests)
         step gemm-tests 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider -x tests/test_gemm*.py -k cuda ;;
       suite)
