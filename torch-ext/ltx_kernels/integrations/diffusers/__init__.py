@@ -18,7 +18,9 @@ diffusers is never imported here) and swaps, without adding or moving any parame
   diffusers 0.42.1: `norm(x) * (1 + scale) + shift` -> `adaln_rms_norm`; a gated residual
   `h + y * gate` directly followed by the next norm -> `gated_residual_adaln_rms_norm` (gate 1 /
   scale 0 / shift 0 where the model has none);
-- `FeedForward` whose activation is `GELU(approximate="tanh")`: the projection, then
+- `FeedForward` whose activation is `GELU(approximate="tanh")`: the tanh-GELU fused into the
+  projection's GEMM (`bf16_gemm(..., epilogue="gelu_tanh")` on sm_90; with FP8 linears the up
+  GEMM's epilogue applies it and emits the FP8 input of the down GEMM), else the projection then
   `gelu_tanh` in place.
 
 Anything else (unknown block or processor classes, norms with a bias, modules that already carry
@@ -42,7 +44,7 @@ from typing import Optional
 from . import ltx2, ltx_video, vae  # noqa: F401 (vae: lkd.vae.apply_to)
 from ._common import FP8_OUT, PATCHED, logger
 from .discovery import FORMATS, TRANSFORMERS, find_transformer, patch_forward, quantize, rms_norm_supported
-from .fused import ff_forward, ff_supported
+from .fused import ff_configure, ff_forward, ff_supported
 from .processors import PROCESSORS, LTX2FusedAttnProcessor, LTXVideoFusedAttnProcessor, install_processor
 
 __all__ = ["optimize", "LTXVideoFusedAttnProcessor", "LTX2FusedAttnProcessor", "vae"]
@@ -100,6 +102,8 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
         elif cls == "FeedForward":
             if ff_supported(module):
                 patch_forward(name, module, ff_forward, counts, "ff")
+                if getattr(module, PATCHED, False):
+                    ff_configure(module)
             elif not getattr(module, PATCHED, False):
                 logger.info("ltx_kernels: %s: feed-forward activation is not GELU(tanh), left as is", name)
                 counts["skipped"] += 1

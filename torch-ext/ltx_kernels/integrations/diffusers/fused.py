@@ -4,6 +4,7 @@ gated residual folded in and optionally FP8 output (`norm_mod`), and the tanh-GE
 import torch
 
 from ...activation import gelu_tanh
+from ...gemm import bf16_gemm
 from ...fused_norm import adaln_rms_norm, gated_residual_adaln_rms_norm
 from ...norm import rms_norm
 from ._common import PATCHED, cast_weight, const_table, fp8_kwargs, is_fp8_linear, mod_table, supports_fp8_out
@@ -50,14 +51,47 @@ def ff_prequant(ff) -> bool:
     return bool(getattr(ff, PATCHED, False)) and is_fp8_linear(getattr(ff.net[0], "proj", None))
 
 
+def _is_plain_fp8_linear(m) -> bool:
+    return type(m).__name__ == "FP8BlockwiseLinear"  # not FP6BlockwiseLinear: no epilogues there
+
+
+def _bf16_gemm_ok(x: torch.Tensor, lin) -> bool:
+    """The sm_90a bf16 GEMM can run x @ lin.weight^T with its fused epilogue."""
+    w = getattr(lin, "weight", None)
+    return (isinstance(lin, torch.nn.Linear) and x.is_cuda and x.dtype == torch.bfloat16 and w.dtype == torch.bfloat16
+            and torch.cuda.get_device_capability(x.device) == (9, 0) and lin.in_features % 8 == 0
+            and lin.out_features % 8 == 0)
+
+
+def ff_configure(ff) -> None:
+    """When the up projection is an FP8BlockwiseLinear, let its GEMM apply the tanh-GELU (epilogue
+    "gelu_tanh") and, when the down projection is FP8 too, emit the FP8 (q, scales) the down GEMM
+    reads, so neither the activation nor its quantization is a separate pass."""
+    proj = ff.net[0].proj
+    if _is_plain_fp8_linear(proj):
+        down = [m for m in ff.net[1:] if not isinstance(m, torch.nn.Dropout)]
+        fp8_next = len(down) == 1 and is_fp8_linear(down[0]) and proj.out_features % 128 == 0
+        proj.set_epilogue("gelu_tanh", fp8_output=fp8_next)
+
+
 def ff_forward(self, hidden_states: torch.Tensor, *args, **kwargs) -> torch.Tensor:
     """diffusers `FeedForward.forward` for net = [GELU(tanh), Dropout, Linear(, ...)]: the first
-    projection, then tanh-GELU in place (`gelu_tanh`), then the rest of `net` unchanged. The
-    deprecated `scale` argument is ignored, as diffusers does."""
+    projection with the tanh-GELU fused into its GEMM (FP8 layers configured by ff_configure; bf16
+    linears through bf16_gemm on sm_90), or the projection then `gelu_tanh` in place; then the rest
+    of `net` (dropouts are identities at inference). The deprecated `scale` argument is ignored, as
+    diffusers does."""
     act = self.net[0]
-    hidden_states = act.proj(hidden_states)
-    hidden_states = gelu_tanh(hidden_states, out=hidden_states)
+    proj = act.proj
+    if getattr(proj, "epilogue", None) == "gelu_tanh":
+        hidden_states = proj(hidden_states)  # GELU applied (FP8 (q, scales) when the next layer takes them)
+    elif _bf16_gemm_ok(hidden_states, proj):
+        hidden_states = bf16_gemm(hidden_states, proj.weight, proj.bias, epilogue="gelu_tanh")
+    else:
+        hidden_states = proj(hidden_states)
+        hidden_states = gelu_tanh(hidden_states, out=hidden_states)
     for module in self.net[1:]:
+        if isinstance(module, torch.nn.Dropout) and (not module.training or module.p == 0):
+            continue
         hidden_states = module(hidden_states)
     return hidden_states
 
