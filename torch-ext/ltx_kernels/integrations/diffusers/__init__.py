@@ -23,8 +23,15 @@ diffusers is never imported here) and swaps, without adding or moving any parame
   GEMM's epilogue applies it and emits the FP8 input of the down GEMM), else the projection then
   `gelu_tanh` in place.
 
-Anything else (unknown block or processor classes, norms with a bias, modules that already carry
-accelerate/diffusers hooks) is left untouched with one log line on logger "ltx_kernels".
+Anything else (unknown block or processor classes, norms with a bias, modules that carry
+accelerate hooks) is left untouched with one log line on logger "ltx_kernels".
+
+diffusers' hooks compose with `optimize` in either order (`hooks` module): caches
+(`transformer.enable_cache(...)`), group offloading and layerwise casting. A block that already
+carries hooks gets the fused forward beneath them, so a cache still skips it and
+`disable_cache()` leaves it fused; norm weights the fused kernels read directly are read through
+the norm's own hooks (leaf-level offloading). Quantization together with layerwise casting is
+refused (ValueError).
 Applying `optimize` twice is harmless. With `quantization="fp8" | "fp6" | "nvfp4"` the linears
 inside the transformer blocks are replaced by `ltx_kernels.quantization.quantize_linears`
 (LTX-2's policy); where a fused norm feeds FP8 linears directly (to_q/to_k/to_v after norm1 +
@@ -45,6 +52,7 @@ from . import ltx2, ltx_video, vae  # noqa: F401 (vae: lkd.vae.apply_to)
 from ._common import FP8_OUT, PATCHED, logger
 from .discovery import FORMATS, TRANSFORMERS, find_transformer, patch_forward, quantize, rms_norm_supported
 from .fused import ff_configure, ff_forward, ff_supported
+from .hooks import check_quantization_compatible
 from .processors import PROCESSORS, LTX2FusedAttnProcessor, LTXVideoFusedAttnProcessor, install_processor
 
 __all__ = ["optimize", "LTXVideoFusedAttnProcessor", "LTX2FusedAttnProcessor", "vae"]
@@ -92,6 +100,7 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
         return model_or_pipeline
 
     if quantization is not None:
+        check_quantization_compatible(transformer, quantization)
         quantize(transformer, quantization)
 
     counts = {"blocks": 0, "processors": 0, "ff": 0, "skipped": 0}

@@ -79,7 +79,3 @@ def is_fp8_linear(m: Any) -> bool:
     """ltx_kernels.quantization's FP8BlockwiseLinear or a subclass (FP6BlockwiseLinear): layers
     whose forward also takes FP8 activations pre-quantized as (q, scales)."""
     return any(c.__name__ == "FP8BlockwiseLinear" for c in type(m).__mro__)
-
-
-def has_hooks(m: torch.nn.Module) -> bool:
-    return hasattr(m, "_hf_hook") or hasattr(m, "_diffusers_hook")

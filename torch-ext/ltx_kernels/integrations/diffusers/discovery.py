@@ -3,7 +3,8 @@ block forwards take, and swapping a forward in place; plus quantizing the transf
 
 import torch
 
-from ._common import PATCHED, has_hooks, logger
+from ._common import PATCHED, logger
+from .hooks import install_forward
 
 FORMATS = ("fp8", "fp6", "nvfp4")
 TRANSFORMERS = ("LTXVideoTransformer3DModel", "LTX2VideoTransformer3DModel")
@@ -23,11 +24,11 @@ def rms_norm_supported(n) -> bool:
 def patch_forward(name: str, module, fn, counts, kind: str) -> None:
     if getattr(module, PATCHED, False):
         return
-    if has_hooks(module):
-        logger.info("ltx_kernels: %s: has offload/cache hooks (apply optimize() before them), left as is", name)
+    why = install_forward(module, fn.__get__(module, type(module)))
+    if why is not None:
+        logger.info("ltx_kernels: %s: %s, left as is", name, why)
         counts["skipped"] += 1
         return
-    module.forward = fn.__get__(module, type(module))
     setattr(module, PATCHED, True)
     counts[kind] += 1
 

@@ -8,6 +8,7 @@ from ...gemm import bf16_gemm
 from ...fused_norm import adaln_rms_norm, gated_residual_adaln_rms_norm
 from ...norm import rms_norm
 from ._common import PATCHED, cast_weight, const_table, fp8_kwargs, is_fp8_linear, mod_table, supports_fp8_out
+from .hooks import diffusers_hooks, has_hooks, hooked_param
 
 
 def fp8_ok(x: torch.Tensor) -> bool:
@@ -20,7 +21,7 @@ def norm_mod(norm, h, pending, scale, shift, fp8: bool = False):
     and y = rms_norm(h_new, norm.weight, norm.eps) * (1 + scale) + shift (plain RMSNorm when
     scale/shift are None). With fp8=True (and this build's fused norms able to emit FP8), y is
     the tuple (q, scales) for an FP8 linear."""
-    w, eps = cast_weight(norm.weight, h), norm.eps
+    w, eps = cast_weight(hooked_param(norm), h), norm.eps
     fp8 = fp8 and fp8_ok(h)
     if pending is None:
         if scale is None:
@@ -43,12 +44,20 @@ def norm_mod(norm, h, pending, scale, shift, fp8: bool = False):
     return gated_residual_adaln_rms_norm(*args)
 
 
+# The FP8 (q, scales) hand-off from a fused norm to the next module is only made to a module
+# without hooks: hooks see that module's inputs (a cache hook reads hidden_states' batch size,
+# context parallelism splits it) and expect a tensor.
+
+
 def attn_prequant(attn) -> bool:
-    return bool(getattr(getattr(attn, "processor", None), "accepts_prequant", False))
+    return bool(getattr(getattr(attn, "processor", None), "accepts_prequant", False)) and not has_hooks(attn)
 
 
 def ff_prequant(ff) -> bool:
-    return bool(getattr(ff, PATCHED, False)) and is_fp8_linear(getattr(ff.net[0], "proj", None))
+    return (
+        bool(getattr(ff, PATCHED, False)) and is_fp8_linear(getattr(ff.net[0], "proj", None))
+        and not has_hooks(ff) and not has_hooks(ff.net[0])
+    )
 
 
 def _is_plain_fp8_linear(m) -> bool:
@@ -82,9 +91,20 @@ def ff_forward(self, hidden_states: torch.Tensor, *args, **kwargs) -> torch.Tens
     diffusers does."""
     act = self.net[0]
     proj = act.proj
-    if getattr(proj, "epilogue", None) == "gelu_tanh":
+    if has_hooks(act):
+        # hooks on the activation module itself: call it as diffusers does (projection, then
+        # GELU), which is only right while the projection does not apply the GELU itself
+        if getattr(proj, "epilogue", "none") != "none":
+            raise RuntimeError(
+                "ltx_kernels.integrations.diffusers: the activation module of a feed-forward whose "
+                "projection applies the GELU in its GEMM must not carry diffusers hooks "
+                f"(got {', '.join(type(h).__name__ for h in diffusers_hooks(act))} on {type(act).__name__})"
+            )
+        hidden_states = act(hidden_states)
+    elif getattr(proj, "epilogue", None) == "gelu_tanh":
         hidden_states = proj(hidden_states)  # GELU applied (FP8 (q, scales) when the next layer takes them)
-    elif _bf16_gemm_ok(hidden_states, proj):
+    elif not has_hooks(proj) and _bf16_gemm_ok(hidden_states, proj):
+        # reads proj's weight and bias directly: only when no hook (offloading, casting) owns them
         hidden_states = bf16_gemm(hidden_states, proj.weight, proj.bias, epilogue="gelu_tanh")
     else:
         hidden_states = proj(hidden_states)

@@ -14,11 +14,12 @@ from ...attention import quantize_attention_fp8
 from ...norm import rms_norm
 from ...rope import rms_norm_rope, rms_norm_split_rope
 from ._common import cast_weight, is_fp8_linear, is_prequant, logger, nn_rms_eps
+from .hooks import hooked_param
 
 
 def qk_norm_rope(norm: torch.nn.RMSNorm, x: torch.Tensor, freqs, rope_type: Optional[str]) -> torch.Tensor:
     """`norm(x)` (torch.nn.RMSNorm over the whole row) then the RoPE diffusers would apply."""
-    w, eps = cast_weight(norm.weight, x), nn_rms_eps(norm, x)
+    w, eps = cast_weight(hooked_param(norm), x), nn_rms_eps(norm, x)
     if freqs is None or rope_type is None:
         return rms_norm(x, w, eps)
     cos, sin = freqs

@@ -1,0 +1,113 @@
+"""Living with diffusers' model hooks (caches, group offloading, layerwise casting) and
+accelerate's.
+
+diffusers' `HookRegistry` wraps a module's `forward`: each registered hook replaces
+`module.forward` by a wrapper that runs its `pre_forward`, the previous forward (or its own
+`new_forward`, which calls the previous one when it does not skip the module), then its
+`post_forward`. The first registered hook holds the class's own forward at the bottom of the
+chain. So:
+
+- a block that already carries hooks gets the fused forward at the bottom of the chain, in place
+  of the class's forward (`install_forward`): the hooks keep running around it and can still
+  skip it, and removing them (`disable_cache()`) leaves the fused forward in place;
+- the fused forwards read some parameters without calling the module that owns them (the
+  RMSNorm weights of the block norms and of the attention q/k norms). Hooks on such a module
+  (leaf-level group offloading onloads a norm's weight only around the norm's own forward) are
+  run around that read (`hooked_param`), as the module's forward would run them;
+- modules with accelerate hooks (`_hf_hook`) are left as they are: accelerate keeps its own
+  `_old_forward`, and `optimize()` is meant to run before `enable_model_cpu_offload()`.
+"""
+
+from typing import Optional
+
+
+def registry(m) -> Optional[object]:
+    """diffusers' HookRegistry on m (None when it has none)."""
+    return getattr(m, "_diffusers_hook", None)
+
+
+def diffusers_hooks(m) -> list:
+    """m's diffusers hooks, innermost first (empty when none)."""
+    reg = registry(m)
+    if reg is None:
+        return []
+    return [reg.hooks[n] for n in getattr(reg, "_hook_order", ())]
+
+
+def has_hooks(m) -> bool:
+    """Whether calling m runs anything besides its own forward (accelerate or diffusers hooks)."""
+    return hasattr(m, "_hf_hook") or bool(diffusers_hooks(m))
+
+
+def _is_class_forward(f, module) -> bool:
+    return getattr(f, "__func__", None) is type(module).forward and getattr(f, "__self__", None) is module
+
+
+def install_forward(module, bound) -> Optional[str]:
+    """Make `bound` (a forward bound to module) what calling module runs, beneath any diffusers
+    hooks already on it. Returns None on success, else why it was not installed."""
+    if hasattr(module, "_hf_hook"):
+        return "has accelerate hooks (apply optimize() before accelerate's offloading)"
+    reg = registry(module)
+    refs = getattr(reg, "_fn_refs", None) if reg is not None else None
+    if refs:
+        base = refs[0]  # the innermost hook: the one whose "previous forward" is the class's
+        slot = "original_forward" if getattr(base, "original_forward", None) is not None else "forward"
+        if not _is_class_forward(getattr(base, slot, None), module):
+            return "its diffusers hooks wrap a forward that is not the class's own"
+        setattr(base, slot, bound)
+        return None
+    module.forward = bound
+    return None
+
+
+def hooked_param(module, name: str = "weight"):
+    """`module.<name>` as module's own forward would see it: the pre_forward of each diffusers
+    hook on module runs before the read and its post_forward after (outermost hook first, as
+    the hook wrappers nest). The tensor returned keeps the storage it had during the read (an
+    offload afterwards swaps the parameter's data, not this tensor's). Without hooks: the
+    parameter itself."""
+    p = getattr(module, name, None)
+    hooks = diffusers_hooks(module) if p is not None else []
+    if not hooks:
+        return p
+    if any(hasattr(h, "new_forward") for h in hooks):
+        names = ", ".join(type(h).__name__ for h in hooks)
+        raise RuntimeError(
+            f"ltx_kernels.integrations.diffusers: {type(module).__name__}.{name} is read by a fused "
+            f"kernel, but the module carries diffusers hooks that replace its forward ({names}); "
+            "apply such hooks to norm modules only on an unoptimized model"
+        )
+    for h in reversed(hooks):
+        h.pre_forward(module)
+    try:
+        p = getattr(module, name).detach()
+    finally:
+        for h in hooks:
+            h.post_forward(module, None)
+    return p
+
+
+def layerwise_casting_modules(transformer) -> list:
+    """Names of the modules under transformer that carry diffusers' layerwise casting hook."""
+    return [
+        n for n, m in transformer.named_modules()
+        if any(type(h).__name__ == "LayerwiseCastingHook" for h in diffusers_hooks(m))
+    ]
+
+
+def check_quantization_compatible(transformer, quantization: Optional[str]) -> None:
+    """Layerwise casting stores weights in a low-precision dtype and casts them to the compute
+    dtype around each forward. Quantized linears hold their own FP8/FP6/NVFP4 codes and fp32
+    scales: a cast of those (a root-level layerwise casting hook casts every floating tensor)
+    destroys the scales, and quantizing weights that layerwise casting already stores in FP8
+    quantizes twice. Refused in both orders."""
+    if quantization is None:
+        return
+    lc = layerwise_casting_modules(transformer)
+    if lc:
+        raise ValueError(
+            "ltx_kernels.integrations.diffusers.optimize: quantization cannot be combined with "
+            f"diffusers' layerwise casting (got quantization={quantization!r} on a model with layerwise "
+            f"casting hooks on {len(lc)} modules, e.g. {lc[0]!r}); use one or the other"
+        )
