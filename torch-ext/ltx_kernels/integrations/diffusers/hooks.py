@@ -66,18 +66,21 @@ def hooked_param(module, name: str = "weight"):
     hook on module runs before the read and its post_forward after (outermost hook first, as
     the hook wrappers nest). The tensor returned keeps the storage it had during the read (an
     offload afterwards swaps the parameter's data, not this tensor's). Without hooks: the
-    parameter itself."""
-    p = getattr(module, name, None)
-    hooks = diffusers_hooks(module) if p is not None else []
+    parameter itself (None when the module has none). A hook that replaces the module's
+    forward (a cache hook put on a norm) cannot be honoured by a kernel that never calls the
+    module: RuntimeError."""
+    hooks = diffusers_hooks(module)
     if not hooks:
-        return p
+        return getattr(module, name, None)
     if any(hasattr(h, "new_forward") for h in hooks):
         names = ", ".join(type(h).__name__ for h in hooks)
         raise RuntimeError(
-            f"ltx_kernels.integrations.diffusers: {type(module).__name__}.{name} is read by a fused "
-            f"kernel, but the module carries diffusers hooks that replace its forward ({names}); "
-            "apply such hooks to norm modules only on an unoptimized model"
+            "ltx_kernels.integrations.diffusers: a norm computed inside a fused kernel must not carry "
+            "diffusers hooks that replace its forward (put them on blocks or attention modules, or use "
+            f"an unoptimized model) (got {names} on {type(module).__name__})"
         )
+    if getattr(module, name, None) is None:
+        return None
     for h in reversed(hooks):
         h.pre_forward(module)
     try:
