@@ -2,7 +2,8 @@
 
   python benchmarks/e2e_ltx_video.py [--no-optimized-kernels] [--compile] [--quantization fp8]
       [--num-frames 49 --height 512 --width 768 --steps 30 --batch-size 1 --warmup-iterations 2]
-      [--compare [--no-compile-variants]] [--tiny] [--checkpoint DIR] [--out result.json]
+      [--compare [--no-compile-variants]] [--cache first_block mag taylorseer [--cache-threshold T]]
+      [--tiny] [--checkpoint DIR] [--out result.json]
 
 What runs: diffusers' LTXVideoTransformer3DModel in bf16 (fp32 on CPU) with the real LTX-Video
 2B transformer config (`LTXVideoTransformer3DModel`'s defaults in diffusers 0.42.1, which are
@@ -24,11 +25,29 @@ torch.compile, optimized, optimized + compile (and the quantized variants when
 regional (each transformer block compiled with fullgraph=True, as diffusers'
 `compile_repeated_blocks` does), which keeps compile time to one block's.
 
+`--cache NAME [NAME ...]` measures diffusers' step caches (`transformer.enable_cache`) with and
+without ltx_kernels: in one process on one set of weights, eager, optimized and (with
+`--quantization`) optimized + quantized, each run once without a cache and once per cache, a
+full `--steps` denoising loop each (each call inside `cache_context`, the cache state reset
+before every loop, as the pipelines do). Reported per variant: ms per step as the mean over
+the timed loop's steps (cached steps included; the median too), the fraction of the last
+block's feed-forward and attention calls that ran (what the cache skipped), and the final
+latents' error against the uncached eager run. Caches: `first_block` (FirstBlockCacheConfig,
+`--cache-threshold` or diffusers' default 0.05), `mag` (MagCacheConfig with ratios calibrated
+on this model first: one untimed eager loop with `calibrate=True`, diffusers' documented way to
+get them; `--cache-threshold` or diffusers' 0.06), `taylorseer` (TaylorSeerCacheConfig on every
+attention module of the blocks, diffusers' other defaults; its default module patterns match no
+LTX-Video attention). diffusers 0.42.1 refuses `first_block` and `mag` on LTX-2 (its block class
+is not in diffusers' block registry): those rows say so.
+
 GPU time on an H200 for `--compare` at 49x512x768 is dominated by 2 compiles (~20-60 s each);
 `--steps 10 --warmup-iterations 1` keeps the whole compare around 2 minutes.
 """
 
 import argparse
+import ast
+import contextlib
+import io
 import json
 import math
 import os
@@ -40,6 +59,11 @@ import types
 import torch
 
 # ---- model-independent machinery (also used by e2e_ltx2.py) ----------------------------------
+
+CACHES = ("first_block", "mag", "taylorseer")
+# TaylorSeer on every attention module of the blocks (LTX-Video attn1/attn2; LTX-2 also the
+# audio and cross-modal ones)
+TAYLORSEER_ATTENTION = r"transformer_blocks\.\d+\.(attn\d|audio_attn\d|audio_to_video_attn|video_to_audio_attn)"
 
 
 def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
@@ -68,6 +92,10 @@ def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
     p.add_argument("--compare", action="store_true",
                    help="eager, compile, optimized, optimized+compile (+ quantized) in one process")
     p.add_argument("--no-compile-variants", action="store_true", help="with --compare: skip the compiled variants")
+    p.add_argument("--cache", nargs="+", choices=CACHES, default=None,
+                   help="diffusers step caches to measure with and without optimize() (see the module docstring)")
+    p.add_argument("--cache-threshold", type=float, default=None,
+                   help="first_block / mag threshold (default: diffusers' default of each)")
     p.add_argument("--out", default=None, help="JSON path for the results")
     return p
 
@@ -100,15 +128,19 @@ def _timer(device):
     return T()
 
 
-def denoise(problem, model, steps: int, guidance: float, device, step_times=None):
+def denoise(problem, model, steps: int, guidance: float, device, step_times=None, cached: bool = False):
     """Euler flow matching from sigma 1 to 0: x <- x + (s_next - s) * v, v with CFG.
-    problem.latents0: tuple of fp32 latents; problem.velocity(model, latents, sigma) -> tuple."""
+    problem.latents0: tuple of fp32 latents; problem.velocity(model, latents, sigma) -> tuple.
+    cached: a diffusers cache is enabled: its state is reset first and every call runs inside
+    `cache_context` (one context for the CFG batch, as the LTX pipelines do)."""
     lat = tuple(x.clone() for x in problem.latents0)
     sigmas = torch.linspace(1.0, 0.0, steps + 1).tolist()
     timer = _timer(device)
+    if cached:
+        model._reset_stateful_cache()
     for i in range(steps):
         timer.start()
-        with torch.no_grad():
+        with torch.no_grad(), (model.cache_context("cond_uncond") if cached else contextlib.nullcontext()):
             v = problem.velocity(model, lat, sigmas[i], guidance)
         lat = tuple(x + (sigmas[i + 1] - sigmas[i]) * vi.float() for x, vi in zip(lat, v))
         ms = timer.stop()
@@ -146,23 +178,40 @@ def uncompile_blocks(transformer):
         b._compiled_call_impl = None
 
 
-def run_variant(name, problem, model, args, device, ref):
+def last_block_calls(model):
+    """Counts the calls of the last block's feed-forwards and attention to_q projections (torch
+    forward pre-hooks, which run only when the block or attention really computes, not when a
+    diffusers cache hook answers for it). Returns (counts dict, remove())."""
+    c = {"calls": 0}
+    handles = []
+    for n, m in model.transformer_blocks[-1].named_modules():
+        if n in ("ff", "audio_ff") or n.endswith("to_q"):
+            handles.append(m.register_forward_pre_hook(lambda *_: c.__setitem__("calls", c["calls"] + 1)))
+    return c, lambda: [h.remove() for h in handles]
+
+
+def run_variant(name, problem, model, args, device, ref, cached: bool = False):
     """Warm-up runs, then one timed run; returns the result row (dict)."""
     steps, g = args.steps, args.guidance_scale
     t0 = time.perf_counter()
     for _ in range(args.warmup_iterations):
-        denoise(problem, model, steps, g, device)
+        denoise(problem, model, steps, g, device, cached=cached)
     warm_s = time.perf_counter() - t0
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     times = []
+    calls, remove = last_block_calls(model)
     t0 = time.perf_counter()
-    lat = denoise(problem, model, steps, g, device, times)
+    try:
+        lat = denoise(problem, model, steps, g, device, times, cached=cached)
+    finally:
+        remove()
     total = time.perf_counter() - t0
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else float("nan")
     rel, psnr = errors(lat, ref) if ref is not None else (0.0, float("inf"))
-    return dict(variant=name, per_step_ms=statistics.median(times), total_s=total, warmup_s=warm_s,
-                peak_mem_gib=peak, rel_l2_vs_eager=rel, psnr_db=psnr), lat
+    return dict(variant=name, per_step_ms=statistics.median(times), mean_step_ms=statistics.fmean(times),
+                total_s=total, warmup_s=warm_s, peak_mem_gib=peak, rel_l2_vs_eager=rel, psnr_db=psnr,
+                last_block_calls=calls["calls"]), lat
 
 
 def _versions():
@@ -185,6 +234,100 @@ def _print_table(rows):
         sp = base / r["per_step_ms"] if base else float("nan")
         print(f"{r['variant']:<28} {r['per_step_ms']:9.2f} {r['total_s']:8.2f} {sp:8.2f} {r['peak_mem_gib']:9.2f} "
               f"{r['rel_l2_vs_eager']:10.3e} {r['psnr_db']:8.1f}")
+
+
+def _error_row(name, e):
+    return dict(variant=name, error=f"{type(e).__name__}: {e}"[:500], per_step_ms=float("nan"),
+                mean_step_ms=float("nan"), total_s=float("nan"), warmup_s=float("nan"), peak_mem_gib=float("nan"),
+                rel_l2_vs_eager=float("nan"), psnr_db=float("nan"), last_block_calls=0)
+
+
+def cache_config(name: str, args, mag_ratios=None):
+    from diffusers.hooks import FirstBlockCacheConfig, MagCacheConfig, TaylorSeerCacheConfig
+
+    thr = {} if args.cache_threshold is None else {"threshold": args.cache_threshold}
+    if name == "first_block":
+        return FirstBlockCacheConfig(**thr)
+    if name == "mag":
+        if mag_ratios is None:
+            return MagCacheConfig(calibrate=True, num_inference_steps=args.steps)
+        return MagCacheConfig(num_inference_steps=args.steps, mag_ratios=mag_ratios, **thr)
+    return TaylorSeerCacheConfig(cache_identifiers=[TAYLORSEER_ATTENTION])
+
+
+def calibrate_mag(problem, model, args, device):
+    """MagCache's ratios for this model and step count: one eager loop with calibrate=True,
+    which prints them at its last step (diffusers' documented calibration)."""
+    model.enable_cache(cache_config("mag", args))
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            denoise(problem, model, args.steps, args.guidance_scale, device, cached=True)
+    finally:
+        model.disable_cache()
+    lists = [ln for ln in buf.getvalue().splitlines() if ln.startswith("[") and ln.endswith("]")]
+    if not lists:
+        raise RuntimeError(f"MagCache calibration printed no ratios: {buf.getvalue()[-300:]!r}")
+    return [float(v) for v in ast.literal_eval(lists[-1])]
+
+
+def cache_rows(spec, args, problem, model, device, ref, quant, lkd):
+    """--cache: eager, optimized (, optimized+quant), each uncached and with each cache."""
+    rows, mag_ratios, refused = [], None, {}
+
+    def log(row):
+        rows.append(row)
+        print(f"{spec.NAME} {row['variant']}: " + (f"failed: {row['error'][:200]}" if "error" in row else
+              f"{row['mean_step_ms']:.2f} ms/step (mean), last block calls {row['last_block_calls']}, "
+              f"rel L2 {row['rel_l2_vs_eager']:.3e}"), flush=True)
+
+    if "mag" in args.cache:
+        try:
+            mag_ratios = calibrate_mag(problem, model, args, device)
+            print(f"{spec.NAME}: MagCache ratios calibrated on the eager model: "
+                  f"{', '.join(f'{r:.3f}' for r in mag_ratios)}")
+        except Exception as e:  # diffusers refuses MagCache on this block class
+            refused["mag"] = e
+    stages = [("eager", False, None), ("optimized", True, None)] + ([(f"optimized+{quant}", True, quant)] if quant else [])
+    for stage, opt, q in stages:
+        if opt:
+            lkd.optimize(model, quantization=q)
+        for cache in [None] + list(args.cache):
+            name = stage if cache is None else f"{stage}+{cache}"
+            if cache in refused:
+                log(_error_row(name, refused[cache]))
+                continue
+            try:
+                if cache is not None:
+                    model.enable_cache(cache_config(cache, args, mag_ratios))
+                row, _ = run_variant(name, problem, model, args, device, ref, cached=cache is not None)
+            except Exception as e:
+                if cache is not None and not model.is_cache_enabled:
+                    refused[cache] = e  # enable_cache itself refused: the same for every stage
+                row = _error_row(name, e)
+            finally:
+                if cache is not None and model.is_cache_enabled:
+                    model.disable_cache()
+            row["cache"] = cache
+            log(row)
+    return rows
+
+
+def _print_cache_table(rows):
+    base = next((r["mean_step_ms"] for r in rows if r["variant"] == "eager"), None)
+    full = next((r["last_block_calls"] for r in rows if r["variant"] == "eager"), 0)
+    hdr = (f"{'variant':<30} {'mean ms':>9} {'median':>8} {'x eager':>8} {'ran':>6} {'peak GiB':>9} "
+           f"{'rel L2':>10} {'PSNR dB':>8}")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        if "error" in r:
+            print(f"{r['variant']:<30} {r['error'][:80]}")
+            continue
+        sp = base / r["mean_step_ms"] if base else float("nan")
+        ran = f"{100 * r['last_block_calls'] / full:.0f}%" if full else "-"
+        print(f"{r['variant']:<30} {r['mean_step_ms']:9.2f} {r['per_step_ms']:8.2f} {sp:8.2f} {ran:>6} "
+              f"{r['peak_mem_gib']:9.2f} {r['rel_l2_vs_eager']:10.3e} {r['psnr_db']:8.1f}")
 
 
 def common_main(argv, spec):
@@ -215,7 +358,12 @@ def common_main(argv, spec):
     # the reference: eager, same weights, same seed (one untimed run)
     ref = denoise(problem, model, args.steps, args.guidance_scale, device)
 
-    if not args.compare:
+    if args.cache:
+        rows = cache_rows(spec, args, problem, model, device, ref, quant, lkd)
+        print()
+        _print_cache_table(rows)
+        res = dict(meta, cache=list(args.cache), cache_threshold=args.cache_threshold, rows=rows)
+    elif not args.compare:
         name = "optimized" if args.optimized else "eager"
         if args.optimized:
             lkd.optimize(model, quantization=quant, attention=attns[0])
@@ -255,9 +403,7 @@ def common_main(argv, spec):
                 row, _ = run_variant(name, problem, model, args, device, ref)
             except Exception as e:  # keep the table going (e.g. a format this GPU lacks)
                 print(f"{spec.NAME} {name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-                row = dict(variant=name, error=f"{type(e).__name__}: {e}"[:500], per_step_ms=float("nan"),
-                           total_s=float("nan"), warmup_s=float("nan"), peak_mem_gib=float("nan"),
-                           rel_l2_vs_eager=float("nan"), psnr_db=float("nan"))
+                row = _error_row(name, e)
             if comp:
                 uncompile_blocks(model)
             rows.append(row)

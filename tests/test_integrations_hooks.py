@@ -452,3 +452,42 @@ def test_fp8_handoff_skipped_for_hooked_attention():
         # FP8 E4M3 linears (see test_fp8_quantization_close): calc_diff ~1e-3 per linear, < 2e-2
         # through two blocks
         assert calc_diff(got[0], want[0]) < 2e-2, calc_diff(got[0], want[0])
+
+
+# ---- the end-to-end benchmarks' --cache mode (tiny, CPU) --------------------------------------
+
+
+@pytest.mark.parametrize("script,caches", [
+    ("e2e_ltx_video", ["first_block", "mag", "taylorseer"]),
+    ("e2e_ltx2", ["first_block", "taylorseer"]),
+])
+def test_e2e_cache_tiny_smoke(script, caches, tmp_path):
+    import json
+
+    from conftest import load_bench
+
+    mod = load_bench(script)
+    out = tmp_path / "c.json"
+    rc = mod.main(["--tiny", "--steps", "6", "--warmup-iterations", "0", "--cache", *caches,
+                   "--cache-threshold", "0.3", "--out", str(out)])
+    assert rc in (None, 0)
+    res = json.loads(out.read_text())
+    assert res["cache"] == caches and res["steps"] == 6
+    rows = {r["variant"]: r for r in res["rows"]}
+    assert list(rows) == [s if c is None else f"{s}+{c}" for s in ("eager", "optimized") for c in [None, *caches]]
+    full = rows["eager"]["last_block_calls"]
+    assert full > 0 and rows["eager"]["rel_l2_vs_eager"] == 0.0
+    for stage in ("eager", "optimized"):
+        for c in caches:
+            r = rows[f"{stage}+{c}"]
+            if script == "e2e_ltx2" and c == "first_block":  # diffusers refuses it on LTX-2
+                assert "not registered" in r["error"]
+                continue
+            assert r["mean_step_ms"] > 0 and r["last_block_calls"] < full  # the cache skipped work
+            assert 1e-4 < r["rel_l2_vs_eager"] < 0.5  # a cached run differs from the uncached one
+    assert rows["optimized"]["rel_l2_vs_eager"] < 1e-4  # fp32: optimized == eager
+    for c in caches:  # the same cache decisions with and without optimize()
+        e, o = rows[f"eager+{c}"], rows[f"optimized+{c}"]
+        if "error" not in e:
+            assert o["last_block_calls"] == e["last_block_calls"]
+            assert abs(o["rel_l2_vs_eager"] - e["rel_l2_vs_eager"]) < 1e-4
