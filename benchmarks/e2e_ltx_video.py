@@ -271,8 +271,9 @@ def calibrate_mag(problem, model, args, device):
     return [float(v) for v in ast.literal_eval(lists[-1])]
 
 
-def cache_rows(spec, args, problem, model, device, ref, quant, lkd):
-    """--cache: eager, optimized (, optimized+quant), each uncached and with each cache."""
+def cache_rows(spec, args, problem, model, device, ref, quant, lkd, attn=None):
+    """--cache: eager, optimized (, optimized+quant), each uncached and with each cache; the
+    optimized stages with `attention=attn` (the first --attention)."""
     rows, mag_ratios, refused = [], None, {}
 
     def log(row):
@@ -288,10 +289,11 @@ def cache_rows(spec, args, problem, model, device, ref, quant, lkd):
                   f"{', '.join(f'{r:.3f}' for r in mag_ratios)}")
         except Exception as e:  # diffusers refuses MagCache on this block class
             refused["mag"] = e
-    stages = [("eager", False, None), ("optimized", True, None)] + ([(f"optimized+{quant}", True, quant)] if quant else [])
+    a = f"+attn-{attn}" if attn else ""
+    stages = [("eager", False, None), (f"optimized{a}", True, None)] + ([(f"optimized+{quant}{a}", True, quant)] if quant else [])
     for stage, opt, q in stages:
         if opt:
-            lkd.optimize(model, quantization=q)
+            lkd.optimize(model, quantization=q, attention=attn)
         for cache in [None] + list(args.cache):
             name = stage if cache is None else f"{stage}+{cache}"
             if cache in refused:
@@ -359,7 +361,7 @@ def common_main(argv, spec):
     ref = denoise(problem, model, args.steps, args.guidance_scale, device)
 
     if args.cache:
-        rows = cache_rows(spec, args, problem, model, device, ref, quant, lkd)
+        rows = cache_rows(spec, args, problem, model, device, ref, quant, lkd, attns[0])
         print()
         _print_cache_table(rows)
         res = dict(meta, cache=list(args.cache), cache_threshold=args.cache_threshold, rows=rows)

@@ -365,6 +365,33 @@ def test_group_offload_composes_with_optimize(model_name, offload_type, order, p
         assert rel_err(g, w) < TOL, rel_err(g, w)
 
 
+@pytest.mark.parametrize("offload_type", ["block_level", "leaf_level"])
+def test_group_offload_with_quantization(offload_type, poisoned_offload):
+    # quantize first, then offload: the FP8 layers (their codes and scales, the FP8 hand-offs
+    # between the fused norm, the up GEMM's epilogue and the down GEMM) under offloading hooks;
+    # the other order is refused (the quantized layers would be built from offloaded weights)
+    try:
+        from ltx_kernels import quantization  # noqa: F401
+    except ImportError:
+        pytest.skip("ltx_kernels.quantization is not in this build")
+    cpu = torch.device("cpu")
+    base = build("ltx_video", affine=True, heads=2, head_dim=64).to(torch.bfloat16)  # hidden 128: one FP8 group
+    loop = Loop("ltx_video", dtype=torch.bfloat16, steps=2)
+    want = loop(copy.deepcopy(base))
+    o = copy.deepcopy(base)
+    lkd.optimize(o, quantization="fp8")
+    o.enable_group_offload(cpu, cpu, offload_type=offload_type, num_blocks_per_group=1)
+    got = loop(o)
+    # FP8 E4M3 linears against the bf16 model: as test_fp8_quantization_close, calc_diff < 2e-2
+    assert torch.isfinite(got[0]).all() and calc_diff(got[0], want[0]) < 2e-2, calc_diff(got[0], want[0])
+
+    o = copy.deepcopy(base)
+    o.enable_group_offload(cpu, cpu, offload_type=offload_type, num_blocks_per_group=1)
+    with pytest.raises(ValueError, match=r"^ltx_kernels\.integrations\.diffusers\.optimize: quantization cannot be "
+                                         r"combined with diffusers' group offloading applied before it"):
+        lkd.optimize(o, quantization="fp8")
+
+
 # ---- layerwise casting ----------------------------------------------------------------------
 
 

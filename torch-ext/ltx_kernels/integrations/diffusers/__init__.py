@@ -30,8 +30,8 @@ diffusers' hooks compose with `optimize` in either order (`hooks` module): cache
 (`transformer.enable_cache(...)`), group offloading and layerwise casting. A block that already
 carries hooks gets the fused forward beneath them, so a cache still skips it and
 `disable_cache()` leaves it fused; norm weights the fused kernels read directly are read through
-the norm's own hooks (leaf-level offloading). Quantization together with layerwise casting is
-refused (ValueError).
+the norm's own hooks (leaf-level offloading). Quantizing a model that already carries layerwise
+casting or group offloading hooks is refused (ValueError): quantize first.
 Applying `optimize` twice is harmless. With `quantization="fp8" | "fp6" | "nvfp4"` the linears
 inside the transformer blocks are replaced by `ltx_kernels.quantization.quantize_linears`
 (LTX-2's policy); where a fused norm feeds FP8 linears directly (to_q/to_k/to_v after norm1 +
@@ -52,7 +52,6 @@ from . import ltx2, ltx_video, vae  # noqa: F401 (vae: lkd.vae.apply_to)
 from ._common import FP8_OUT, PATCHED, logger
 from .discovery import FORMATS, TRANSFORMERS, find_transformer, patch_forward, quantize, rms_norm_supported
 from .fused import ff_configure, ff_forward, ff_supported
-from .hooks import check_quantization_compatible
 from .processors import PROCESSORS, LTX2FusedAttnProcessor, LTXVideoFusedAttnProcessor, install_processor
 
 __all__ = ["optimize", "LTXVideoFusedAttnProcessor", "LTX2FusedAttnProcessor", "vae"]
@@ -100,7 +99,6 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
         return model_or_pipeline
 
     if quantization is not None:
-        check_quantization_compatible(transformer, quantization)
         quantize(transformer, quantization)
 
     counts = {"blocks": 0, "processors": 0, "ff": 0, "skipped": 0}

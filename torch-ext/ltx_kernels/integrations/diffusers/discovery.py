@@ -4,7 +4,7 @@ block forwards take, and swapping a forward in place; plus quantizing the transf
 import torch
 
 from ._common import PATCHED, logger
-from .hooks import install_forward
+from .hooks import check_quantization_compatible, install_forward
 
 FORMATS = ("fp8", "fp6", "nvfp4")
 TRANSFORMERS = ("LTXVideoTransformer3DModel", "LTX2VideoTransformer3DModel")
@@ -49,6 +49,7 @@ def quantize(transformer, fmt: str) -> None:
                 f"to {transformer._ltx_kernels_quantization} (got quantization={fmt!r})"
             )
         return
+    check_quantization_compatible(transformer, fmt)
     try:
         from ... import quantization
     except ImportError as e:

@@ -99,18 +99,34 @@ def layerwise_casting_modules(transformer) -> list:
     ]
 
 
+def group_offloaded_modules(transformer) -> list:
+    """Names of the modules under transformer that carry diffusers' group offloading hook."""
+    return [
+        n for n, m in transformer.named_modules()
+        if any(type(h).__name__ == "GroupOffloadingHook" for h in diffusers_hooks(m))
+    ]
+
+
 def check_quantization_compatible(transformer, quantization: Optional[str]) -> None:
-    """Layerwise casting stores weights in a low-precision dtype and casts them to the compute
-    dtype around each forward. Quantized linears hold their own FP8/FP6/NVFP4 codes and fp32
-    scales: a cast of those (a root-level layerwise casting hook casts every floating tensor)
-    destroys the scales, and quantizing weights that layerwise casting already stores in FP8
-    quantizes twice. Refused in both orders."""
+    """Quantizing replaces linears by new modules built from their weights, which hooks on the
+    model have already taken over:
+
+    - layerwise casting stores weights in a low-precision dtype and casts them to the compute
+      dtype around each forward: quantizing weights it stores in FP8 quantizes twice, and a cast
+      of a quantized layer's codes and fp32 scales (a root-level hook casts every floating
+      tensor) destroys them;
+    - group offloading keeps weights on the offload device (or on disk) outside their group's
+      forward: the quantized layers would be built from offloaded weights and be in no group.
+
+    Both refused: quantize first (optimize(..., quantization=...)), then apply the hook."""
     if quantization is None:
         return
-    lc = layerwise_casting_modules(transformer)
-    if lc:
-        raise ValueError(
-            "ltx_kernels.integrations.diffusers.optimize: quantization cannot be combined with "
-            f"diffusers' layerwise casting (got quantization={quantization!r} on a model with layerwise "
-            f"casting hooks on {len(lc)} modules, e.g. {lc[0]!r}); use one or the other"
-        )
+    for what, names in (("layerwise casting", layerwise_casting_modules(transformer)),
+                        ("group offloading", group_offloaded_modules(transformer))):
+        if names:
+            raise ValueError(
+                f"ltx_kernels.integrations.diffusers.optimize: quantization cannot be combined with "
+                f"diffusers' {what} applied before it; quantize first, then apply {what} (got "
+                f"quantization={quantization!r} on a model with {what} hooks on {len(names)} modules, "
+                f"e.g. {names[0]!r})"
+            )
