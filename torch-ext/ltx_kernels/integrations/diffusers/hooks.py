@@ -22,8 +22,10 @@ from typing import Optional
 
 
 def registry(m) -> Optional[object]:
-    """diffusers' HookRegistry on m (None when it has none)."""
-    return getattr(m, "_diffusers_hook", None)
+    """diffusers' HookRegistry on m (None when it has none). Both diffusers and accelerate keep
+    their hook objects as plain instance attributes: a dict lookup, no nn.Module.__getattr__
+    miss (this runs several times per block call)."""
+    return m.__dict__.get("_diffusers_hook")
 
 
 def diffusers_hooks(m) -> list:
@@ -36,7 +38,11 @@ def diffusers_hooks(m) -> list:
 
 def has_hooks(m) -> bool:
     """Whether calling m runs anything besides its own forward (accelerate or diffusers hooks)."""
-    return hasattr(m, "_hf_hook") or bool(diffusers_hooks(m))
+    d = m.__dict__
+    if "_hf_hook" in d:
+        return True
+    reg = d.get("_diffusers_hook")
+    return reg is not None and bool(getattr(reg, "_hook_order", None))
 
 
 def _is_class_forward(f, module) -> bool:
@@ -46,7 +52,7 @@ def _is_class_forward(f, module) -> bool:
 def install_forward(module, bound) -> Optional[str]:
     """Make `bound` (a forward bound to module) what calling module runs, beneath any diffusers
     hooks already on it. Returns None on success, else why it was not installed."""
-    if hasattr(module, "_hf_hook"):
+    if "_hf_hook" in module.__dict__:
         return "has accelerate hooks (apply optimize() before accelerate's offloading)"
     reg = registry(module)
     refs = getattr(reg, "_fn_refs", None) if reg is not None else None
@@ -69,9 +75,10 @@ def hooked_param(module, name: str = "weight"):
     parameter itself (None when the module has none). A hook that replaces the module's
     forward (a cache hook put on a norm) cannot be honoured by a kernel that never calls the
     module: RuntimeError."""
-    hooks = diffusers_hooks(module)
-    if not hooks:
+    reg = registry(module)
+    if reg is None or not getattr(reg, "_hook_order", None):
         return getattr(module, name, None)
+    hooks = diffusers_hooks(module)
     if any(hasattr(h, "new_forward") for h in hooks):
         names = ", ".join(type(h).__name__ for h in hooks)
         raise RuntimeError(
