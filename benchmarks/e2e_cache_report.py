@@ -62,7 +62,8 @@ def section(name: str, d: dict) -> str:
         ms = r["mean_step_ms"]
         sp = _num(base / ms if base and ms else None, lambda v: f"{v:.2f}x")
         ran = _num(100 * r["last_block_calls"] / full if full else None, lambda v: f"{v:.0f}%")
-        lines.append(f"| {r['variant']} | {ms:.1f} | {sp} | {ran} | {_num(r['rel_l2_vs_eager'], lambda v: f'{v:.2e}')} |")
+        err = _num(r["rel_l2_vs_eager"], lambda v: f"{v:.2e}")
+        lines.append(f"| {r['variant']} | {ms:.1f} | {sp} | {ran} | {err} |")
     return "\n".join(lines) + "\n"
 
 

@@ -291,7 +291,9 @@ def cache_rows(spec, args, problem, model, device, ref, quant, lkd, attn=None):
         except Exception as e:  # diffusers refuses MagCache on this block class
             refused["mag"] = e
     a = f"+attn-{attn}" if attn else ""
-    stages = [("eager", False, None), (f"optimized{a}", True, None)] + ([(f"optimized+{quant}{a}", True, quant)] if quant else [])
+    stages = [("eager", False, None), (f"optimized{a}", True, None)]
+    if quant:
+        stages.append((f"optimized+{quant}{a}", True, quant))
     for stage, opt, q in stages:
         if opt:
             lkd.optimize(model, quantization=q, attention=attn)

@@ -84,6 +84,9 @@ class Loop:
         return lat
 
 
+ATTENTION_MODULES = r"transformer_blocks\.\d+\.(attn\d|audio_attn\d|audio_to_video_attn|video_to_audio_attn)"
+
+
 def cache_config(name, loop):
     clock = lambda: loop.t  # noqa: E731
     n = loop.steps
@@ -95,7 +98,7 @@ def cache_config(name, loop):
     if name == "taylorseer":  # the default patterns match no LTX-Video attention: name them
         return dh.TaylorSeerCacheConfig(
             cache_interval=2, disable_cache_before_step=2, taylor_factors_dtype=torch.float32,
-            cache_identifiers=[r"transformer_blocks\.\d+\.(attn\d|audio_attn\d|audio_to_video_attn|video_to_audio_attn)"],
+            cache_identifiers=[ATTENTION_MODULES],
         )
     if name == "taylorseer_blocks":  # whole blocks predicted
         return dh.TaylorSeerCacheConfig(cache_interval=2, disable_cache_before_step=2,
