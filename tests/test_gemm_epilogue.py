@@ -436,8 +436,8 @@ def test_forced_tiles_every_epilogue(op, tile_index, cluster, monkeypatch):
 
 @CUDA
 def test_auto_configs_and_heuristic():
-    """The heuristic's picks at LTX shapes: a compiled tile, the FP8 output only with 128-column
-    warpgroup slices, a 2-CTA cluster only with more than one wave."""
+    """The heuristic's picks at LTX shapes: the CUTLASS kernel for a plain FP8 GEMM; for ours a
+    compiled tile, the FP8 output only with 128-column warpgroup slices, no 2-CTA cluster."""
     need_sm90()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for m, n, k in [(5376, 2048, 2048), (5376, 8192, 2048), (10752, 2048, 8192), (8192, 8192, 8192), (300, 2048, 2048)]:
@@ -446,14 +446,17 @@ def test_auto_configs_and_heuristic():
         sa = lk.mn_major_scales(m, k // 128, "cuda")
         for out_dtype in (torch.bfloat16, F8):
             cfg = lk.gemm_config("fp8_blockwise_gemm", a, b, sa, out_dtype=out_dtype)
+            # a plain FP8 GEMM runs the CUTLASS kernel (measured faster); ours runs what only it fuses
+            if out_dtype != F8:
+                assert cfg["backend"] == "sm90_cutlass", cfg
+                cfg = lk.gemm_config("fp8_blockwise_gemm", a, b, sa, out_dtype=out_dtype, backend="sm90")
             assert cfg["backend"] == "sm90"
             tile = (cfg["bm"], cfg["bn"])
             assert tile in FP8_TILES, cfg
             if out_dtype == F8:
                 assert tile in FP8_OUT_TILES["fp8"], cfg
-            tiles = -(-m // cfg["bm"]) * -(-n // cfg["bn"])
-            assert (cfg["cluster"] == 2) == (tiles > sms), cfg
-            print(m, n, k, out_dtype, cfg)
+            assert cfg["cluster"] == 1, cfg  # the 2-CTA cluster measured slower: only by the knob
+            print(m, n, k, out_dtype, cfg, sms)
 
 
 # =============================================================================================

@@ -139,7 +139,8 @@ TEST(GemmHeuristics, CompiledTilesOnlyAndFp8OutputRule) {
           EXPECT_TRUE(heuristics::tile_compiled(Operands::kFp8Blockwise, c.bm, c.bn));
           if (out == OutKind::kFP8) EXPECT_EQ(heuristics::warpgroup_cols(c.bm, c.bn) % 128, 0);
           const int64_t tiles = heuristics::cdiv(m, c.bm) * heuristics::cdiv(n, c.bn);
-          EXPECT_EQ(c.cluster == 2, tiles > kSms && heuristics::cdiv(m, c.bm) >= 2);
+          EXPECT_EQ(c.cluster, 1);  // the cluster of 2 measured slower; only forced by the knob
+          (void)tiles;
           EXPECT_EQ(c.group_m % 2, 0);
         }
       }

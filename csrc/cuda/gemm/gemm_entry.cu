@@ -231,6 +231,8 @@ Backend choose_auto(const GemmParams& p, const Device& dev) {
   const bool sm90_ok = why_not(Backend::kSm90, p, dev).empty();
   if (heuristics::prefer_skinny(problem_of(p), dev.sms, sm90_ok) && why_not(Backend::kSkinny, p, dev).empty())
     return Backend::kSkinny;
+  if (heuristics::prefer_cutlass(problem_of(p)) && why_not(Backend::kSm90Cutlass, p, dev).empty())
+    return Backend::kSm90Cutlass;
   if (sm90_ok) return Backend::kSm90;
   if (why_not(Backend::kSm89, p, dev).empty()) return Backend::kSm89;
   return Backend::kTorch;

@@ -18,9 +18,8 @@
 //   epilogue: bm * bn * out_bytes / 64 + 600 cycles (staging writes, the exposed part of the store).
 // The last, partial wave is what the non-power-of-two tile widths are for: 5376 x 2048 (LTX-Video's
 // attention projections) makes 672 128x128 tiles = 5.09 waves on 132 SMs, but 630 128x144 tiles =
-// 4.77 waves. A 2-CTA cluster (B multicast) is used when there is more than one wave and an even
-// split of M tiles is available: it halves the L2 -> SM traffic of B at no cost in the model.
-// benchmarks/sweep_gemm.py measures every configuration against this choice.
+// 4.77 waves. The cluster size is 1 (see choose_tile). benchmarks/sweep_gemm.py measures every
+// configuration against this choice.
 #pragma once
 
 #include <cstdint>
@@ -116,10 +115,20 @@ inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {
   }
   if (best.bm == 0) return best;
   best.group_m = best.bm == 256 ? 8 : 16;
-  const int64_t num_m = cdiv(pr.M, best.bm);
-  const int64_t tiles = num_m * cdiv(pr.N, best.bn);
-  best.cluster = (tiles > sms && num_m >= 2 && sms % 2 == 0) ? 2 : 1;
+  // The 2-CTA cluster (B multicast) measured slower than single CTAs at every swept LTX shape on
+  // the H200 (1.09-1.78x the time, FP8 and bf16); it stays available through
+  // LTX_KERNELS_GEMM_CONFIG=<tile>:c2.
+  best.cluster = 1;
   return best;
+}
+
+// Whether "auto" runs the CUTLASS-collective FP8 kernel ("sm90_cutlass") rather than ours for a
+// plain FP8 GEMM (no epilogue beyond the bias, 16-bit output, more than 64 rows): on the H200 it
+// measured 1.3-2.3x faster than ours at every LTX shape (ours 0.43-0.76x cuBLASLt's blockwise
+// GEMM, it 0.85-1.1x), so ours runs only what the other cannot: the fused epilogues and FP8 output.
+inline bool prefer_cutlass(const Problem& pr) {
+  return pr.ops == Operands::kFp8Blockwise && pr.epilogue == Epilogue::kNone && pr.out != OutKind::kFP8 &&
+         pr.M > 64;
 }
 
 // Whether "auto" runs the few-token kernel ("skinny": weights streamed through mma.sync / a small

@@ -18,10 +18,8 @@ diffusers is never imported here) and swaps, without adding or moving any parame
   diffusers 0.42.1: `norm(x) * (1 + scale) + shift` -> `adaln_rms_norm`; a gated residual
   `h + y * gate` directly followed by the next norm -> `gated_residual_adaln_rms_norm` (gate 1 /
   scale 0 / shift 0 where the model has none);
-- `FeedForward` whose activation is `GELU(approximate="tanh")`: the tanh-GELU fused into the
-  projection's GEMM (`bf16_gemm(..., epilogue="gelu_tanh")` on sm_90; with FP8 linears the up
-  GEMM's epilogue applies it and emits the FP8 input of the down GEMM), else the projection then
-  `gelu_tanh` in place.
+- `FeedForward` whose activation is `GELU(approximate="tanh")`: the projection, then `gelu_tanh`
+  in place (with `fuse_gemm_epilogues=True`: the tanh-GELU in the up projection's GEMM epilogue).
 
 Anything else (unknown block or processor classes, norms with a bias, modules that carry
 accelerate hooks) is left untouched with one log line on logger "ltx_kernels".
@@ -66,7 +64,8 @@ _BLOCKS = {
 }
 
 
-def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: Optional[str] = None):
+def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: Optional[str] = None,
+             fuse_gemm_epilogues: bool = False):
     """Install the fused kernels into an LTX-Video / LTX-2 transformer (or a pipeline's
     `.transformer`) in place and return the same object. See the module docstring.
 
@@ -75,7 +74,12 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
     (`quantize_attention_fp8` + the FP8 kernel; ~1e-2 relative error per attention call).
     Applied to the self- and cross-attention of every LTX attention module whose mask is per key
     (padding of the prompt); others, and processors under diffusers' context parallelism, keep
-    the dispatcher."""
+    the dispatcher.
+
+    fuse_gemm_epilogues: apply the feed-forward's tanh-GELU (and, with FP8 linears, the down
+    projection's input quantization) in the up projection's GEMM epilogue (our sm_90a GEMM). Off by
+    default: on the H200 that GEMM is still slower than cuBLAS / the CUTLASS FP8 kernel followed by
+    the separate activation."""
     if quantization in ("none", ""):
         quantization = None
     if attention in ("none", ""):
@@ -110,7 +114,7 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
             if ff_supported(module):
                 patch_forward(name, module, ff_forward, counts, "ff")
                 if getattr(module, PATCHED, False):
-                    ff_configure(module)
+                    ff_configure(module, fuse_gemm_epilogues)
             elif not getattr(module, PATCHED, False):
                 logger.info("ltx_kernels: %s: feed-forward activation is not GELU(tanh), left as is", name)
                 counts["skipped"] += 1

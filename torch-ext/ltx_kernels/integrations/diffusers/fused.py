@@ -72,21 +72,28 @@ def _bf16_gemm_ok(x: torch.Tensor, lin) -> bool:
             and lin.out_features % 8 == 0)
 
 
-def ff_configure(ff) -> None:
-    """When the up projection is an FP8BlockwiseLinear, let its GEMM apply the tanh-GELU (epilogue
-    "gelu_tanh") and, when the down projection is FP8 too, emit the FP8 (q, scales) the down GEMM
-    reads, so neither the activation nor its quantization is a separate pass."""
+def ff_configure(ff, fuse_epilogue: bool = False) -> None:
+    """With `fuse_epilogue`, the up projection's GEMM applies the tanh-GELU: an FP8BlockwiseLinear
+    gets epilogue "gelu_tanh" (and, when the down projection is FP8 too, emits the FP8 (q, scales)
+    the down GEMM reads), a bf16 nn.Linear runs through bf16_gemm on sm_90. Off by default: on the
+    H200 our fused-epilogue GEMM is still slower than cuBLAS / the CUTLASS FP8 kernel followed by
+    the separate activation (benchmarks/results), so optimize() keeps the separate passes."""
+    ff._ltx_kernels_gemm_epilogue = bool(fuse_epilogue)
     proj = ff.net[0].proj
     if _is_plain_fp8_linear(proj):
         down = [m for m in ff.net[1:] if not isinstance(m, torch.nn.Dropout)]
         fp8_next = len(down) == 1 and is_fp8_linear(down[0]) and proj.out_features % 128 == 0
-        proj.set_epilogue("gelu_tanh", fp8_output=fp8_next)
+        if fuse_epilogue:
+            proj.set_epilogue("gelu_tanh", fp8_output=fp8_next)
+        elif proj.epilogue == "gelu_tanh":
+            proj.set_epilogue("none")
 
 
 def ff_forward(self, hidden_states: torch.Tensor, *args, **kwargs) -> torch.Tensor:
     """diffusers `FeedForward.forward` for net = [GELU(tanh), Dropout, Linear(, ...)]: the first
-    projection with the tanh-GELU fused into its GEMM (FP8 layers configured by ff_configure; bf16
-    linears through bf16_gemm on sm_90), or the projection then `gelu_tanh` in place; then the rest
+    projection with the tanh-GELU fused into its GEMM when ff_configure enabled it (FP8 layers with
+    the epilogue set; bf16 linears through bf16_gemm on sm_90), else the projection then
+    `gelu_tanh` in place; then the rest
     of `net` (dropouts are identities at inference). The deprecated `scale` argument is ignored, as
     diffusers does."""
     act = self.net[0]
@@ -103,7 +110,7 @@ def ff_forward(self, hidden_states: torch.Tensor, *args, **kwargs) -> torch.Tens
         hidden_states = act(hidden_states)
     elif getattr(proj, "epilogue", None) == "gelu_tanh":
         hidden_states = proj(hidden_states)  # GELU applied (FP8 (q, scales) when the next layer takes them)
-    elif not has_hooks(proj) and _bf16_gemm_ok(hidden_states, proj):
+    elif getattr(self, "_ltx_kernels_gemm_epilogue", False) and not has_hooks(proj) and _bf16_gemm_ok(hidden_states, proj):
         # reads proj's weight and bias directly: only when no hook (offloading, casting) owns them
         hidden_states = bf16_gemm(hidden_states, proj.weight, proj.bias, epilogue="gelu_tanh")
     else:
