@@ -1,6 +1,17 @@
 """Shared fixtures. The package under test is whatever `import ltx_kernels` finds: the
 Makefile puts build/<variant>/ on PYTHONPATH; a pip-installed package works the same."""
 
+import os
+import tempfile
+
+# torch.compile's on-disk kernel cache is not keyed on ATEN_CPU_CAPABILITY: a kernel compiled
+# for one vector ISA and loaded under another fails to compile or crashes. Running the suite
+# with ATEN_CPU_CAPABILITY=default / avx2 / avx512 (to show no test depends on the ISA) gives
+# each value its own cache.
+if os.environ.get("ATEN_CPU_CAPABILITY") and not os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(
+        tempfile.gettempdir(), f"ltx_kernels_inductor_{os.environ['ATEN_CPU_CAPABILITY']}")
+
 import pytest
 import torch
 
@@ -15,15 +26,50 @@ ALL_DEVICES = [
 ]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
-# Per-dtype tolerance of a kernel output against the fp32 oracle, relative to the value:
-# one rounding of the result to the output dtype (half an ulp: 2^-9 bf16, 2^-12 fp16) plus
-# fp32 accumulation-order differences (< 1e-6 relative for sums of 2^14 positive terms);
-# we allow 2 ulps to cover the cast of intermediate products.
-TOL = {
-    torch.float32: dict(rtol=1e-5, atol=1e-6),
-    torch.float16: dict(rtol=2.0**-10, atol=1e-5),
-    torch.bfloat16: dict(rtol=2.0**-7, atol=1e-5),
-}
+# ---- error bounds ---------------------------------------------------------------------------
+# Kernels compute in fp32 and round once to the output dtype T; oracles (ltx_kernels.reference)
+# compute the exact result in float64 from the same inputs. Each test bounds the kernel's fp32
+# error e32 from its formula (every fp32 rounding is at most u = 2^-24 relative; a library
+# function adds its documented error in ulps (1 ulp <= 2u relative) times the function's
+# condition number; a sum of n terms in any order adds n u sum|terms|), and the final rounding:
+#     |fl_T(y32) - y| <= u_T |y| + (1 + u_T) e32 + tiny_T
+# u_T: half an ulp, relative (T's unit roundoff); tiny_T: half T's smallest subnormal (the
+# absolute error of rounding a value near 0).
+U32 = 2.0**-24
+UNIT = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
+TINY = {torch.float32: 2.0**-150, torch.float16: 2.0**-25, torch.bfloat16: 2.0**-134}
+
+
+def rounded_bound(want, dtype, e32=0.0):
+    """Bound on |kernel - want| for a kernel that rounds its fp32 result (within e32 of the exact
+    `want`) once to `dtype` (see above). `want` and `e32` broadcast."""
+    u = UNIT[dtype]
+    return u * want.double().abs() + (1 + u) * e32 + TINY[dtype]
+
+
+def assert_within(got, want, bound, what=""):
+    """|got - want| <= bound elementwise (float64; same shapes after broadcasting). NaN must
+    face NaN and an infinity the same infinity. Reports the worst elements on failure."""
+    g = got.detach().cpu().double()
+    w = want.detach().cpu().double()
+    b = torch.as_tensor(bound, dtype=torch.float64).cpu()
+    assert g.shape == w.shape, f"{what}: shape {tuple(g.shape)} vs {tuple(w.shape)}"
+    g, w, b = torch.broadcast_tensors(g, w, b)
+    same = (g == w) | (torch.isnan(g) & torch.isnan(w))
+    err = torch.where(same, torch.zeros_like(g), (g - w).abs())
+    bad = ~same & ~(err <= b)
+    if bad.any():
+        ratio = torch.where(bad, err / b.clamp_min(1e-300), torch.zeros_like(err))
+        idx = ratio.flatten().topk(min(5, int(bad.sum()))).indices
+        rows = [(tuple(int(i) for i in torch.unravel_index(j, g.shape)), float(g.flatten()[j]),
+                 float(w.flatten()[j]), float(b.flatten()[j])) for j in idx]
+        raise AssertionError(f"{what}: {int(bad.sum())} of {g.numel()} elements out of bound; worst "
+                             f"(index, got, want, bound): {rows}")
+
+
+def assert_close_to(got, want, dtype, e32=0.0, what=""):
+    """A kernel's dtype output against the float64 oracle: rounded_bound(want, dtype, e32)."""
+    assert_within(got, want, rounded_bound(want, dtype, e32), what)
 
 
 def needs_cuda(device):
