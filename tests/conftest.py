@@ -50,20 +50,35 @@ def rounded_bound(want, dtype, e32=0.0):
 def assert_within(got, want, bound, what=""):
     """|got - want| <= bound elementwise (float64; same shapes after broadcasting). NaN must
     face NaN and an infinity the same infinity. Reports the worst elements on failure."""
-    g = got.detach().cpu().double()
-    w = want.detach().cpu().double()
-    b = torch.as_tensor(bound, dtype=torch.float64).cpu()
-    assert g.shape == w.shape, f"{what}: shape {tuple(g.shape)} vs {tuple(w.shape)}"
-    g, w, b = torch.broadcast_tensors(g, w, b)
-    same = (g == w) | (torch.isnan(g) & torch.isnan(w))
-    err = torch.where(same, torch.zeros_like(g), (g - w).abs())
-    bad = ~same & ~(err <= b)
-    if bad.any():
-        ratio = torch.where(bad, err / b.clamp_min(1e-300), torch.zeros_like(err))
-        idx = ratio.flatten().topk(min(5, int(bad.sum()))).indices
-        rows = [(tuple(int(i) for i in torch.unravel_index(j, g.shape)), float(g.flatten()[j]),
-                 float(w.flatten()[j]), float(b.flatten()[j])) for j in idx]
-        raise AssertionError(f"{what}: {int(bad.sum())} of {g.numel()} elements out of bound; worst "
+    assert got.shape == want.shape, f"{what}: shape {tuple(got.shape)} vs {tuple(want.shape)}"
+    b = torch.as_tensor(bound, dtype=torch.float64).to(got.device)
+    g, w = got.detach().reshape(-1), want.detach().reshape(-1)
+    b = b.expand(got.shape).reshape(-1) if b.dim() else b.reshape(1)
+    step = 1 << 22  # float64 temporaries of 32 MiB at a time
+    nbad, worst = 0, []
+    for i in range(0, g.numel(), step):
+        gc, wc = g[i:i + step].cpu().double(), w[i:i + step].cpu().double()
+        bc = b[i:i + step].cpu() if b.numel() > 1 else b.cpu()
+        err = (gc - wc).abs()
+        ok = err <= bc
+        if bool(ok.all()):
+            continue
+        # the rest: NaN facing NaN and equal infinities are fine (their difference is NaN)
+        idx = (~ok).nonzero().squeeze(1)
+        gb, wb = gc[idx], wc[idx]
+        bb = bc[idx] if bc.numel() > 1 else bc.expand(idx.shape)
+        same = (gb == wb) | (torch.isnan(gb) & torch.isnan(wb))
+        idx, gb, wb, bb, eb = idx[~same], gb[~same], wb[~same], bb[~same], err[idx][~same]
+        if idx.numel():
+            nbad += idx.numel()
+            ratio = (eb / bb.clamp_min(1e-300)).nan_to_num(nan=float("inf"))
+            for j in ratio.topk(min(5, idx.numel())).indices.tolist():
+                worst.append((float(ratio[j]), i + int(idx[j]), float(gb[j]), float(wb[j]), float(bb[j])))
+    if nbad:
+        shape = tuple(got.shape)
+        rows = [(tuple(int(k) for k in torch.unravel_index(torch.tensor(j), shape)), gv, wv, bv)
+                for _, j, gv, wv, bv in sorted(worst, reverse=True)[:5]]
+        raise AssertionError(f"{what}: {nbad} of {g.numel()} elements out of bound; worst "
                              f"(index, got, want, bound): {rows}")
 
 
