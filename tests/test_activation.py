@@ -12,39 +12,18 @@ import torch
 import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
-from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, U32, assert_close_to, assert_within
+from bounds import and_mul_e32 as _and_mul_e32, gated_e32, gelu_e32, gelu_tanh_e32, silu_e32
+from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, assert_close_to, assert_within
 
 SIZES = [1, 7, 83, 111, 769, 5125, 16384]
 LEADING = [(), (3,), (2, 5)]
 
 
-# ---- the kernels' fp32 error, from their formulas (u = 2^-24; 1 ulp <= 2u relative) ------------
-def gelu_e32(x):
-    """0.5 x erfc(-x / sqrt 2) with the low part of the product carried (gelu_erfc.h): erfcf's
-    documented 4 ulps (CUDA; glibc's is smaller) = 8u, + 2u for the first-order correction and
-    its rounding, + 1u for the product: 11u |y|. Below x = -13 erfc(u) is subnormal in fp32:
-    the absolute error stays under 2^-142 (the C++ core test sweeps this)."""
-    return 11 * U32 * ref.gelu(x).abs() + 2.0**-142
+def _re(s):
+    return re.escape(s)
 
 
-def gelu_tanh_e32(x):
-    """x / (1 + e^{-2v}), v = sqrt(2/pi) (x + 0.044715 x^3): v carries <= 7 roundings (7u),
-    which e^{-2v} multiplies by |2v|; expf (2 ulps = 4u), 1 + e (1u) and the division (2 ulps
-    with the CUDA fast divide = 4u): (9 + 14 |v|) u |y|. The tanh form's cancellation is gone;
-    this conditioning is the formula's own (~100u at x = -5). x < -10.0 gives -0 (exact value
-    below 2^-122 in magnitude)."""
-    xd = x.double()
-    v = math.sqrt(2 / math.pi) * (xd + 0.044715 * xd**3)
-    return (9 + 14 * v.abs()) * U32 * ref.gelu_tanh(x).abs() + 2.0**-122
-
-
-def silu_e32(x):
-    """x / (1 + e^{-x}): expf 4u (its argument -x is exact), 1 + e 1u, the division 4u, and the
-    product of roundings: 10u |y|. x < -87.3 gives -0 (exact value below 2^-119)."""
-    return 10 * U32 * ref.silu(x).abs() + 2.0**-119
-
-
-# name: (kernel, oracle, fp32 error bound of the kernel's activation)
+# name: (kernel, oracle, fp32 error bound of the kernel's activation, from tests/bounds.py)
 ELEMENTWISE = {
     "gelu": (lk.gelu, ref.gelu, gelu_e32),
     "gelu_tanh": (lk.gelu_tanh, ref.gelu_tanh, gelu_tanh_e32),
@@ -81,11 +60,8 @@ def check_act(y, x, name, what=""):
 
 
 def and_mul_e32(x, name, act_first):
-    """act(a) * b in fp32: the activation's error times |b|, plus the product's rounding."""
-    _, oracle, _, e32 = GATED[name]
-    d = x.shape[-1] // 2
-    a, b = (x[..., :d], x[..., d:]) if act_first else (x[..., d:], x[..., :d])
-    return e32(a) * b.double().abs() * (1 + U32) + U32 * oracle(x, act_first).abs()
+    _, _, act, e32 = GATED[name]
+    return _and_mul_e32(x, act, e32, act_first)
 
 
 def check_and_mul(y, x, name, act_first, what=""):
@@ -93,16 +69,6 @@ def check_and_mul(y, x, name, act_first, what=""):
     assert_close_to(y, oracle(x, act_first), y.dtype, and_mul_e32(x, name, act_first), what or name)
 
 
-def gated_e32(x, g):
-    """x * 2 / (1 + e^{-g}): expf 4u, 1 + e 1u, the IEEE division 1u, the product 1u: 7u; 8u |y|."""
-    return 8 * U32 * ref.gated_attention(x, g).abs()
-
-
-def _re(s):
-    return re.escape(s)
-
-
-# ---- elementwise ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)

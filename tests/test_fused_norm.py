@@ -12,46 +12,13 @@ import torch
 import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
-from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, U32, assert_bytes, assert_close_to, assert_within
+from bounds import U, ln_e32, modulated, rms_e32
+from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, assert_bytes, assert_close_to, assert_within
 
 ROWS = [1, 7, 83]
 WIDTHS = [8, 111, 769, 2048, 5125]
 # (B, S) leading shapes: 1, 7, 83 rows, plus several samples of several tokens.
 LEADS = [(1, 1), (1, 7), (83, 1), (1, 83), (3, 29)]
-U = U32
-
-
-# ---- the kernels' fp32 error, from the formulas (u = 2^-24; sums of C terms in any order) --------
-def rms_e32(n, c):
-    """n = x * rstd (* w): (C / 2 + 8) u |n| (see test_rms_norm.norm_rel)."""
-    return (c / 2 + 8) * U * n.abs()
-
-
-def ln_e32(x, weight, bias, eps):
-    """n = (x - mean) * rstd * w + b, two-pass in fp32. The mean: C terms, <= (C + 1) u mean|x|
-    = dm. d = x - mean: dm + u |x - mean|. The variance of the d's: their squares and the sum
-    (C + 4) u relative, + dm^2 (the sum of (x - mean - dm)^2 is C (var + dm^2): the cross term is
-    0), + eps and / C 2u; rstd gets half of it, + 4u (rsqrtf): e_r = ((C + 6) u + dm^2 / (var +
-    eps)) / 2 + 4u. n: rstd |w| ((1 + 2u) dm + |x - mean| (e_r + 4u)) + u (|b| + |n|)."""
-    xd = x.double()
-    c = x.shape[-1]
-    mean = xd.mean(-1, keepdim=True)
-    var = (xd - mean).pow(2).mean(-1, keepdim=True)
-    rstd = torch.rsqrt(var + eps)
-    dm = (c + 1) * U * xd.abs().mean(-1, keepdim=True)
-    e_r = ((c + 6) * U + dm**2 / (var + eps)) / 2 + 4 * U
-    w = 1.0 if weight is None else weight.double().abs()
-    b = 0.0 if bias is None else bias.double().abs()
-    n = ref.layer_norm(x, weight, bias, eps)
-    return rstd * w * ((1 + 2 * U) * dm + (xd - mean).abs() * (e_r + 4 * U)) + U * (b + n.abs())
-
-
-def modulated(n, e_n, x, scale, shift):
-    """o = n * (1 + scale) + shift: the table sum, the product and the shift's sum each round
-    once: (e_n + 2u |n|) |1 + scale| + u |o|. Returns (o, e32)."""
-    one_s = 1 + ref.broadcast_table(scale, x)
-    o = n * one_s + ref.broadcast_table(shift, x)
-    return o, (e_n + 2 * U * n.abs()) * one_s.abs() + U * o.abs()
 
 
 def check_rms(got, x, weight, eps, scale=None, shift=None, what=""):

@@ -8,19 +8,11 @@ import torch.nn.functional as F
 import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
+from bounds import norm_rel
 from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, U32, assert_close_to, assert_within
 
 ROWS = [1, 7, 83, 4096]
 WIDTHS = [8, 111, 769, 2048, 5125, 16384]
-
-
-def norm_rel(c):
-    """Relative fp32 error of y = x * rstd * w, rstd = (sum(x^2) / C + eps)^-1/2, u = 2^-24: the
-    C squares summed in any order (a tree, a sequence, an fma chain) <= C u; the mean and + eps
-    2u (eps itself rounded to fp32: its share of rstd moves by <= u); the reciprocal square
-    root (rsqrtf: 2 ulps) 4u; rstd inherits half the argument's relative error: (C + 4) u / 2 +
-    4u; the two products 2u: (C / 2 + 8) u."""
-    return (c / 2 + 8) * U32
 
 
 def check(y, x, w, eps):

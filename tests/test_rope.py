@@ -14,11 +14,11 @@ import re
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
+from bounds import norm_rope_e32, rope_e32, rot_mag
 from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, U32, assert_close_to, assert_within
 
 HEADS_D = [(1, 2), (3, 6), (1, 64), (3, 128), (32, 64)]
@@ -58,27 +58,10 @@ def tables(shape, device, dtype):
     return ang.cos().to(dtype), ang.sin().to(dtype)
 
 
-def rot_mag(x, cos, sin, interleaved):
-    """M = |a c| + |b s| per output of apply_rope's convention (float64): every output is either
-    a c - b s or a s + b c, so the larger of the rotations of |x| by (|cos|, |sin|) and by
-    (|cos|, -|sin|) is M at every element."""
-    xa, ca, sa = x.double().abs(), cos.double().abs(), sin.double().abs()
-    return torch.maximum(ref.apply_rope(xa, ca, sa, interleaved), ref.apply_rope(xa, ca, -sa, interleaved))
-
-
 def check_rope(y, x, cos, sin, interleaved, want=None, what=""):
     """apply_rope: y against the oracle (or `want`, the same float64 numbers from a transcription)."""
     want = ref.apply_rope(x, cos, sin, interleaved) if want is None else want
-    assert_close_to(y, want, y.dtype, 2 * U32 * rot_mag(x, cos, sin, interleaved), what)
-
-
-def norm_rope_e32(x, cos, sin, weight, eps, interleaved):
-    n = ref.rms_norm(x, weight, eps)
-    if interleaved:  # rms_norm_rope: full-width tables [B|1, S, C], one "head" of width C
-        m = rot_mag(n, cos, sin, True)
-    else:  # rms_norm_split_rope: per-head tables [B|1, H, S, d/2]
-        m = rot_mag(n, cos, sin, False)
-    return ((x.shape[-1] / 2 + 8) * U32 + 2 * U32) * m
+    assert_close_to(y, want, y.dtype, rope_e32(x, cos, sin, interleaved), what)
 
 
 def check_norm_rope(y, x, cos, sin, weight, eps, interleaved, want=None, what=""):
