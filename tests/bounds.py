@@ -119,3 +119,28 @@ def norm_rope_e32(x, cos, sin, weight, eps, interleaved):
     the rotation: (norm_rel(C) + 2u) M(n)."""
     n = ref.rms_norm(x, weight, eps)
     return (norm_rel(x.shape[-1]) + 2 * U) * rot_mag(n, cos, sin, interleaved)
+
+
+# ---- neighborhood attention ------------------------------------------------------------------------
+def natten_e32(q, k, v, kernel_size, dilation=None, is_causal=None, scale=None, p_unit=0.0):
+    """o = sum_j p_j v_j / sum_j p_j, p_j = exp(s_j - max s), s_j = scale q . k_j, over n <=
+    prod(kernel_size) keys. With A = |scale| |q| max|k| (2-norms; the largest |s_j|, and the
+    largest sum of |scale q_i k_ji|): each s_j is a d-term fp32 dot (+ the scale): (d + 1) u A;
+    p_j inherits the errors of s_j and of the max, the rounding of s_j - max (<= 2A u) and
+    expf's 2 ulps: e_p = 2 (d + 1) u A + 2A u + 4u relative; the two n-term sums and the
+    division: (2n + 3) u. So |o - exact| <= (2 e_p + (2n + 3) u + 2 p_unit) V + u |o|, where
+    V = sum p |v| / sum p (the oracle run on |v|) and p_unit the relative rounding of P to the
+    input dtype before the P V product (the CUDA kernels' tensor-core step; 0 on the CPU). A is
+    taken per query with the largest key norm of its (batch, head)."""
+    qd, kd = q.double(), k.double()
+    d = q.shape[-1]
+    sc = d**-0.5 if scale is None else scale
+    n = math.prod(kernel_size)
+    qn = qd.norm(dim=-1, keepdim=True)  # [B, *spatial, heads, 1]
+    nd = q.dim() - 3
+    kmax = kd.norm(dim=-1, keepdim=True).amax(dim=tuple(range(1, 1 + nd)), keepdim=True)
+    a = abs(sc) * qn * kmax
+    e_p = 2 * (d + 1) * U * a + 2 * a * U + 4 * U
+    vabs = ref.neighborhood_attention(q, k, v.abs(), kernel_size, dilation, is_causal, scale)
+    o = ref.neighborhood_attention(q, k, v, kernel_size, dilation, is_causal, scale)
+    return (2 * e_p + (2 * n + 3) * U + 2 * p_unit) * vabs + U * o.abs()
