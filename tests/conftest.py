@@ -2,6 +2,10 @@
 Makefile puts build/<variant>/ on PYTHONPATH; a pip-installed package works the same."""
 
 import os
+import re
+import signal
+import subprocess
+import sys
 import tempfile
 
 # torch.compile's on-disk kernel cache is not keyed on ATEN_CPU_CAPABILITY: a kernel compiled
@@ -82,9 +86,90 @@ def assert_within(got, want, bound, what=""):
                              f"(index, got, want, bound): {rows}")
 
 
+def assert_no_worse(got, eager, exact, factor=2.0, floor=2.0**-16, what=""):
+    """Model-level checks (a model with our ops swapped in), where no formula bounds the
+    error: `exact` is the same model evaluated in float64, `eager` the unmodified model in the
+    test's dtype. Ours must be within `factor` times the eager model's own largest error, plus
+    `floor` * max|exact|: either side's last bits move the two errors by a fraction of
+    themselves, while a wrong formula (eps, weight, activation, order) gives errors orders of
+    magnitude larger."""
+    ex = exact.detach().double().cpu()
+    e_ours = (got.detach().double().cpu() - ex).abs().max().item()
+    e_eager = (eager.detach().double().cpu() - ex).abs().max().item()
+    limit = factor * e_eager + floor * ex.abs().max().item()
+    assert e_ours <= limit, f"{what}: max error {e_ours:.3g} vs the float64 model; the eager model's {e_eager:.3g}; limit {limit:.3g}"
+
+
 def assert_close_to(got, want, dtype, e32=0.0, what=""):
     """A kernel's dtype output against the float64 oracle: rounded_bound(want, dtype, e32)."""
     assert_within(got, want, rounded_bound(want, dtype, e32), what)
+
+
+# ---- bad-input tests in a child process ------------------------------------------------------
+# A test marked `isolated` runs in a child pytest process (the same node id, so the same
+# parameters): a crash of the op under test (SIGSEGV, abort) then fails that test with the
+# signal and the case it was running named, instead of ending the whole run.
+ISOLATED_CHILD = os.environ.get("LTX_KERNELS_ISOLATED_CHILD") == "1"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "isolated: run the test in a child process (crashes fail it, naming the signal)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    if ISOLATED_CHILD or pyfuncitem.get_closest_marker("isolated") is None:
+        return None
+    _run_isolated(pyfuncitem)
+    return True
+
+
+def _run_isolated(item):
+    env = dict(os.environ, LTX_KERNELS_ISOLATED_CHILD="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-s", "-rs", "-p", "no:cacheprovider", item.nodeid]
+    try:
+        p = subprocess.run(cmd, cwd=str(item.config.rootpath), env=env, capture_output=True, text=True, timeout=1200)
+        out, rc = p.stdout + p.stderr, p.returncode
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+        rc = None
+    cases = re.findall(r"^ltx-case: (.*)$", out, re.M)
+    last = cases[-1] if cases else "(before the first case)"
+    tail = "\n".join(out.splitlines()[-40:])
+    if rc is None:
+        pytest.fail(f"the child process timed out (a hang?) during case: {last}\n{tail}", pytrace=False)
+    if rc < 0:
+        name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else str(-rc)
+        pytest.fail(f"crashed with {name} during case: {last}\n{tail}", pytrace=False)
+    if rc != 0:
+        pytest.fail(f"failed in the child process (exit {rc}):\n{tail}", pytrace=False)
+    if re.search(r"\b1 skipped\b", out) and not re.search(r"\b1 passed\b", out):
+        m = re.search(r"SKIPPED \[\d+\] [^\n]*?: (.*)", out)
+        pytest.skip(m.group(1) if m else "skipped in the child process")
+
+
+def expect_error(op, fn, rule, what=None):
+    """fn() must raise RuntimeError or ValueError whose message starts with
+    'ltx_kernels.<op>: ' and contains `rule` (literally). In an isolated child the case is
+    announced first (unbuffered), so a crash names it."""
+    desc = f"{op}: {what or rule}"
+    if ISOLATED_CHILD:
+        os.write(2, f"\nltx-case: {desc}\n".encode())
+    try:
+        fn()
+    except (RuntimeError, ValueError) as e:
+        msg = str(e)
+        assert msg.startswith(f"ltx_kernels.{op}: ") and rule in msg, f"{desc}: wrong message: {msg[:400]!r}"
+        return
+    except Exception as e:  # noqa: BLE001 - any other type is a failure of the contract
+        raise AssertionError(f"{desc}: raised {type(e).__name__} (want RuntimeError or ValueError): {e}") from e
+    raise AssertionError(f"{desc}: no error raised")
+
+
+def wide_row(dtype, device):
+    """A [1, 2^31 + 128] tensor: one row wider than the kernels' 2^31 - 1 column limit. Never
+    written or read (the ops reject it first); on the CPU its pages are never touched."""
+    return torch.empty(1, 2**31 + 128, dtype=dtype, device=device)
 
 
 def needs_cuda(device):

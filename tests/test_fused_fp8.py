@@ -18,7 +18,7 @@ import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
 from bounds import U, and_mul_e32, gated_e32, gelu_e32, gelu_tanh_e32, modulated, norm_rope_e32, rms_e32, silu_e32
-from conftest import ALL_DEVICES, DTYPES, skip_cuda_without_kernel
+from conftest import ALL_DEVICES, DTYPES, expect_error, skip_cuda_without_kernel, wide_row
 
 FP8 = torch.float8_e4m3fn
 OPS = ["rms_norm", "adaln_rms_norm", "gated_residual_adaln_rms_norm", "silu_and_mul",
@@ -314,40 +314,39 @@ def test_out_dtype_none_or_input_dtype_is_the_plain_op(device, op):
             assert got.dtype == torch.bfloat16 and torch.equal(got, plain)
 
 
+@pytest.mark.isolated
 @pytest.mark.parametrize("device", ALL_DEVICES)
-@pytest.mark.parametrize("op", OPS)
-def test_bad_arguments(device, op):
+def test_bad_arguments(device):
     calls = _inputs(device, torch.bfloat16)
-    name = op.replace("_tanh", "") if op == "gelu_and_mul_tanh" else op
-    with pytest.raises(ValueError, match=f"ltx_kernels.{name}: out_dtype must be"):
-        calls[op](out_dtype=torch.float16)
-    with pytest.raises(ValueError, match=f"ltx_kernels.{name}: out_dtype must be"):
-        calls[op](out_dtype=torch.float8_e5m2)
-    with pytest.raises(ValueError, match=f"ltx_kernels.{name}: the row width must be a multiple of group_size"):
-        calls[op](out_dtype=FP8, group_size=96)
-    with pytest.raises(ValueError, match=f"ltx_kernels.{name}: scale_layout must be 'row' or 'mn_major'"):
-        calls[op](out_dtype=FP8, scale_layout="col")
+    for op in OPS:
+        name = op.replace("_tanh", "") if op == "gelu_and_mul_tanh" else op
+        call = calls[op]
+        expect_error(name, lambda: call(out_dtype=torch.float16), "out_dtype must be", f"{op}: out_dtype=float16")
+        expect_error(name, lambda: call(out_dtype=torch.float8_e5m2), "out_dtype must be", f"{op}: out_dtype=e5m2")
+        expect_error(name, lambda: call(out_dtype=FP8, group_size=96), "the row width must be a multiple of group_size")
+        expect_error(name, lambda: call(out_dtype=FP8, scale_layout="col"), "scale_layout must be 'row' or 'mn_major'")
 
 
+@pytest.mark.isolated
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_op_level_errors(device):
     x = torch.randn(4, 256, device=device, dtype=torch.bfloat16)
     q = torch.empty(4, 256, device=device, dtype=FP8)
     s = torch.empty(4, 2, device=device)
-    with pytest.raises(RuntimeError, match="ltx_kernels.rms_norm_fp8: the row width must be a multiple of group_size"):
-        lk.ops.rms_norm_fp8(q, torch.empty(4, 3, device=device), x, None, 1e-6, 96)
-    with pytest.raises(RuntimeError, match="ltx_kernels.rms_norm_fp8: q must be float8_e4m3fn"):
-        lk.ops.rms_norm_fp8(q.view(torch.uint8), s, x, None, 1e-6, 128)
-    with pytest.raises(RuntimeError, match=r"ltx_kernels.rms_norm_fp8: scales must have shape \[M, C / group_size\]"):
-        lk.ops.rms_norm_fp8(q, torch.empty(4, 3, device=device), x, None, 1e-6, 128)
-    with pytest.raises(RuntimeError, match="ltx_kernels.gelu_and_mul_fp8: approximate must be"):
-        lk.ops.gelu_and_mul_fp8(q[:, :128], s[:, :1], x, "fast", True, 128)
-    with pytest.raises(RuntimeError, match="ltx_kernels.gated_attention_fp8: gate_logits must be"):
-        lk.ops.gated_attention_fp8(q, s, x, torch.randn(4, 3, device=device, dtype=torch.bfloat16), 128)
+    o = lk.ops
+    expect_error("rms_norm_fp8", lambda: o.rms_norm_fp8(q, torch.empty(4, 3, device=device), x, None, 1e-6, 96),
+                 "the row width must be a multiple of group_size")
+    expect_error("rms_norm_fp8", lambda: o.rms_norm_fp8(q.view(torch.uint8), s, x, None, 1e-6, 128), "q must be float8_e4m3fn")
+    expect_error("rms_norm_fp8", lambda: o.rms_norm_fp8(q, torch.empty(4, 3, device=device), x, None, 1e-6, 128),
+                 "scales must have shape [M, C / group_size]")
+    expect_error("gelu_and_mul_fp8", lambda: o.gelu_and_mul_fp8(q[:, :128], s[:, :1], x, "fast", True, 128), "approximate must be")
+    expect_error("gated_attention_fp8", lambda: o.gated_attention_fp8(q, s, x, torch.randn(4, 3, device=device, dtype=torch.bfloat16), 128),
+                 "gate_logits must be")
+    wide = wide_row(torch.bfloat16, device)
+    expect_error("rms_norm_fp8", lambda: lk.rms_norm(wide, None, out_dtype=FP8), "rows wider than 2^31-1 elements are not supported")
     if device == "cuda":  # fp32 with 256-column groups: 64 lanes per group, not supported on CUDA
         xf = x.float()
-        with pytest.raises(RuntimeError, match="ltx_kernels.rms_norm_fp8: on CUDA, group_size"):
-            lk.rms_norm(xf, None, out_dtype=FP8, group_size=256)
+        expect_error("rms_norm_fp8", lambda: lk.rms_norm(xf, None, out_dtype=FP8, group_size=256), "on CUDA, group_size")
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)

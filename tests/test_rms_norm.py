@@ -9,7 +9,7 @@ import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
 from bounds import norm_rel
-from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, U32, assert_close_to, assert_within
+from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, U32, assert_close_to, assert_within, expect_error, wide_row
 
 ROWS = [1, 7, 83, 4096]
 WIDTHS = [8, 111, 769, 2048, 5125, 16384]
@@ -118,6 +118,7 @@ def test_zero_rows_are_finite(device):
     assert torch.equal(y, torch.zeros_like(y))
 
 
+@pytest.mark.isolated
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_bad_input_errors(device):
     x = torch.randn(4, 64, device=device, dtype=torch.bfloat16)
@@ -132,6 +133,12 @@ def test_bad_input_errors(device):
         (lambda: lk.rms_norm(x, w, out=torch.empty(64, 4, device=device, dtype=x.dtype).t()), "out must have stride 1"),
         (lambda: lk.rms_norm(x, w, eps=-1.0), "eps must be >= 0"),
         (lambda: lk.rms_norm(torch.tensor(1.0, device=device)), "at least one dimension"),
+        # a weight of the wrong width (the message formats both shapes)
+        (lambda: lk.rms_norm(torch.randn(4, 2048, device=device, dtype=torch.bfloat16),
+                             torch.randn(1024, device=device, dtype=torch.bfloat16)),
+         "weight must be 1-D with x.shape[-1] = 2048 elements (got shape [1024])"),
+        (lambda: lk.rms_norm(x.double()), "x must be float32, float16 or bfloat16"),
+        (lambda: lk.rms_norm(wide_row(torch.bfloat16, device)), "rows wider than 2^31-1 elements are not supported"),
     ]
     big = torch.randn(5 * 64, device=device, dtype=torch.bfloat16)
     bad.append((lambda: lk.rms_norm(big[:256].view(4, 64), out=big[32:288].view(4, 64)), "partially overlaps"))
@@ -139,8 +146,7 @@ def test_bad_input_errors(device):
         other = "cpu" if device == "cuda" else "cuda"
         bad.append((lambda: lk.rms_norm(x, w.to(other)), "must be on the same device"))
     for fn, msg in bad:
-        with pytest.raises(RuntimeError, match="ltx_kernels.rms_norm: .*" + _re(msg)):
-            fn()
+        expect_error("rms_norm", fn, msg)
 
 
 def _re(s):

@@ -19,7 +19,7 @@ import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
 from bounds import norm_rope_e32, rope_e32, rot_mag
-from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, U32, assert_close_to, assert_within
+from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, U32, assert_close_to, assert_within, expect_error, wide_row
 
 HEADS_D = [(1, 2), (3, 6), (1, 64), (3, 128), (32, 64)]
 SPLIT_HEADS_D = [(1, 2), (3, 6), (3, 64), (1, 128), (32, 128)]
@@ -299,6 +299,7 @@ def _re(s):
     return re.escape(s)
 
 
+@pytest.mark.isolated
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_bad_input_errors(device):
     dt = torch.bfloat16
@@ -353,10 +354,13 @@ def test_bad_input_errors(device):
         other = "cpu" if device == "cuda" else "cuda"
         bad["rms_norm_rope"].append((lambda: lk.rms_norm_rope(x, ci.to(other), si), "cos and x must be on the same device"))
         bad["rms_norm_split_rope"].append((lambda: lk.rms_norm_split_rope(x, cs, ss, w.to(other)), "must be on the same device"))
+    wide = wide_row(dt, device).view(1, 1, -1)
+    bad["apply_rope"].append((lambda: lk.apply_rope(wide, torch.empty(1, 1, wide.shape[-1], device=device),
+                                                    torch.empty(1, 1, wide.shape[-1], device=device), True),
+                              "rows wider than 2^31-1 elements are not supported"))
     for op, cases in bad.items():
         for fn, msg in cases:
-            with pytest.raises(RuntimeError, match=f"^ltx_kernels.{op}: .*" + _re(msg)):
-                fn()
+            expect_error(op, fn, msg)
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)
