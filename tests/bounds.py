@@ -144,3 +144,18 @@ def natten_e32(q, k, v, kernel_size, dilation=None, is_causal=None, scale=None, 
     vabs = ref.neighborhood_attention(q, k, v.abs(), kernel_size, dilation, is_causal, scale)
     o = ref.neighborhood_attention(q, k, v, kernel_size, dilation, is_causal, scale)
     return (2 * e_p + (2 * n + 3) * U + 2 * p_unit) * vabs + U * o.abs()
+
+
+def sdpa_e32(q, k, v, p_unit=0.0):
+    """Dense softmax attention over all T keys, q/k/v [B, T, H, D] (natten_e32's derivation
+    with n = T and the largest key norm of each (batch, head))."""
+    qd, kd, vd = q.double(), k.double(), v.double()
+    d, n = q.shape[-1], k.shape[1]
+    a = d**-0.5 * qd.norm(dim=-1, keepdim=True) * kd.norm(dim=-1, keepdim=True).amax(dim=1, keepdim=True)
+    e_p = 2 * (d + 1) * U * a + 2 * a * U + 4 * U
+
+    def attn(vv):
+        return torch.nn.functional.scaled_dot_product_attention(
+            qd.transpose(1, 2), kd.transpose(1, 2), vv.transpose(1, 2)).transpose(1, 2)
+
+    return (2 * e_p + (2 * n + 3) * U + 2 * p_unit) * attn(vd.abs()) + U * attn(vd).abs()
