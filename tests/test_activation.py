@@ -101,6 +101,24 @@ def test_elementwise_every_16bit_input_and_an_fp32_sweep(device, name):
     check_act(fn(x), x, name, f"{name} fp32 sweep")
 
 
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_gelu_x_much_less_than_zero(device):
+    """gelu over every 509th fp32 value of [-20, 0] (~2 million, every binade): the range where
+    1 + erf(x / sqrt 2) cancels and where the rounding of x / sqrt 2 would cost ~2u^2 ulps
+    without the carried low part. Relative bound 11 * 2^-24 (tests/bounds.py: CUDA's erfcf is
+    documented to 4 ulps) where erfc(-x / sqrt 2) is a normal fp32 number (x >= -13), absolute
+    2^-142 below. The C++ core test runs the same function, host-compiled, 4x denser."""
+    lo = torch.tensor(-20.0).view(torch.int32).item() & 0x7FFFFFFF  # |x| bit patterns, 0 .. 20
+    x = -(torch.arange(0, lo + 1, 509, dtype=torch.int64).to(torch.int32).view(torch.float32))
+    y = lk.gelu(x.to(device))
+    check_act(y, x, "gelu", "gelu, x in [-20, 0]")
+    # the low part matters: the plain fp32 product loses up to ~2u^2 ulps at x = -10 (u = 7.1)
+    xs = x[(x > -13) & (x < -8)]
+    plain = 0.5 * xs * torch.special.erfc(-xs * 0.70710677)
+    want = ref.gelu(xs)
+    assert ((plain.double() - want).abs() / want.abs()).max().item() > 11 * 2.0**-24
+
+
 # The special values of the three activations (documented in activation.py and the docs), for
 # every dtype: exact results, signs included.
 SPECIAL = [  # (x, gelu, gelu_tanh, silu); "tiny" = x / 2 (exact: tiny is a power of two)
