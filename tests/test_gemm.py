@@ -1,5 +1,5 @@
 """Blockwise-scaled FP8 GEMM (and its FP6-weight variant) against ltx_kernels.reference: a float64
-GEMM of the exactly dequantized operands, written from the math (REFERENCE.md sections 2-3).
+GEMM of the exactly dequantized operands, written from the math.
 
 Metrics (DeepGEMM's calc_diff, plus an elementwise bound):
   calc_diff(x, y) = 1 - 2<x, y> / (|x|^2 + |y|^2) = |x - y|^2 / (|x|^2 + |y|^2).
