@@ -2,12 +2,24 @@
 #   make bench   build, then benchmark every family on the local GPU into benchmarks/results/<gpu>/
 #                (without a GPU it says that GPU numbers need a GPU)
 #   make test    build, C++ core tests (ctest), then pytest (CUDA tests skip without a GPU)
+#   make sanitize  the CPU backend built again with AddressSanitizer + UndefinedBehaviorSanitizer
+#                (build/sanitize), its C++ core tests, and a fast subset of the CPU tests (every
+#                op family, the codecs, every error path) with the sanitizer runtimes preloaded
+#                into Python; any sanitizer report fails it
 PYTHON ?= python3
 BUILD  ?= build/cmake
 JOBS   ?= $(shell nproc)
 VARIANT = $(shell cat $(BUILD)/variant.txt 2>/dev/null)
 
-.PHONY: deps build test bench gpu-check install clean
+SAN_BUILD ?= build/sanitize
+# Python is not instrumented: the runtimes are preloaded, those of the compiler that built the
+# extension (read from the CMake cache when the recipe runs). detect_leaks=0: CPython and torch
+# keep allocations alive at exit by design.
+SAN_CXX = $$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' $(SAN_BUILD)/CMakeCache.txt)
+SAN_ENV = LD_PRELOAD="$$($(SAN_CXX) -print-file-name=libasan.so):$$($(SAN_CXX) -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1
+
+.PHONY: deps build test sanitize bench gpu-check install clean
 
 deps:
 	bash scripts/install_deps.sh
@@ -19,6 +31,17 @@ build:
 test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure
 	PYTHONPATH=$$(cat $(BUILD)/variant.txt):tests $(PYTHON) -m pytest tests -q -rs
+
+sanitize: deps
+	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_KERNELS_CPU_ONLY=ON \
+	  -DLTX_KERNELS_SANITIZE=ON -DLTX_VARIANT_ROOT=$(CURDIR)/$(SAN_BUILD)/variant
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+	ctest --test-dir $(SAN_BUILD) --output-on-failure
+	@nm -D $$(ls $$(cat $(SAN_BUILD)/variant.txt)/_ltx_kernels_*.so) | grep -q __asan_report_load || \
+	  { echo "sanitize: the extension is not instrumented"; exit 1; }
+	$(SAN_ENV) $(PYTHON) -c "import ctypes; ctypes.CDLL(None).__asan_init; ctypes.CDLL(None).__ubsan_handle_add_overflow_abort; print('sanitize: runtimes loaded')"
+	$(SAN_ENV) LTX_KERNELS_SANITIZE_SUBSET=1 PYTHONPATH=$$(cat $(SAN_BUILD)/variant.txt):tests \
+	  $(PYTHON) -m pytest tests -q -p no:cacheprovider
 
 bench: deps build
 	PYTHONPATH=$$(cat $(BUILD)/variant.txt) $(PYTHON) benchmarks/run.py

@@ -1,6 +1,21 @@
 """Shared fixtures. The package under test is whatever `import ltx_kernels` finds: the
 Makefile puts build/<variant>/ on PYTHONPATH; a pip-installed package works the same."""
 
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+
+# torch.compile's on-disk kernel cache is not keyed on ATEN_CPU_CAPABILITY: a kernel compiled
+# for one vector ISA and loaded under another fails to compile or crashes. Running the suite
+# with ATEN_CPU_CAPABILITY=default / avx2 / avx512 (to show no test depends on the ISA) gives
+# each value its own cache.
+if os.environ.get("ATEN_CPU_CAPABILITY") and not os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(
+        tempfile.gettempdir(), f"ltx_kernels_inductor_{os.environ['ATEN_CPU_CAPABILITY']}")
+
 import pytest
 import torch
 
@@ -15,15 +30,192 @@ ALL_DEVICES = [
 ]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
-# Per-dtype tolerance of a kernel output against the fp32 oracle, relative to the value:
-# one rounding of the result to the output dtype (half an ulp: 2^-9 bf16, 2^-12 fp16) plus
-# fp32 accumulation-order differences (< 1e-6 relative for sums of 2^14 positive terms);
-# we allow 2 ulps to cover the cast of intermediate products.
-TOL = {
-    torch.float32: dict(rtol=1e-5, atol=1e-6),
-    torch.float16: dict(rtol=2.0**-10, atol=1e-5),
-    torch.bfloat16: dict(rtol=2.0**-7, atol=1e-5),
+# ---- error bounds ---------------------------------------------------------------------------
+# Kernels compute in fp32 and round once to the output dtype T; oracles (ltx_kernels.reference)
+# compute the exact result in float64 from the same inputs. Each test bounds the kernel's fp32
+# error e32 from its formula (every fp32 rounding is at most u = 2^-24 relative; a library
+# function adds its documented error in ulps (1 ulp <= 2u relative) times the function's
+# condition number; a sum of n terms in any order adds n u sum|terms|), and the final rounding:
+#     |fl_T(y32) - y| <= u_T |y| + (1 + u_T) e32 + tiny_T
+# u_T: half an ulp, relative (T's unit roundoff); tiny_T: half T's smallest subnormal (the
+# absolute error of rounding a value near 0).
+U32 = 2.0**-24
+UNIT = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
+TINY = {torch.float32: 2.0**-150, torch.float16: 2.0**-25, torch.bfloat16: 2.0**-134}
+
+
+def rounded_bound(want, dtype, e32=0.0):
+    """Bound on |kernel - want| for a kernel that rounds its fp32 result (within e32 of the exact
+    `want`) once to `dtype` (see above). `want` and `e32` broadcast."""
+    u = UNIT[dtype]
+    return u * want.double().abs() + (1 + u) * e32 + TINY[dtype]
+
+
+def assert_within(got, want, bound, what=""):
+    """|got - want| <= bound elementwise (float64; same shapes after broadcasting). NaN must
+    face NaN and an infinity the same infinity. Reports the worst elements on failure."""
+    assert got.shape == want.shape, f"{what}: shape {tuple(got.shape)} vs {tuple(want.shape)}"
+    b = torch.as_tensor(bound, dtype=torch.float64).to(got.device)
+    g, w = got.detach().reshape(-1), want.detach().reshape(-1)
+    b = b.expand(got.shape).reshape(-1) if b.dim() else b.reshape(1)
+    step = 1 << 22  # float64 temporaries of 32 MiB at a time
+    nbad, worst = 0, []
+    for i in range(0, g.numel(), step):
+        gc, wc = g[i:i + step].cpu().double(), w[i:i + step].cpu().double()
+        bc = b[i:i + step].cpu() if b.numel() > 1 else b.cpu()
+        err = (gc - wc).abs()
+        ok = err <= bc
+        if bool(ok.all()):
+            continue
+        # the rest: NaN facing NaN and equal infinities are fine (their difference is NaN)
+        idx = (~ok).nonzero().squeeze(1)
+        gb, wb = gc[idx], wc[idx]
+        bb = bc[idx] if bc.numel() > 1 else bc.expand(idx.shape)
+        same = (gb == wb) | (torch.isnan(gb) & torch.isnan(wb))
+        idx, gb, wb, bb, eb = idx[~same], gb[~same], wb[~same], bb[~same], err[idx][~same]
+        if idx.numel():
+            nbad += idx.numel()
+            ratio = (eb / bb.clamp_min(1e-300)).nan_to_num(nan=float("inf"))
+            for j in ratio.topk(min(5, idx.numel())).indices.tolist():
+                worst.append((float(ratio[j]), i + int(idx[j]), float(gb[j]), float(wb[j]), float(bb[j])))
+    if nbad:
+        shape = tuple(got.shape)
+        rows = [(tuple(int(k) for k in torch.unravel_index(torch.tensor(j), shape)), gv, wv, bv)
+                for _, j, gv, wv, bv in sorted(worst, reverse=True)[:5]]
+        raise AssertionError(f"{what}: {nbad} of {g.numel()} elements out of bound; worst "
+                             f"(index, got, want, bound): {rows}")
+
+
+def assert_no_worse(got, eager, exact, factor=2.0, floor=2.0**-16, what=""):
+    """Model-level checks (a model with our ops swapped in), where no formula bounds the
+    error: `exact` is the same model evaluated in float64, `eager` the unmodified model in the
+    test's dtype. Ours must be within `factor` times the eager model's own largest error, plus
+    `floor` * max|exact|: either side's last bits move the two errors by a fraction of
+    themselves, while a wrong formula (eps, weight, activation, order) gives errors orders of
+    magnitude larger."""
+    ex, g, e = (t.detach().double().cpu() for t in (exact, got, eager))
+    # positions the model itself leaves undefined (NaN rows of fully masked attention) must be
+    # undefined on both sides; the rest is compared
+    assert torch.equal(torch.isnan(g), torch.isnan(e)), f"{what}: NaN at other positions than the eager model's"
+    fin = torch.isfinite(ex) & torch.isfinite(e)
+    ex, g, e = ex[fin], g[fin], e[fin]
+    e_ours = (g - ex).abs().max().item()
+    e_eager = (e - ex).abs().max().item()
+    limit = factor * e_eager + floor * ex.abs().max().item()
+    assert e_ours <= limit, f"{what}: max error {e_ours:.3g} vs the float64 model; the eager model's {e_eager:.3g}; limit {limit:.3g}"
+
+
+def assert_close_to(got, want, dtype, e32=0.0, what=""):
+    """A kernel's dtype output against the float64 oracle: rounded_bound(want, dtype, e32)."""
+    assert_within(got, want, rounded_bound(want, dtype, e32), what)
+
+
+# ---- the sanitized run (make sanitize) ------------------------------------------------------
+# LTX_KERNELS_SANITIZE_SUBSET=1 keeps the CPU tests that exercise every op family's code paths
+# (strided, misaligned, sentinel-filled, empty, special values), the codecs (every 16-bit
+# pattern) and every error path, and drops the slow sweeps, opcheck and torch.compile (which
+# test torch's machinery more than ours): a few minutes under AddressSanitizer on 2 cores.
+SANITIZE_SUBSET = {
+    "test_activation.py": ["test_elementwise_special_values", "test_elementwise_every_16bit", "test_elementwise_strided",
+                           "test_elementwise_out_sentinel", "test_and_mul_strided_and_sentinel",
+                           "test_gated_attention_strided", "test_empty"],
+    "test_rms_norm.py": ["test_strided_inputs", "test_out_sentinel", "test_every_element", "test_empty", "test_zero_rows",
+                         "test_leading_shapes"],
+    "test_fused_norm.py": ["test_strided_inputs", "test_sentinel_outputs", "test_empty", "test_zero_rows",
+                           "test_layer_norm_large_mean", "test_adaln_ranks"],
+    "test_rope.py": ["test_apply_rope_strided", "test_out_sentinel", "test_innermost_stride", "test_empty",
+                     "test_zero_rows", "test_fused_vs_unfused"],
+    "test_fp8.py": ["test_all_16bit_patterns", "test_per_token_group_leading_dims", "test_zero_groups",
+                    "test_block_zero_tile", "test_dequant_per_token_group_exact", "test_out_sentinel", "test_empty"],
+    "test_lowbit.py": ["test_fp6_pack", "test_fp6_round_trip", "test_quantize_fp6_block_all_patterns",
+                       "test_quantize_fp6_every_pattern", "test_fp6_codec_specials", "test_nvfp4_e2m1_every_pattern",
+                       "test_nvfp4_zero_tensor", "test_nvfp4_ragged", "test_empty"],
+    "test_fused_fp8.py": ["test_exact_inputs_bit_for_bit", "test_strided_and_misaligned", "test_zero_rows",
+                          "test_empty_inputs", "test_gated_residual_h_out", "test_rope_tables_any_layout"],
+    "test_gemm.py": ["test_fp8_gemm_zero_blocks_exact", "test_fp8_gemm_sentinel_and_strided", "test_fp8_gemm_empty",
+                     "test_cpu_backend_rounds_once"],
+    "test_natten.py": ["test_na1d_na2d", "test_strided_inputs_and_out", "test_border_rule", "test_empty", "test_causal"],
+    "test_comm.py": ["test_pack_heads_matches_permute", "test_strided_inputs_and_outputs", "test_empty"],
 }
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("LTX_KERNELS_SANITIZE_SUBSET") != "1":
+        return
+    keep, drop = [], []
+    for item in items:
+        names = SANITIZE_SUBSET.get(item.path.name, [])
+        wanted = item.get_closest_marker("isolated") is not None or any(item.name.startswith(n) for n in names)
+        (keep if wanted and "cuda" not in item.name else drop).append(item)
+    items[:] = keep
+    config.hook.pytest_deselected(items=drop)
+
+
+# ---- bad-input tests in a child process ------------------------------------------------------
+# A test marked `isolated` runs in a child pytest process (the same node id, so the same
+# parameters): a crash of the op under test (SIGSEGV, abort) then fails that test with the
+# signal and the case it was running named, instead of ending the whole run.
+ISOLATED_CHILD = os.environ.get("LTX_KERNELS_ISOLATED_CHILD") == "1"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "isolated: run the test in a child process (crashes fail it, naming the signal)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    if ISOLATED_CHILD or pyfuncitem.get_closest_marker("isolated") is None:
+        return None
+    _run_isolated(pyfuncitem)
+    return True
+
+
+def _run_isolated(item):
+    env = dict(os.environ, LTX_KERNELS_ISOLATED_CHILD="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-s", "-rs", "-p", "no:cacheprovider", item.nodeid]
+    try:
+        p = subprocess.run(cmd, cwd=str(item.config.rootpath), env=env, capture_output=True, text=True, timeout=1200)
+        out, rc = p.stdout + p.stderr, p.returncode
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+        rc = None
+    cases = re.findall(r"^ltx-case: (.*)$", out, re.M)
+    last = cases[-1] if cases else "(before the first case)"
+    tail = "\n".join(out.splitlines()[-40:])
+    if rc is None:
+        pytest.fail(f"the child process timed out (a hang?) during case: {last}\n{tail}", pytrace=False)
+    if rc < 0:
+        name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else str(-rc)
+        pytest.fail(f"crashed with {name} during case: {last}\n{tail}", pytrace=False)
+    if rc != 0:
+        pytest.fail(f"failed in the child process (exit {rc}):\n{tail}", pytrace=False)
+    if re.search(r"\b1 skipped\b", out) and not re.search(r"\b1 passed\b", out):
+        m = re.search(r"SKIPPED \[\d+\] [^\n]*?: (.*)", out)
+        pytest.skip(m.group(1) if m else "skipped in the child process")
+
+
+def expect_error(op, fn, rule, what=None):
+    """fn() must raise RuntimeError or ValueError whose message starts with
+    'ltx_kernels.<op>: ' and contains `rule` (literally). In an isolated child the case is
+    announced first (unbuffered), so a crash names it."""
+    desc = f"{op}: {what or rule}"
+    if ISOLATED_CHILD:
+        os.write(2, f"\nltx-case: {desc}\n".encode())
+    try:
+        fn()
+    except (RuntimeError, ValueError) as e:
+        msg = str(e)
+        assert msg.startswith(f"ltx_kernels.{op}: ") and rule in msg, f"{desc}: wrong message: {msg[:400]!r}"
+        return
+    except Exception as e:  # noqa: BLE001 - any other type is a failure of the contract
+        raise AssertionError(f"{desc}: raised {type(e).__name__} (want RuntimeError or ValueError): {e}") from e
+    raise AssertionError(f"{desc}: no error raised")
+
+
+def wide_row(dtype, device):
+    """A [1, 2^31 + 128] tensor: one row wider than the kernels' 2^31 - 1 column limit. Never
+    written or read (the ops reject it first); on the CPU its pages are never touched."""
+    return torch.empty(1, 2**31 + 128, dtype=dtype, device=device)
 
 
 def needs_cuda(device):

@@ -2,16 +2,16 @@
 Mistral, Qwen3, Gemma): logits and generate() against the unmodified model, each flag alone and
 all together, after model.to(dtype), under torch.compile, and the modules it must leave alone.
 
-Tolerances. fp32 (CPU and CUDA): the ops compute the same formulas in fp32 with a different
-summation order: logits (|max| ~0.6) agree to ~2e-7 on CPU; we allow rtol=atol=1e-5 (the
-logits pass through two layers, and on CUDA the fused gate_up GEMM may pick another cuBLAS
-kernel, i.e. another accumulation order, than the two separate ones). bf16 (CUDA, and CPU after
-model.to(bfloat16)): the original rounds to bf16 after every step (normed row, then weight
-product; act(gate), then * up) where the fused ops round once, so optimized and original differ
-by a few bf16 ulps (2^-8 relative) per layer. Rather than one loose absolute bound, the bf16
-tests require the optimized model to be no further from the fp32 model than the original bf16
-model is (times 1.5, plus one bf16 ulp of the largest logit), and bound the direct difference by
-twice the original's own bf16 error plus that ulp. Measured on CPU: original 4.5e-3, ours 4.2e-3.
+Tolerances. A model's error has no closed-form bound, so the oracle is the same model in float64
+(its definition evaluated precisely) and the optimized model must be no worse than the
+unmodified one: fp32, within twice the original fp32 model's largest error plus 2^-16 of the
+largest logit (conftest.assert_no_worse); the last bits of either side's kernels (summation
+orders, which cuBLAS kernel the fused gate_up GEMM picks) move these errors by a fraction of
+themselves. bf16 (CUDA, and CPU after model.to(bfloat16)): the original rounds to bf16 after
+every step (normed row, then weight product; act(gate), then * up) where the fused ops round
+once; the optimized model must be no further from the float64 model than the original bf16
+model is (times 1.5, plus one bf16 ulp of the largest logit), and the direct difference is
+bounded by twice the original's own bf16 error plus that ulp.
 """
 
 import copy
@@ -24,11 +24,11 @@ import torch
 import ltx_kernels as lk
 from ltx_kernels.integrations import transformers as lk_tf
 
-from conftest import ALL_DEVICES, needs_cuda
+from bounds import U, norm_rel
+from conftest import ALL_DEVICES, UNIT, assert_no_worse, assert_within, needs_cuda
 
 transformers = pytest.importorskip("transformers")
 
-FP32_TOL = dict(rtol=1e-5, atol=1e-5)
 VOCAB = 100
 
 
@@ -79,6 +79,11 @@ def _logits(model, ids, **kw):
         return model(ids, **kw).logits
 
 
+def _exact(model, ids, **kw):
+    """The logits of a float64 copy of the (unmodified) model: the oracle."""
+    return _logits(copy.deepcopy(model).double(), ids, **kw)
+
+
 def _is_ours(module, fn):
     return getattr(module.__dict__.get("forward"), "__func__", None) is fn
 
@@ -109,15 +114,15 @@ def _check_replaced(model, flags, n_layers=2):
             assert hasattr(m, "gate_proj") != flags["fuse_mlp"]
 
 
-def _assert_bf16_close(got, ref_bf16, ref_fp32):
-    """got (optimized, bf16) vs the original bf16 model, both judged against the fp32 model."""
-    got, ref_bf16, ref_fp32 = got.float(), ref_bf16.float(), ref_fp32.float()
-    err_orig = (ref_bf16 - ref_fp32).abs().max().item()
-    err_ours = (got - ref_fp32).abs().max().item()
-    scale = ref_fp32.abs().max().item()
+def _assert_bf16_close(got, ref_bf16, exact):
+    """got (optimized, bf16) vs the original bf16 model, both judged against the float64 model."""
+    got, ref_bf16, exact = got.double(), ref_bf16.double(), exact.double()
+    err_orig = (ref_bf16 - exact).abs().max().item()
+    err_ours = (got - exact).abs().max().item()
+    scale = exact.abs().max().item()
     ulp = 2.0**-8 * scale  # one bf16 ulp at the largest logit
     assert err_ours <= 1.5 * err_orig + ulp, (err_ours, err_orig, ulp)
-    torch.testing.assert_close(got, ref_bf16, rtol=0, atol=2 * err_orig + ulp)
+    assert_within(got, ref_bf16, 2 * err_orig + ulp)
 
 
 @pytest.mark.parametrize("flags", list(FLAGS))
@@ -131,11 +136,12 @@ def test_logits_match_fp32(device, arch, flags):
     opt = lk_tf.optimize(copy.deepcopy(model), **FLAGS[flags])
     _check_replaced(opt, FLAGS[flags])
     got = _logits(opt, ids)
-    torch.testing.assert_close(got, want, **FP32_TOL)
+    assert_no_worse(got, want, _exact(model, ids))
     # and with an attention mask (left padding), which goes through **kwargs-free paths too
     mask = torch.ones_like(ids)
     mask[0, :4] = 0
-    torch.testing.assert_close(_logits(opt, ids, attention_mask=mask), _logits(model, ids, attention_mask=mask), **FP32_TOL)
+    assert_no_worse(_logits(opt, ids, attention_mask=mask), _logits(model, ids, attention_mask=mask),
+                    _exact(model, ids, attention_mask=mask), what="masked")
 
 
 @pytest.mark.parametrize("flags", ["all", "fuse_residual", "fuse_mlp"])
@@ -145,7 +151,7 @@ def test_logits_match_bf16(device, arch, flags):
     needs_cuda(device)
     model = _model(arch, device)
     ids = _ids(device, seq=29)
-    ref_fp32 = _logits(model, ids)
+    ref_fp32 = _exact(model, ids)
     model_bf16 = copy.deepcopy(model).to(torch.bfloat16)
     ref_bf16 = _logits(model_bf16, ids)
     opt = lk_tf.optimize(copy.deepcopy(model_bf16), **FLAGS[flags])
@@ -160,7 +166,7 @@ def test_to_dtype_and_device_after_optimize(device):
     needs_cuda(device)
     model = _model("llama")  # optimize on CPU in fp32, then move and cast
     ids = _ids(device)
-    ref_fp32 = _logits(copy.deepcopy(model).to(device), ids)
+    ref_fp32 = _exact(copy.deepcopy(model).to(device), ids)
     ref_bf16 = _logits(copy.deepcopy(model).to(device=device, dtype=torch.bfloat16), ids)
     opt = lk_tf.optimize(model).to(device=device, dtype=torch.bfloat16)
     _check_replaced(opt, FLAGS["all"])
@@ -182,7 +188,15 @@ def test_generate_identical_fp32(device, arch):
         want = model.generate(ids, **kw)
         got = opt.generate(ids, **kw)
     assert got.shape == (2, 13)
-    assert torch.equal(got, want)
+    if not torch.equal(got, want):
+        # Greedy decoding is a discontinuous function of the logits: the two may part only where
+        # the float64 model's top two logits are within a few fp32 errors of each other.
+        step = int((got != want).any(0).nonzero()[0])
+        prefix = want[:, :step]
+        lg = _exact(model, prefix)[:, -1].double()
+        top2 = lg.topk(2, dim=-1).values
+        gap = (top2[:, 0] - top2[:, 1]).min().item()
+        assert gap <= 2.0**-16 * lg.abs().max().item(), f"generation parts at step {step} with a logit gap of {gap:.3g}"
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)
@@ -199,7 +213,7 @@ def test_gemma_norms_left_untouched_and_correct(device, caplog):
     assert _count(opt, lk_tf._fused_decoder_forward) == 0
     # its MLP (gelu_pytorch_tanh) is fused with gelu_and_mul(tanh)
     assert _count(opt, lk_tf._mlp_forward_gelu_tanh) == 2
-    torch.testing.assert_close(_logits(opt, ids), want, **FP32_TOL)
+    assert_no_worse(_logits(opt, ids), want, _exact(model, ids))
     text = caplog.text
     assert "GemmaRMSNorm module(s) untouched: Gemma-style" in text
     assert "GemmaDecoderLayer module(s) untouched" in text
@@ -236,14 +250,15 @@ def test_hidden_states_and_hooks_still_work():
     ids = _ids("cpu")
     with torch.no_grad():
         want = model(ids, output_hidden_states=True).hidden_states
+        exact = copy.deepcopy(model).double()(ids, output_hidden_states=True).hidden_states
     opt = lk_tf.optimize(copy.deepcopy(model))
     seen = []
     opt.model.layers[1].register_forward_hook(lambda mod, args, out: seen.append(out.shape))
     with torch.no_grad():
         got = opt(ids, output_hidden_states=True).hidden_states
     assert len(got) == len(want) == 3
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g, w, **FP32_TOL)
+    for g, w, e in zip(got, want, exact):
+        assert_no_worse(g, w, e)
     assert seen == [torch.Size([2, 13, 64])]
 
 
@@ -274,13 +289,14 @@ def test_unknown_rmsnorm_variant_and_torch_rmsnorm(caplog):
     x = torch.randn(3, 5, 48)
     with torch.no_grad():
         want = net(x)
+        exact = copy.deepcopy(net).double()(x.double())
     with caplog.at_level(logging.INFO, logger="ltx_kernels"):
         lk_tf.optimize(net)
     assert "forward" not in net.a.__dict__
     assert _is_ours(net.b, lk_tf._torch_rms_forward) and _is_ours(net.c, lk_tf._torch_rms_forward)
     assert "left 1 ShiftedRMSNorm module(s) untouched: forward is not a known RMSNorm formula" in caplog.text
     with torch.no_grad():
-        torch.testing.assert_close(net(x), want, **FP32_TOL)
+        assert_no_worse(net(x), want, exact)
 
 
 def test_rms_weight_dtype_differs_from_input():
@@ -294,7 +310,15 @@ def test_rms_weight_dtype_differs_from_input():
         assert _is_ours(norm, lk_tf._llama_rms_forward)
         got = norm(x)
     assert got.dtype == want.dtype == torch.float32
-    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    # the normalized row rounded to bf16 (within u_bf16 |n| + e32 of the exact n), times the
+    # fp32 weight (one more fp32 rounding); torch's own result may round the row the other way
+    from ltx_kernels import reference as ref
+
+    n = ref.rms_norm(x, None, norm.variance_epsilon)
+    w = norm.weight.detach().double()
+    ub = UNIT[torch.bfloat16]
+    bound = w.abs() * (ub + (1 + ub) * norm_rel(64)) * n.abs() * (1 + U) + U * (w * n).abs() + 2.0**-133
+    assert_within(got, w * n, bound)
 
 
 def test_fused_mlp_weights_are_gate_then_up():
@@ -305,11 +329,12 @@ def test_fused_mlp_weights_are_gate_then_up():
     x = torch.randn(4, 64)
     with torch.no_grad():
         want = mlp(x)
+        exact = copy.deepcopy(mlp).double()(x.double())
     lk_tf.optimize(model, rms_norm=False, fuse_residual=False)
     torch.testing.assert_close(mlp.gate_up_proj.weight, torch.cat([gate_w, up_w]), rtol=0, atol=0)
     torch.testing.assert_close(mlp.gate_up_proj.bias, torch.cat([gate_b, up_b]), rtol=0, atol=0)
     with torch.no_grad():
-        torch.testing.assert_close(mlp(x), want, **FP32_TOL)
+        assert_no_worse(mlp(x), want, exact)
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)
@@ -325,9 +350,10 @@ def test_torch_compile_optimized_model(device):
     opt = lk_tf.optimize(copy.deepcopy(model))
     compiled = torch.compile(opt, fullgraph=False, backend="aot_eager" if device == "cpu" else "inductor")
     got = _logits(compiled, ids)
-    torch.testing.assert_close(got, want, **FP32_TOL)
+    exact = _exact(model, ids)
+    assert_no_worse(got, want, exact)
     got2 = _logits(compiled, ids)  # second call runs the cached graph
-    torch.testing.assert_close(got2, want, **FP32_TOL)
+    assert_no_worse(got2, want, exact)
 
 
 def test_optimize_rejects_non_module():

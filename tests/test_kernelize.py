@@ -9,51 +9,49 @@ the hub name "RMSNorm" and SiLUActivation with "SiLU"; LlamaMLP itself is not hu
 (there is no "SiluAndMul" module in it to replace), so SiluAndMul is tested as a layer only.
 """
 
-import copy
-import math
 from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import ltx_kernels as lk
 from ltx_kernels import layers
+from ltx_kernels import reference as ref
 
-from conftest import ALL_DEVICES, DTYPES, TOL, needs_cuda
+from bounds import U, and_mul_e32, gelu_e32, gelu_tanh_e32, norm_rel, silu_e32
+from conftest import ALL_DEVICES, DTYPES, UNIT, assert_close_to, assert_no_worse, assert_within, needs_cuda
 
 PKG = Path(lk.__file__).resolve().parent  # the variant folder holding layers/ (build/<variant>/)
 VOCAB = 100
 
 
-def _fast_gelu(x):  # transformers FastGELUActivation
-    return 0.5 * x * (1.0 + torch.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))
+def _and_mul(act, act_e32, act_first):
+    """(float64 oracle, fp32 error bound) of act(a) * b (act_first) or a * act(b)."""
+    d_ = lambda x: x.shape[-1] // 2  # noqa: E731
+
+    def oracle(x):
+        a, b = x[..., :d_(x)].double(), x[..., d_(x):].double()
+        return act(a) * b if act_first else a * act(b)
+
+    return oracle, lambda x: and_mul_e32(x, act, act_e32, act_first)
 
 
-def _new_gelu(x):  # transformers NewGELUActivation
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
-
-
-def _halves(x):
-    d = x.shape[-1] // 2
-    return x[..., :d], x[..., d:]
-
-
-# name -> (attributes of the replaced module, fp32 oracle)
+# name -> (attributes of the replaced module, float64 oracle, the kernel's fp32 error bound).
+# transformers' FastGELU (0.7978845608 x (1 + 0.044715 x^2)) and NewGELU are the tanh GELU.
 LAYER_CASES = {
-    "SiluAndMul": ({}, lambda x: F.silu(_halves(x)[0]) * _halves(x)[1]),
-    "MulAndSilu": ({}, lambda x: _halves(x)[0] * F.silu(_halves(x)[1])),
-    "GeluAndMul": ({}, lambda x: F.gelu(_halves(x)[0]) * _halves(x)[1]),
-    "GeluAndMul-tanh": ({"approximate": "tanh"}, lambda x: F.gelu(_halves(x)[0], approximate="tanh") * _halves(x)[1]),
-    "GeluTanhAndMul": ({}, lambda x: F.gelu(_halves(x)[0], approximate="tanh") * _halves(x)[1]),
-    "Silu": ({}, F.silu),
-    "SiLU": ({}, F.silu),
-    "Gelu": ({}, F.gelu),
-    "GeLU": ({}, F.gelu),
-    "Gelu-tanh": ({"approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh")),
-    "GeluTanh": ({}, lambda x: F.gelu(x, approximate="tanh")),
-    "FastGELU": ({}, _fast_gelu),
-    "NewGELU": ({}, _new_gelu),
+    "SiluAndMul": ({}, *_and_mul(ref.silu, silu_e32, True)),
+    "MulAndSilu": ({}, *_and_mul(ref.silu, silu_e32, False)),
+    "GeluAndMul": ({}, *_and_mul(ref.gelu, gelu_e32, True)),
+    "GeluAndMul-tanh": ({"approximate": "tanh"}, *_and_mul(ref.gelu_tanh, gelu_tanh_e32, True)),
+    "GeluTanhAndMul": ({}, *_and_mul(ref.gelu_tanh, gelu_tanh_e32, True)),
+    "Silu": ({}, ref.silu, silu_e32),
+    "SiLU": ({}, ref.silu, silu_e32),
+    "Gelu": ({}, ref.gelu, gelu_e32),
+    "GeLU": ({}, ref.gelu, gelu_e32),
+    "Gelu-tanh": ({"approximate": "tanh"}, ref.gelu_tanh, gelu_tanh_e32),
+    "GeluTanh": ({}, ref.gelu_tanh, gelu_tanh_e32),
+    "FastGELU": ({}, ref.gelu_tanh, gelu_tanh_e32),
+    "NewGELU": ({}, ref.gelu_tanh, gelu_tanh_e32),
 }
 
 
@@ -86,21 +84,15 @@ def test_layers_pass_kernels_validation():
 def test_activation_layers(device, case, dtype):
     needs_cuda(device)
     name = case.split("-")[0]
-    attrs, oracle = LAYER_CASES[case]
+    attrs, oracle, e32 = LAYER_CASES[case]
     mod = getattr(layers, name)()
     for k, v in attrs.items():
         setattr(mod, k, v)
     x = torch.randn(3, 7, 2 * 37, device=device).to(dtype) * 3
     got = mod(x)
-    want = oracle(x.float()).to(dtype)
+    want = oracle(x)
     assert got.dtype == dtype and got.shape == want.shape
-    # For a < 0, 1 + erf(a / sqrt(2)) (or 1 + tanh(.)) cancels: its one-ulp-of-1 error (2^-23 in
-    # fp32, in the kernel and in the oracle alike) is scaled by 0.5 |a| (|b|), hence the floor.
-    xf = x.float()
-    mag = (_halves(xf)[0] * _halves(xf)[1]).abs().max() if "AndMul" in name or "MulAnd" in name else xf.abs().max()
-    tol = dict(TOL[dtype])
-    tol["atol"] = max(tol["atol"], 2.0**-22 * mag.item())
-    torch.testing.assert_close(got, want, **tol)
+    assert_close_to(got, want, dtype, e32(x), case)
     empty = x[:0]
     assert mod(empty).shape == want[:0].shape
 
@@ -112,12 +104,16 @@ def test_rmsnorm_layer_weight_dtype_promotes_like_transformers(device):
     mod.weight = torch.nn.Parameter(torch.randn(64, device=device))  # fp32 weight
     mod.variance_epsilon = 1e-5
     x = torch.randn(4, 64, device=device).to(torch.bfloat16)
-    xf = x.float()
-    normed = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(torch.bfloat16)
-    want = mod.weight * normed  # transformers LlamaRMSNorm: fp32 result
+    # transformers LlamaRMSNorm: the normalized row rounded to x's dtype (bf16), then times the
+    # fp32 weight in fp32. Bound: the bf16 rounding of an fp32 value within norm_rel(64) of the
+    # exact n (u_bf16 |n| + e32), times |w|, plus the fp32 product's rounding.
+    n = ref.rms_norm(x, None, 1e-5)
+    w = mod.weight.detach().double()
     got = layers.RMSNorm.forward(mod, x)
     assert got.dtype == torch.float32
-    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    ub = UNIT[torch.bfloat16]
+    bound = w.abs() * (ub * n.abs() + (1 + ub) * norm_rel(64) * n.abs() + 2.0**-134) * (1 + U) + U * (w * n).abs()
+    assert_within(got, w * n, bound)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,10 +175,10 @@ def test_kernelize_tiny_llama_local_repo(device, dtype, compile_mode):
     model = _tiny_llama(device, torch.float32)
     ids = torch.randint(0, VOCAB, (2, 11), device=device)
     with torch.no_grad():
-        ref_fp32 = model(ids).logits
+        exact = model.double()(ids).logits  # the same model in float64: the oracle
     model = model.to(dtype)
     with torch.no_grad():
-        ref = model(ids).logits
+        eager = model(ids).logits
     _hub_decorate(kernels)
     mode = kernels.Mode.INFERENCE | kernels.Mode.TORCH_COMPILE if compile_mode else kernels.Mode.INFERENCE
     mapping = {
@@ -203,15 +199,9 @@ def test_kernelize_tiny_llama_local_repo(device, dtype, compile_mode):
     with torch.no_grad():
         got = run(ids).logits
     assert got.dtype == dtype
-    if dtype == torch.float32:
-        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
-    else:
-        # bf16: the original rounds twice (normed row, then * weight), ours once; judge both
-        # against the fp32 model (see test_integrations_transformers.py's docstring).
-        scale = ref_fp32.abs().max().item()
-        err_orig = (ref.float() - ref_fp32).abs().max().item()
-        err_ours = (got.float() - ref_fp32).abs().max().item()
-        assert err_ours <= 1.5 * err_orig + 2.0**-8 * scale, (err_ours, err_orig)
+    # bf16: the original rounds twice (normed row, then * weight), ours once; fp32 and bf16
+    # alike, ours against the float64 model no worse than the eager model is
+    assert_no_worse(got, eager, exact, floor=2.0**-16 if dtype == torch.float32 else 2.0**-8)
 
 
 def test_kernelize_with_optimize_afterwards():
@@ -225,7 +215,9 @@ def test_kernelize_with_optimize_afterwards():
     model = _tiny_llama("cpu", torch.float32)
     ids = torch.randint(0, VOCAB, (2, 9))
     with torch.no_grad():
-        ref = model(ids).logits
+        eager = model(ids).logits
+        exact = model.double()(ids).logits
+    model = model.float()
     _hub_decorate(kernels)
     mapping = {"RMSNorm": {"cpu": {kernels.Mode.INFERENCE: kernels.LocalLayerRepository(repo_path=PKG, layer_name="RMSNorm")}}}
     with kernels.use_kernel_mapping(mapping, inherit_mapping=False):
@@ -234,4 +226,4 @@ def test_kernelize_with_optimize_afterwards():
     assert hasattr(model.model.layers[0].mlp, "gate_up_proj")
     assert _forward_is_our_layer(model.model.norm, "RMSNorm")
     with torch.no_grad():
-        torch.testing.assert_close(model(ids).logits, ref, rtol=1e-5, atol=1e-5)
+        assert_no_worse(model(ids).logits, eager, exact)

@@ -2,7 +2,10 @@
 // from the definitions in double precision, never from the code under test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -189,3 +192,137 @@ TEST(Formats, Fp8DecodeIsMonotonic) {
 
 TEST(Formats, E4M3EncodeAll16BitPatterns) { check_all_16bit_patterns<E4M3>(); }
 TEST(Formats, E5M2EncodeAll16BitPatterns) { check_all_16bit_patterns<E5M2>(); }
+
+// ---- activations (ltx_kernels/activation/gelu_erfc.h, shared by the CPU backend and the CUDA
+// kernels, and ltx_kernels/cpu/activation_math.h) against double-precision evaluations of their
+// definitions. The CUDA kernels run the same gelu code with CUDA's erfcf (documented to 4 ulps).
+#include "ltx_kernels/cpu/activation_math.h"
+
+namespace {
+
+// fp32 ulp at |y| (the subnormal spacing 2^-149 below 2^-126).
+double ulp32(double y) {
+  const double a = std::fabs(y);
+  if (a < std::ldexp(1.0, -126)) return std::ldexp(1.0, -149);
+  int e;
+  std::frexp(a, &e);  // a = f 2^e, f in [0.5, 1)
+  return std::ldexp(1.0, e - 24);
+}
+
+double gelu_exact(float x) { return 0.5 * double(x) * std::erfc(-double(x) / std::sqrt(2.0)); }
+
+// Every step-th fp32 value of [lo, hi] in the order of the reals (by bit pattern, so every
+// binade is visited, the ones near 0 included).
+int64_t ordered(float x) {
+  int32_t i;
+  std::memcpy(&i, &x, sizeof(i));
+  return i < 0 ? -int64_t(i & 0x7fffffff) : int64_t(i);
+}
+float from_ordered(int64_t k) {
+  const int32_t i = k < 0 ? int32_t(uint32_t(-k) | 0x80000000u) : int32_t(k);
+  float x;
+  std::memcpy(&x, &i, sizeof(x));
+  return x;
+}
+template <class F>
+void sweep(float lo, float hi, int64_t step, F&& f) {
+  for (int64_t k = ordered(lo); k <= ordered(hi); k += step) f(from_ordered(k));
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+}  // namespace
+
+// The x << 0 range that the erfc form exists for: with the first-order correction of the rounded
+// product u = -x / sqrt 2 the result keeps full fp32 accuracy. Bound, relative to |gelu(x)|, in
+// units of u = 2^-24: erfcf's own error E ulps (E = 4, CUDA's documented bound) is at most 2E u
+// relative; the correction leaves < 0.1 ulp of erfc's argument error and rounds once (<= 2 u
+// together, in erfc's binade); the product 0.5 x * erfc rounds once (1 u): (2E + 3) u = 11 u,
+// i.e. 5.5 to 11 ulps depending on where e and the result sit in their binades. This holds
+// where erfc(u) is a normal number (x >= -13.0); below, erfc(u) is subnormal and the absolute
+// error is |x| / 2 times erfcf's few units of 2^-149: < 2^-142.
+TEST(Activation, GeluErfcAgainstDouble) {
+  const double u = std::ldexp(1.0, -24);
+  double worst = 0, worst_x = 0;
+  int64_t n = 0, bad = 0;
+  auto check = [&](float x) {
+    const double want = gelu_exact(x);
+    const float got = gelu_erfc_f32(x);
+    const double err = std::fabs(double(got) - want);
+    // + 2^-150: a subnormal result rounds to a multiple of 2^-149
+    const double bound = x >= -13.0f ? 11 * u * std::fabs(want) + std::ldexp(1.0, -150) : std::ldexp(1.0, -142);
+    if (x >= -13.0f && std::fabs(want) >= std::ldexp(1.0, -126) && err / std::fabs(want) / u > worst)
+      worst = err / std::fabs(want) / u, worst_x = x;
+    ++n;
+    if (!(err <= bound) && bad++ < 5)
+      ADD_FAILURE() << "x=" << x << " got " << got << " want " << want << " bound " << bound;
+  };
+  sweep(-20.f, 0.f, 127, check);  // ~8.5 million points
+  sweep(0.f, 20.f, 1021, check);
+  EXPECT_EQ(bad, 0) << "of " << n;
+  std::printf("gelu_erfc_f32: worst relative error %.2f * 2^-24 (normal results) at x = %.9g, %lld points\n",
+              worst, worst_x, (long long)n);
+}
+
+// Without the low part the same sweep is off by ~2u^2 2^-24 relative: the test above can fail.
+TEST(Activation, GeluErfcLowPartMatters) {
+  double worst = 0;
+  sweep(-13.f, -8.f, 4099, [&](float x) {
+    const float plain = 0.5f * x * std::erfc(-x * 0.70710677f);
+    worst = std::max(worst, std::fabs(double(plain) - gelu_exact(x)) / ulp32(gelu_exact(x)));
+  });
+  EXPECT_GT(worst, 50.0);
+}
+
+TEST(Activation, SpecialValues) {
+  using cpu::act::GeluErf;
+  using cpu::act::GeluTanh;
+  using cpu::act::Silu;
+  const float inf = INFINITY, tiny = 1e-30f, sub = std::ldexp(1.f, -149);
+  for (auto f : {&GeluErf::f, &GeluTanh::f, &Silu::f}) {
+    EXPECT_TRUE(same_bits(f(0.f), 0.f));
+    EXPECT_TRUE(same_bits(f(-0.f), -0.f));
+    EXPECT_TRUE(same_bits(f(inf), inf));
+    EXPECT_TRUE(same_bits(f(-inf), -0.f));
+    EXPECT_TRUE(std::isnan(f(NAN)));
+    EXPECT_EQ(f(tiny), tiny / 2);  // x / 2 rounded
+    EXPECT_EQ(f(-tiny), -tiny / 2);
+    EXPECT_TRUE(same_bits(f(sub), 0.f));  // 2^-150: a tie, to even (0)
+    EXPECT_TRUE(same_bits(f(-sub), -0.f));
+    EXPECT_EQ(f(100.f), 100.f);
+    EXPECT_EQ(f(3e38f), 3e38f);
+    EXPECT_TRUE(same_bits(f(-100.f), -0.f));
+    EXPECT_TRUE(same_bits(f(-3e38f), -0.f));
+  }
+  EXPECT_EQ(GeluErf::f(5.5f), 5.5f);
+  EXPECT_TRUE(same_bits(GeluErf::f(-14.9f), -0.f));
+  EXPECT_EQ(GeluTanh::f(5.1f), 5.1f);
+  EXPECT_TRUE(same_bits(GeluTanh::f(-10.01f), -0.f));
+  EXPECT_LT(GeluTanh::f(-9.99f), 0.f);  // still a (tiny) negative number
+  EXPECT_EQ(Silu::f(17.5f), 17.5f);
+  EXPECT_TRUE(same_bits(Silu::f(-87.4f), -0.f));
+  EXPECT_LT(Silu::f(-87.3f), 0.f);
+}
+
+// gelu_tanh = x / (1 + e^{-2v}) and silu = x / (1 + e^{-x}) against double. Relative bounds from
+// the formulas: v carries <= 7 fp32 roundings (x^3: 2, the constants: 2, the products and the
+// sum: 3; the sum adds like-signed terms), and e^{-2v} multiplies v's relative error by |2v|;
+// expf (<= 2 ulps = 4 u), 1 + e and the division (<= 2 ulps for the CUDA fast divide) add
+// <= 9 u: |err| <= (9 + 14 |v|) u |y|, u = 2^-24. silu: (4 + 1 + 4) u |y| + 1 u. Where the
+// kernels return -0 (e > 2^126) the exact value is below 2^-122 (gelu_tanh) / 2^-119 (silu).
+TEST(Activation, GeluTanhAndSiluAgainstDouble) {
+  const double u = std::ldexp(1.0, -24);
+  int bad = 0;
+  sweep(-12.f, 12.f, 4099, [&](float x) {
+    const double vx = std::sqrt(2.0 / M_PI) * (double(x) + 0.044715 * double(x) * x * x);
+    const double want = double(x) / (1.0 + std::exp(-2.0 * vx));
+    const double bound = (9 + 14 * std::fabs(vx)) * u * std::fabs(want) + std::ldexp(1.0, -122);
+    // (2^-122 also covers the half-subnormal rounding of tiny results)
+    if (!(std::fabs(cpu::act::GeluTanh::f(x) - want) <= bound) && bad++ < 5) ADD_FAILURE() << "gelu_tanh x=" << x;
+  });
+  sweep(-90.f, 90.f, 4099, [&](float x) {
+    const double want = double(x) / (1.0 + std::exp(-double(x)));
+    const double bound = 10 * u * std::fabs(want) + std::ldexp(1.0, -119);
+    if (!(std::fabs(cpu::act::Silu::f(x) - want) <= bound) && bad++ < 5) ADD_FAILURE() << "silu x=" << x;
+  });
+}

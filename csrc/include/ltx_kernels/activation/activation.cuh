@@ -14,33 +14,39 @@
 // The activation is a template functor (Act::f(float) -> float): one kernel, three activations.
 #pragma once
 
+#include "ltx_kernels/activation/gelu_erfc.h"
 #include "ltx_kernels/common/vec.cuh"
 
 namespace ltx_kernels {
 namespace act_detail {
 
 // ---- the activations, fp32 in and out ---------------------------------------------------------
+// The CPU backend (ltx_kernels/cpu/activation_math.h) computes the same formulas, with the same
+// special values: gelu(-inf) = gelu_tanh(-inf) = silu(-inf) = -0, +inf -> +inf, NaN -> NaN.
 
+// 0.5 x erfc(-x / sqrt 2), no cancellation for x << 0; host and device (gelu_erfc.h).
 struct GeluErf {
-  __device__ __forceinline__ static float f(float x) {
-    return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f));
-  }
+  __device__ __forceinline__ static float f(float x) { return gelu_erfc_f32(x); }
 };
 
-// 0.5 x (1 + tanh(u)) == x * sigmoid(2u) == x / (1 + e^(-2u)): one expf and one fast divide
-// instead of tanhf, and no cancellation of 1 + tanh(u) near -1 (so it is at least as accurate
-// as the tanh form the oracle uses). __fdividef(x, y) returns 0 for 2^126 < |y| <= inf, the
-// right limit here (the true value is below 1e-36 in magnitude).
+// 0.5 x (1 + tanh(v)) == x * sigmoid(2v) == x / (1 + e^(-2v)): one expf and one fast divide
+// instead of tanhf, and no cancellation of 1 + tanh(v) near -1. __fdividef(x, y) returns 0 for
+// 2^126 < |y| <= inf; e^(-2v) > 2^126 (x < -10.0, exact value above -1.2e-37) gives -0
+// explicitly, which also keeps x = -inf (-inf / inf = NaN) at its limit -0.
 struct GeluTanh {
   __device__ __forceinline__ static float f(float x) {
-    const float u = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
-    return __fdividef(x, 1.f + expf(-2.f * u));
+    const float v = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
+    const float e = expf(-2.f * v);
+    return e > 0x1p126f ? -0.f : __fdividef(x, 1.f + e);
   }
 };
 
-// x / (1 + e^-x): e^-x overflows to inf for x < -88, giving -0, the correct limit.
+// x / (1 + e^-x); -0 once e^-x > 2^126 (x < -87.3, exact value above -1.1e-36) and at x = -inf.
 struct Silu {
-  __device__ __forceinline__ static float f(float x) { return __fdividef(x, 1.f + expf(-x)); }
+  __device__ __forceinline__ static float f(float x) {
+    const float e = expf(-x);
+    return e > 0x1p126f ? -0.f : __fdividef(x, 1.f + e);
+  }
 };
 
 // 2 * sigmoid(g), LTX-2's per-head attention gate.
