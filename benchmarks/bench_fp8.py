@@ -1,43 +1,18 @@
 """FP8 family benchmarks: per-token-group and 128x128-block quantizers and their dequantizers,
-ours vs an eager PyTorch composition (reshape to groups, amax, divide, .to(float8)) and
-torch.compile of it; same run, same method (benchmarks/common.py). Bytes = read + written
-(x once, q once, plus the scales)."""
+ours vs an eager PyTorch composition (benchmarks/baselines.py: reshape to groups, amax, divide,
+.to(float8)) and torch.compile of it; same run, same method (benchmarks/common.py).
+Bytes = read + written (x once, q once, plus the scales)."""
 
 import torch
 
 import ltx_kernels as lk
 
+import baselines as bl
 from common import Row, n_copies, time_graph
 
 GROUP_SHAPES = [(2 * 6144, 4096), (32760, 4096)]
 BLOCK_SHAPES = [(16384, 4096), (4096, 16384)]
 F8 = torch.float8_e4m3fn
-
-
-def eager_group(x, g=128):
-    m, k = x.shape
-    xg = x.float().view(m, k // g, g)
-    s = xg.abs().amax(-1, keepdim=True) / 448.0
-    q = torch.where(s == 0, xg, xg / s).to(F8)
-    return q.view(m, k), s.squeeze(-1)
-
-
-def eager_group_dequant(q, s, g=128):
-    m, k = q.shape
-    return (q.float().view(m, k // g, g) * s.unsqueeze(-1)).view(m, k).to(torch.bfloat16)
-
-
-def eager_block(w, b=128):
-    n, k = w.shape  # multiples of 128 here
-    wt = w.float().view(n // b, b, k // b, b)
-    s = wt.abs().amax(dim=(1, 3), keepdim=True) / 448.0
-    q = torch.where(s == 0, wt, wt / s).to(F8)
-    return q.view(n, k), s.view(n // b, k // b)
-
-
-def eager_block_dequant(q, s, b=128):
-    n, k = q.shape
-    return (q.float().view(n // b, b, k // b, b) * s.view(n // b, 1, k // b, 1)).view(n, k).to(torch.bfloat16)
 
 
 def _bench(name, shape, ours, eager, compiled, nbytes, k, rows, copy_gbps, note=""):
@@ -48,8 +23,9 @@ def _bench(name, shape, ours, eager, compiled, nbytes, k, rows, copy_gbps, note=
 
 def run(copy_gbps, quick=False):
     rows = []
-    cg, cgd = torch.compile(eager_group, dynamic=False), torch.compile(eager_group_dequant, dynamic=False)
-    cb, cbd = torch.compile(eager_block, dynamic=False), torch.compile(eager_block_dequant, dynamic=False)
+    cg, cgd, cb, cbd = (torch.compile(f, dynamic=False) for f in (
+        bl.quantize_fp8_per_token_group, bl.dequantize_fp8_per_token_group, bl.quantize_fp8_block,
+        bl.dequantize_fp8_block))
     for shape in GROUP_SHAPES[:1] if quick else GROUP_SHAPES:
         m, kk = shape
         nbytes = m * kk * 3 + m * (kk // 128) * 4
@@ -59,16 +35,16 @@ def run(copy_gbps, quick=False):
         ss = [lk.mn_major_scales(m, kk // 128, "cuda") for _ in range(k)]
         _bench("quantize_fp8_per_token_group", shape,
                lambda i: lk.quantize_fp8_per_token_group(xs[i], 128, "mn_major", out=(qs[i], ss[i])),
-               lambda i: eager_group(xs[i]), lambda i: cg(xs[i]), nbytes, k, rows, copy_gbps,
+               lambda i: bl.quantize_fp8_per_token_group(xs[i]), lambda i: cg(xs[i]), nbytes, k, rows, copy_gbps,
                note="mn_major scales")
         # correctness of what was timed: bit-exact against the eager composition where it is exact
-        q_e, s_e = eager_group(xs[0])
+        q_e, s_e = bl.quantize_fp8_per_token_group(xs[0])
         same = torch.equal(qs[0].view(torch.uint8), q_e.view(torch.uint8)) and torch.equal(ss[0], s_e)
         rows[-1].note += f"; equal to eager: {same}"
         outs = [torch.empty(shape, device="cuda", dtype=torch.bfloat16) for _ in range(k)]
         _bench("dequantize_fp8_per_token_group", shape,
                lambda i: lk.dequantize_fp8_per_token_group(qs[i], ss[i], 128, out=outs[i]),
-               lambda i: eager_group_dequant(qs[i], ss[i]), lambda i: cgd(qs[i], ss[i]), nbytes, k,
+               lambda i: bl.dequantize_fp8_per_token_group(qs[i], ss[i]), lambda i: cgd(qs[i], ss[i]), nbytes, k,
                rows, copy_gbps)
         del xs, qs, ss, outs
         torch.cuda.empty_cache()
@@ -81,14 +57,14 @@ def run(copy_gbps, quick=False):
         ss = [torch.empty(n // 128, kk // 128, device="cuda") for _ in range(k)]
         _bench("quantize_fp8_block", shape,
                lambda i: lk.quantize_fp8_block(ws[i], out=(qs[i], ss[i])),
-               lambda i: eager_block(ws[i]), lambda i: cb(ws[i]), nbytes, k, rows, copy_gbps)
-        q_e, s_e = eager_block(ws[0])
+               lambda i: bl.quantize_fp8_block(ws[i]), lambda i: cb(ws[i]), nbytes, k, rows, copy_gbps)
+        q_e, s_e = bl.quantize_fp8_block(ws[0])
         same = torch.equal(qs[0].view(torch.uint8), q_e.view(torch.uint8)) and torch.equal(ss[0], s_e)
         rows[-1].note += f"equal to eager: {same}"
         outs = [torch.empty(shape, device="cuda", dtype=torch.bfloat16) for _ in range(k)]
         _bench("dequantize_fp8_block", shape,
                lambda i: lk.dequantize_fp8_block(qs[i], ss[i], out=outs[i]),
-               lambda i: eager_block_dequant(qs[i], ss[i]), lambda i: cbd(qs[i], ss[i]), nbytes, k,
+               lambda i: bl.dequantize_fp8_block(qs[i], ss[i]), lambda i: cbd(qs[i], ss[i]), nbytes, k,
                rows, copy_gbps)
         del ws, qs, ss, outs
         torch.cuda.empty_cache()

@@ -1,7 +1,8 @@
 """Ops with FP8 output (out_dtype=torch.float8_e4m3fn, per-token 128-column groups, M-major
 scales as DeepGEMM reads them): ours fused (one pass) vs ours unfused (the plain op in bf16,
-then our quantize_fp8_per_token_group) vs torch.compile of the reference composition (fp32 op,
-group amax, divide, cast to float8); same run, same method (benchmarks/common.py).
+then our quantize_fp8_per_token_group) vs torch.compile of the fp32 composition
+(benchmarks/baselines.py: the op in fp32, group amax, divide, cast to float8); same run, same
+method (benchmarks/common.py).
 
 Bytes = read + written once by the fused op: the inputs (per-sample tables and the weight
 counted once), q (1 byte per element), scales (4 bytes per 128 elements), and h_out for the
@@ -13,6 +14,7 @@ import torch
 
 import ltx_kernels as lk
 
+import baselines as bl
 from common import Row, n_copies, time_graph
 
 F8 = torch.float8_e4m3fn
@@ -21,71 +23,29 @@ MUL_SHAPES = [(2 * 6144, 2 * 8192)]  # [tokens, 2 * FFN] -> [tokens, 8192]
 EPS = 1e-6
 
 
-def _quant(y, g=128):
-    """Group quantization of an fp32 y (the reference rule with torch's float8 cast)."""
-    shp = y.shape
-    yg = y.reshape(-1, shp[-1] // g, g)
-    s = yg.abs().amax(-1, keepdim=True) / 448.0
-    q = torch.where(s == 0, yg, yg / s).to(F8)
-    return q.reshape(shp), s.squeeze(-1)
+# The torch.compile baselines: the fp32 compositions of baselines.py with this file's eps.
+def base_rms_norm(x, w):
+    return bl.rms_norm_fp8(x, w, EPS)
 
 
-def _rms(x, eps=EPS):
-    xf = x.float()
-    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+def base_adaln(x, sc, sh):
+    return bl.adaln_rms_norm_fp8(x, sc, sh, None, EPS)
 
 
-def ref_rms_norm(x, w):
-    return _quant(_rms(x) * w.float())
+def base_gated(h, y, g, sc, sh):
+    return bl.gated_residual_adaln_rms_norm_fp8(h, y, g, sc, sh, None, EPS)
 
 
-def ref_adaln(x, sc, sh):
-    return _quant(_rms(x) * (1 + sc.float().unsqueeze(1)) + sh.float().unsqueeze(1))
+def base_rms_norm_rope(x, cos, sin, w):
+    return bl.rms_norm_rope_fp8(x, cos, sin, w, EPS)
 
 
-def ref_gated(h, y, g, sc, sh):
-    hn = (h.float() + y.float() * g.float().unsqueeze(1)).to(h.dtype)
-    return hn, _quant(_rms(hn) * (1 + sc.float().unsqueeze(1)) + sh.float().unsqueeze(1))
+def base_rms_norm_split_rope(x, cos, sin, w):
+    return bl.rms_norm_split_rope_fp8(x, cos, sin, w, EPS)
 
 
-def ref_silu_and_mul(x):
-    d = x.shape[-1] // 2
-    a, b = x[..., :d].float(), x[..., d:].float()
-    return _quant(torch.nn.functional.silu(a) * b)
-
-
-def ref_gelu_and_mul(x):
-    d = x.shape[-1] // 2
-    a, b = x[..., :d].float(), x[..., d:].float()
-    return _quant(torch.nn.functional.gelu(a, approximate="tanh") * b)
-
-
-def ref_gelu_tanh(x):
-    return _quant(torch.nn.functional.gelu(x.float(), approximate="tanh"))
-
-
-def ref_gated_attention(x, gl):
-    h = gl.shape[-1]
-    xf = x.float().unflatten(-1, (h, x.shape[-1] // h))
-    return _quant((xf * (2 * torch.sigmoid(gl.float())).unsqueeze(-1)).flatten(-2))
-
-
-def ref_rms_norm_rope(x, cos, sin, w):
-    """Interleaved RoPE (pairs (2i, 2i+1), full-width tables [1, S, C]) after the norm."""
-    y = _rms(x) * w.float()
-    y0, y1 = y[..., 0::2], y[..., 1::2]
-    c0, c1, s0, s1 = cos[..., 0::2], cos[..., 1::2], sin[..., 0::2], sin[..., 1::2]
-    return _quant(torch.stack([y0 * c0 - y1 * s0, y0 * s1 + y1 * c1], -1).flatten(-2))
-
-
-def ref_rms_norm_split_rope(x, cos, sin, w):
-    """Split RoPE per head (tables [1, H, S, d/2]) after the whole-row norm."""
-    B, S, C = x.shape
-    H, half = cos.shape[1], cos.shape[-1]
-    y = (_rms(x) * w.float()).view(B, S, H, 2 * half).transpose(1, 2)
-    a, b = y[..., :half], y[..., half:]
-    o = torch.cat([a * cos - b * sin, b * cos + a * sin], -1)
-    return _quant(o.transpose(1, 2).reshape(B, S, C))
+def base_gelu_and_mul(x):
+    return bl.gelu_and_mul_fp8(x, "tanh")
 
 
 def _unfused_quant(y):
@@ -101,10 +61,11 @@ def run(copy_gbps, quick=False):
     rows = []
     dev, bf = "cuda", torch.bfloat16
     kw = dict(out_dtype=F8, scale_layout="mn_major")
-    c_rms, c_adaln, c_gated = (torch.compile(f, dynamic=False) for f in (ref_rms_norm, ref_adaln, ref_gated))
-    c_rope, c_srope = (torch.compile(f, dynamic=False) for f in (ref_rms_norm_rope, ref_rms_norm_split_rope))
+    c_rms, c_adaln, c_gated = (torch.compile(f, dynamic=False) for f in (base_rms_norm, base_adaln, base_gated))
+    c_rope, c_srope = (torch.compile(f, dynamic=False) for f in (base_rms_norm_rope, base_rms_norm_split_rope))
     c_silu, c_gelu, c_gt, c_ga = (torch.compile(f, dynamic=False)
-                                  for f in (ref_silu_and_mul, ref_gelu_and_mul, ref_gelu_tanh, ref_gated_attention))
+                                  for f in (bl.silu_and_mul_fp8, base_gelu_and_mul, bl.gelu_tanh_fp8,
+                                            bl.gated_attention_fp8))
     for shape in NORM_SHAPES[:1] if quick else NORM_SHAPES:
         B, S, C = shape
         n = B * S * C

@@ -1,0 +1,253 @@
+"""The PyTorch compositions the benchmarks time as "eager" and compile for "torch.compile".
+
+Each is what a PyTorch user writes for the op's formula: the arithmetic in fp32
+(``x.float() ... .to(x.dtype)``), rounded once to the input dtype at the end, so a baseline
+does the same work at the same precision as our kernels. The formulas are those of
+``ltx_kernels.reference`` (the test oracles, which compute in float64 and are not baselines:
+float64 arithmetic would make every baseline slower than what a user runs). The benchmarks
+still measure the error of what was timed against those float64 oracles.
+
+Where PyTorch has a fused op (F.gelu, F.silu, F.rms_norm, F.layer_norm) the benchmarks time it
+as a further baseline next to these.
+
+Tables: AdaLN scale / shift / gate are [B, C] (per sample, broadcast over the tokens) or of x's
+shape (per token); RoPE cos / sin follow ltx_kernels.apply_rope's convention.
+"""
+
+from typing import Optional
+
+import torch
+
+F8 = torch.float8_e4m3fn
+F8_MAX = 448.0  # largest finite float8_e4m3fn value
+
+
+# ---- helpers --------------------------------------------------------------------------------
+def table(t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """An AdaLN table as fp32, broadcastable against x: [B, C] -> [B, 1, ..., 1, C]."""
+    t = t.float()
+    if t.shape != x.shape:
+        t = t.reshape(t.shape[0], *([1] * (x.dim() - 2)), t.shape[-1])
+    return t
+
+
+def _rms_f32(x: torch.Tensor, weight: Optional[torch.Tensor], eps: float) -> torch.Tensor:
+    xf = x.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return y if weight is None else y * weight.float()
+
+
+def _layer_norm_f32(x, weight, bias, eps):
+    xf = x.float()
+    mean = xf.mean(dim=-1, keepdim=True)
+    xc = xf - mean
+    y = xc * torch.rsqrt(xc.pow(2).mean(dim=-1, keepdim=True) + eps)
+    if weight is not None:
+        y = y * weight.float()
+    if bias is not None:
+        y = y + bias.float()
+    return y
+
+
+def _modulate_f32(y, x, scale, shift):
+    return y * (1 + table(scale, x)) + table(shift, x)
+
+
+# ---- activations ----------------------------------------------------------------------------
+def _gelu_f32(xf):
+    # 0.5 x (1 + erf(x / sqrt(2))) written as 0.5 x erfc(-x / sqrt(2)): the same function and
+    # the same cost, without the cancellation of 1 + erf for x << 0.
+    return 0.5 * xf * torch.special.erfc(-xf * 0.7071067811865476)
+
+
+def _gelu_tanh_f32(xf):
+    # 0.5 x (1 + tanh(v)) = x sigmoid(2 v), v = sqrt(2/pi) (x + 0.044715 x^3)
+    v = 0.7978845608028654 * (xf + 0.044715 * xf * xf * xf)
+    return xf * torch.sigmoid(2.0 * v)
+
+
+def _silu_f32(xf):
+    return xf * torch.sigmoid(xf)
+
+
+def gelu(x):
+    return _gelu_f32(x.float()).to(x.dtype)
+
+
+def gelu_tanh(x):
+    return _gelu_tanh_f32(x.float()).to(x.dtype)
+
+
+def silu(x):
+    return _silu_f32(x.float()).to(x.dtype)
+
+
+def _act_and_mul_f32(x, act, act_first):
+    d = x.shape[-1] // 2
+    a, b = x[..., :d].float(), x[..., d:].float()
+    return act(a) * b if act_first else a * act(b)
+
+
+def gelu_and_mul(x, approximate: str = "none", act_first: bool = True):
+    """x [..., 2d] -> act(x[..., :d]) * x[..., d:] (act_first) or x[..., :d] * act(x[..., d:])."""
+    act = _gelu_tanh_f32 if approximate == "tanh" else _gelu_f32
+    return _act_and_mul_f32(x, act, act_first).to(x.dtype)
+
+
+def silu_and_mul(x, act_first: bool = True):
+    return _act_and_mul_f32(x, _silu_f32, act_first).to(x.dtype)
+
+
+def _gated_attention_f32(x, gate_logits):
+    heads = gate_logits.shape[-1]
+    xf = x.float().unflatten(-1, (heads, x.shape[-1] // heads))
+    return (xf * (2.0 * torch.sigmoid(gate_logits.float())).unsqueeze(-1)).flatten(-2)
+
+
+def gated_attention(x, gate_logits):
+    """x [..., H*D] * 2 sigmoid(gate_logits [..., H]), each head's gate over its D columns."""
+    return _gated_attention_f32(x, gate_logits).to(x.dtype)
+
+
+# ---- norms ----------------------------------------------------------------------------------
+def rms_norm(x, weight=None, eps: float = 1e-6):
+    """x / sqrt(mean(x^2) + eps) * weight."""
+    return _rms_f32(x, weight, eps).to(x.dtype)
+
+
+def layer_norm(x, weight=None, bias=None, eps: float = 1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias (biased variance)."""
+    return _layer_norm_f32(x, weight, bias, eps).to(x.dtype)
+
+
+def add_rms_norm(x, residual, weight=None, eps: float = 1e-6):
+    """(rms_norm(h) * weight, h), h = x + residual. PyTorch adds fp16 / bf16 tensors in fp32 and
+    rounds once, which is the stored residual the kernels write."""
+    h = x + residual
+    return rms_norm(h, weight, eps), h
+
+
+def adaln_rms_norm(x, scale, shift, weight=None, eps: float = 1e-6):
+    """rms_norm(x) * weight * (1 + scale) + shift."""
+    return _modulate_f32(_rms_f32(x, weight, eps), x, scale, shift).to(x.dtype)
+
+
+def adaln_layer_norm(x, scale, shift, weight=None, bias=None, eps: float = 1e-6):
+    """layer_norm(x) * (1 + scale) + shift."""
+    return _modulate_f32(_layer_norm_f32(x, weight, bias, eps), x, scale, shift).to(x.dtype)
+
+
+def gated_residual(h, y, gate):
+    """h + y * gate in fp32, rounded to h.dtype (the stored h_new)."""
+    return (h.float() + y.float() * table(gate, h)).to(h.dtype)
+
+
+def gated_residual_adaln_rms_norm(h, y, gate, scale, shift, weight=None, eps: float = 1e-6):
+    """(h_new, adaln_rms_norm(h_new)), h_new = gated_residual(h, y, gate)."""
+    hn = gated_residual(h, y, gate)
+    return hn, adaln_rms_norm(hn, scale, shift, weight, eps)
+
+
+# ---- RoPE -----------------------------------------------------------------------------------
+def _rope_interleaved_f32(y, cos, sin):
+    """Pairs (2i, 2i+1) of the last dim with full-width tables (diffusers' apply_rotary_emb):
+    y cos + rot(y) sin, rot(y)[2i] = -y[2i+1], rot(y)[2i+1] = y[2i]."""
+    real, imag = y.unflatten(-1, (-1, 2)).unbind(-1)
+    rot = torch.stack([-imag, real], dim=-1).flatten(-2)
+    return y * cos.float() + rot * sin.float()
+
+
+def _rope_split_f32(y, cos, sin):
+    """Halves of each head (LTX-2's split rotary embedding): y [B, S, C], cos / sin
+    [B|1, H, S, d/2]: (y1 cos - y2 sin, y2 cos + y1 sin) per head."""
+    b, s, c = y.shape
+    heads, half = cos.shape[1], cos.shape[-1]
+    yh = y.reshape(b, s, heads, 2, half).transpose(1, 2)  # [B, H, S, 2, d/2]
+    y1, y2 = yh[..., 0, :], yh[..., 1, :]
+    cf, sf = cos.float(), sin.float()
+    out = torch.stack([y1 * cf - y2 * sf, y2 * cf + y1 * sf], dim=-2)  # [B, H, S, 2, d/2]
+    return out.transpose(1, 2).reshape(b, s, c)
+
+
+def rms_norm_rope(x, cos, sin, weight=None, eps: float = 1e-6):
+    """RMSNorm over the whole row, then interleaved RoPE with tables [B|1, S, C]."""
+    return _rope_interleaved_f32(_rms_f32(x, weight, eps), cos, sin).to(x.dtype)
+
+
+def rms_norm_split_rope(x, cos, sin, weight=None, eps: float = 1e-6):
+    """RMSNorm over the whole row, then split RoPE per head; tables [B|1, H, S, d/2]."""
+    return _rope_split_f32(_rms_f32(x, weight, eps), cos, sin).to(x.dtype)
+
+
+# ---- FP8 ------------------------------------------------------------------------------------
+# s = amax / 448 per group or tile, q = (x / s).to(float8_e4m3fn) (q = x where s == 0); the
+# division keeps |x / s| <= 448, so PyTorch's cast (round to nearest even) needs no clamp.
+def quantize_fp8_per_token_group(x, group_size: int = 128):
+    """x [..., K] -> (q of x's shape, fp32 scales [M, K / group_size])."""
+    k = x.shape[-1]
+    xg = x.float().reshape(-1, k // group_size, group_size)
+    s = xg.abs().amax(-1, keepdim=True) / F8_MAX
+    q = torch.where(s == 0, xg, xg / s).to(F8)
+    return q.reshape(x.shape), s.squeeze(-1)
+
+
+def dequantize_fp8_per_token_group(q, scales, group_size: int = 128, out_dtype=torch.bfloat16):
+    k = q.shape[-1]
+    v = q.float().reshape(-1, k // group_size, group_size) * scales.float().unsqueeze(-1)
+    return v.reshape(q.shape).to(out_dtype)
+
+
+def quantize_fp8_block(w, block: int = 128):
+    """w [N, K] (multiples of block) -> (q, fp32 scales [N / block, K / block])."""
+    n, k = w.shape
+    wt = w.float().reshape(n // block, block, k // block, block)
+    s = wt.abs().amax(dim=(1, 3), keepdim=True) / F8_MAX
+    q = torch.where(s == 0, wt, wt / s).to(F8)
+    return q.reshape(n, k), s.reshape(n // block, k // block)
+
+
+def dequantize_fp8_block(q, scales, block: int = 128, out_dtype=torch.bfloat16):
+    n, k = q.shape
+    v = q.float().reshape(n // block, block, k // block, block) * scales.float().reshape(n // block, 1, k // block, 1)
+    return v.reshape(n, k).to(out_dtype)
+
+
+# The FP8-output ops: the op's fp32 result (not rounded to the input dtype) through the group
+# quantizer, as the fused kernels do. Each returns (q, scales) or (h_new, q, scales).
+def rms_norm_fp8(x, weight=None, eps: float = 1e-6, group_size: int = 128):
+    return quantize_fp8_per_token_group(_rms_f32(x, weight, eps), group_size)
+
+
+def adaln_rms_norm_fp8(x, scale, shift, weight=None, eps: float = 1e-6, group_size: int = 128):
+    return quantize_fp8_per_token_group(_modulate_f32(_rms_f32(x, weight, eps), x, scale, shift), group_size)
+
+
+def gated_residual_adaln_rms_norm_fp8(h, y, gate, scale, shift, weight=None, eps: float = 1e-6,
+                                      group_size: int = 128):
+    hn = gated_residual(h, y, gate)
+    return (hn, *adaln_rms_norm_fp8(hn, scale, shift, weight, eps, group_size))
+
+
+def rms_norm_rope_fp8(x, cos, sin, weight=None, eps: float = 1e-6, group_size: int = 128):
+    return quantize_fp8_per_token_group(_rope_interleaved_f32(_rms_f32(x, weight, eps), cos, sin), group_size)
+
+
+def rms_norm_split_rope_fp8(x, cos, sin, weight=None, eps: float = 1e-6, group_size: int = 128):
+    return quantize_fp8_per_token_group(_rope_split_f32(_rms_f32(x, weight, eps), cos, sin), group_size)
+
+
+def gelu_tanh_fp8(x, group_size: int = 128):
+    return quantize_fp8_per_token_group(_gelu_tanh_f32(x.float()), group_size)
+
+
+def gelu_and_mul_fp8(x, approximate: str = "tanh", act_first: bool = True, group_size: int = 128):
+    act = _gelu_tanh_f32 if approximate == "tanh" else _gelu_f32
+    return quantize_fp8_per_token_group(_act_and_mul_f32(x, act, act_first), group_size)
+
+
+def silu_and_mul_fp8(x, act_first: bool = True, group_size: int = 128):
+    return quantize_fp8_per_token_group(_act_and_mul_f32(x, _silu_f32, act_first), group_size)
+
+
+def gated_attention_fp8(x, gate_logits, group_size: int = 128):
+    return quantize_fp8_per_token_group(_gated_attention_f32(x, gate_logits), group_size)
