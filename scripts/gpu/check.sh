@@ -4,7 +4,7 @@
 # and print a short summary last. Logs and JSON go to $OUT (default build/gpu-out).
 #   bash scripts/gpu/check.sh [steps...]
 # steps (in the order given): build, crash, attn-tests, attn-bench, gemm (scripts/gpu/gemm.sh), gemm-tests,
-#   suite (every test file, CUDA cases only), sanitize-attn, bench-all
+#   suite (every test file, CUDA cases only), suite-xdist (everything, 8 workers), gemm-smoke, sanitize-attn
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -53,6 +53,12 @@ for s in "${@:-build attn-tests attn-bench}"; do
           n=$(basename "$f" .py)
           step "suite_$n" 240 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider -rs "$f" -k cuda
         done ;;
+      suite-xdist)  # every test file, CPU and CUDA cases, 8 workers (pytest-xdist on the GPU machine)
+        step suite 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest tests -q -n 8 -p no:cacheprovider -rfE
+        grep -E "^(FAILED|ERROR)" "$OUT/suite.log" | head -40 | tee -a "$SUMMARY" ;;
+      gemm-smoke)
+        step gemm-smoke 90 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 scripts/gemm_smoke.py
+        grep -vE "^OK|^ok" "$OUT/gemm-smoke.log" | head -40 | tee -a "$SUMMARY" ;;
       sanitize-attn)
         step sanitize-attn 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck --error-exitcode 1 \
           python3 -m pytest -q -p no:cacheprovider tests/test_attention.py -k "cuda and (kv_lengths or strided or fp8_matches)" ;;
