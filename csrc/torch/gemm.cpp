@@ -18,10 +18,11 @@
 // ":g<n>" (M tiles per raster group), ":s<n>" (persistent CTAs), e.g. "128x160:c2:g8".
 #include <ATen/ATen.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <thread>
 
 #include "common.h"
 #include "ltx_kernels/cpu/fp8.h"
@@ -417,12 +418,24 @@ void run_torch(Call& c, const at::Tensor& b_values /* [N, K] e4m3 or bf16 */) {
 
 #ifdef LTX_KERNELS_WITH_CUDA
 const gemm::Device& gemm_device(const at::Tensor& t) {
-  // per device index, read once (the attributes never change)
+  // Per device index, read once (the attributes never change). Not std::call_once: that binds
+  // pthread_once@GLIBC_2.34 on a new glibc and the wheel must load on manylinux_2_28. The first
+  // caller claims the slot (0 -> 1), fills it and publishes it (2); a concurrent caller waits for
+  // the publication, which takes a few attribute queries.
   static gemm::Device cache[64];
-  static std::once_flag once[64];
+  static std::atomic<int> state[64];
   const int idx = t.device().index();
   TORCH_CHECK(idx >= 0 && idx < 64, "ltx_kernels: CUDA device index out of range");
-  std::call_once(once[idx], [&] { cache[idx] = gemm::query_device(idx); });
+  int s = state[idx].load(std::memory_order_acquire);
+  if (s != 2) {
+    int expected = 0;
+    if (state[idx].compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+      cache[idx] = gemm::query_device(idx);
+      state[idx].store(2, std::memory_order_release);
+    } else {
+      while (state[idx].load(std::memory_order_acquire) != 2) std::this_thread::yield();
+    }
+  }
   return cache[idx];
 }
 
