@@ -1,18 +1,24 @@
 // Op schemas and their registrations. Every op is an out-variant ("Tensor! out" first, returns
-// nothing); the Python wrapper allocates `out`. The same adapter function serves the CPU and
-// CUDA dispatch keys and routes on the tensors' device.
+// nothing); the Python wrapper allocates `out`. Each op registers its CPU impl (name_cpu) for
+// the CPU dispatch key and, in a CUDA build, its CUDA impl (name_cuda) for the CUDA key.
 #include <torch/library.h>
 
 #include "registration.h"
 #include "torch_binding.h"
 
+// LTX_IMPL(ops, name): name_cpu for CPU and, in a CUDA build, name_cuda for CUDA.
+#ifdef LTX_KERNELS_WITH_CUDA
+#define LTX_IMPL(ops, name)                                 \
+  ops.impl(#name, c10::DeviceType::CPU, &name##_cpu); \
+  ops.impl(#name, c10::DeviceType::CUDA, &name##_cuda)
+#else
+#define LTX_IMPL(ops, name) ops.impl(#name, c10::DeviceType::CPU, &name##_cpu)
+#endif
+
 TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // y = x * rsqrt(mean(x^2, -1) + eps) * weight
   ops.def("rms_norm(Tensor! out, Tensor x, Tensor? weight, float eps) -> ()");
-  ops.impl("rms_norm", c10::DeviceType::CPU, &rms_norm);
-#ifdef LTX_KERNELS_WITH_CUDA
-  ops.impl("rms_norm", c10::DeviceType::CUDA, &rms_norm);
-#endif
+  LTX_IMPL(ops, rms_norm);
 
   // ---- activation family
   // y = 0.5 x (1 + erf(x / sqrt(2)))

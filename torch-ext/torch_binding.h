@@ -1,14 +1,25 @@
-// Every op's adapter entry point. The names match the schemas in torch_binding.cpp, the
-// core functions in csrc/include/ltx_kernels/ and the Python API in ltx_kernels/__init__.py.
+// Every op's adapter entry points, with the C++ signature of its schema (torch_binding.cpp).
+// An op `name` has two: name_cpu for the CPU dispatch key and, in a CUDA build, name_cuda for
+// the CUDA key. The names match the schemas, the core functions in csrc/include/ltx_kernels/
+// and the Python API in ltx_kernels/__init__.py.
 #pragma once
 
+#include <ATen/core/List.h>
 #include <ATen/core/Tensor.h>
 
 #include <optional>
 
+// LTX_OP(ret, name, params...) declares name_cpu and, in a CUDA build, name_cuda.
+#ifdef LTX_KERNELS_WITH_CUDA
+#define LTX_OP(ret, name, ...) \
+  ret name##_cpu(__VA_ARGS__);  \
+  ret name##_cuda(__VA_ARGS__)
+#else
+#define LTX_OP(ret, name, ...) ret name##_cpu(__VA_ARGS__)
+#endif
+
 // norm family (csrc/torch/norm.cpp)
-void rms_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight,
-              double eps);
+LTX_OP(void, rms_norm, at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps);
 
 // activation family (csrc/torch/activation.cpp)
 void gelu(at::Tensor& out, const at::Tensor& x);

@@ -1,0 +1,19 @@
+// Parameters of the norm family (rms_norm), built once by the torch adapter and taken by both
+// backends: cpu/norm.h and norm/rms_norm.h. No CUDA, no torch.
+#pragma once
+
+#include "ltx_kernels/common/dtype.h"
+#include "ltx_kernels/common/rows.h"
+
+namespace ltx_kernels {
+
+// out[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * weight   (fp32 arithmetic)
+struct RmsNormParams {
+  DType dtype;         // of out, x and weight
+  OutRows out;         // [rows, cols]; may be exactly x (in place)
+  InRows x;            // [rows, cols]
+  const void* weight;  // [cols] contiguous, or nullptr for no weight
+  float eps;
+};
+
+}  // namespace ltx_kernels
