@@ -23,30 +23,21 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // ---- activation family
   // y = 0.5 x (1 + erf(x / sqrt(2)))
   ops.def("gelu(Tensor! out, Tensor x) -> ()");
-  ops.impl("gelu", c10::DeviceType::CPU, &gelu);
+  LTX_IMPL(ops, gelu);
   // y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   ops.def("gelu_tanh(Tensor! out, Tensor x) -> ()");
-  ops.impl("gelu_tanh", c10::DeviceType::CPU, &gelu_tanh);
+  LTX_IMPL(ops, gelu_tanh);
   // y = x sigmoid(x)
   ops.def("silu(Tensor! out, Tensor x) -> ()");
-  ops.impl("silu", c10::DeviceType::CPU, &silu);
+  LTX_IMPL(ops, silu);
   // x [..., 2d] -> act(x[..., :d]) * x[..., d:] (act_first) or x[..., :d] * act(x[..., d:])
   ops.def("gelu_and_mul(Tensor! out, Tensor x, str approximate, bool act_first) -> ()");
-  ops.impl("gelu_and_mul", c10::DeviceType::CPU, &gelu_and_mul);
+  LTX_IMPL(ops, gelu_and_mul);
   ops.def("silu_and_mul(Tensor! out, Tensor x, bool act_first) -> ()");
-  ops.impl("silu_and_mul", c10::DeviceType::CPU, &silu_and_mul);
+  LTX_IMPL(ops, silu_and_mul);
   // x [..., H*D] * 2 sigmoid(gate_logits [..., H]) per head
   ops.def("gated_attention(Tensor! out, Tensor x, Tensor gate_logits) -> ()");
-  ops.impl("gated_attention", c10::DeviceType::CPU, &gated_attention);
-#ifdef LTX_KERNELS_WITH_CUDA
-  ops.impl("gelu", c10::DeviceType::CUDA, &gelu);
-  ops.impl("gelu_tanh", c10::DeviceType::CUDA, &gelu_tanh);
-  ops.impl("silu", c10::DeviceType::CUDA, &silu);
-  ops.impl("gelu_and_mul", c10::DeviceType::CUDA, &gelu_and_mul);
-  ops.impl("silu_and_mul", c10::DeviceType::CUDA, &silu_and_mul);
-  ops.impl("gated_attention", c10::DeviceType::CUDA, &gated_attention);
-#endif
-  // @family:activation
+  LTX_IMPL(ops, gated_attention);
 
   // ---- fused norm family
   // @family:fused_norm

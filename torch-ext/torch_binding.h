@@ -22,14 +22,12 @@
 LTX_OP(void, rms_norm, at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps);
 
 // activation family (csrc/torch/activation.cpp)
-void gelu(at::Tensor& out, const at::Tensor& x);
-void gelu_tanh(at::Tensor& out, const at::Tensor& x);
-void silu(at::Tensor& out, const at::Tensor& x);
-void gelu_and_mul(at::Tensor& out, const at::Tensor& x, c10::string_view approximate,
-                  bool act_first);
-void silu_and_mul(at::Tensor& out, const at::Tensor& x, bool act_first);
-void gated_attention(at::Tensor& out, const at::Tensor& x, const at::Tensor& gate_logits);
-// @family:activation
+LTX_OP(void, gelu, at::Tensor& out, const at::Tensor& x);
+LTX_OP(void, gelu_tanh, at::Tensor& out, const at::Tensor& x);
+LTX_OP(void, silu, at::Tensor& out, const at::Tensor& x);
+LTX_OP(void, gelu_and_mul, at::Tensor& out, const at::Tensor& x, c10::string_view approximate, bool act_first);
+LTX_OP(void, silu_and_mul, at::Tensor& out, const at::Tensor& x, bool act_first);
+LTX_OP(void, gated_attention, at::Tensor& out, const at::Tensor& x, const at::Tensor& gate_logits);
 
 // fused norm family (csrc/torch/fused_norm.cpp)
 // @family:fused_norm
