@@ -43,26 +43,19 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // @family:fused_norm
   // residual_out = x + residual (rounded); out = rms_norm(residual_out) * weight
   ops.def("add_rms_norm(Tensor! out, Tensor! residual_out, Tensor x, Tensor residual, Tensor? weight, float eps) -> ()");
-  ops.impl("add_rms_norm", c10::DeviceType::CPU, &add_rms_norm);
+  LTX_IMPL(ops, add_rms_norm);
   // out = (x - mean) * rsqrt(var + eps) * weight + bias
   ops.def("layer_norm(Tensor! out, Tensor x, Tensor? weight, Tensor? bias, float eps) -> ()");
-  ops.impl("layer_norm", c10::DeviceType::CPU, &layer_norm);
+  LTX_IMPL(ops, layer_norm);
   // out = rms_norm(x, weight) * (1 + scale) + shift; scale/shift [B, C] or x.shape
   ops.def("adaln_rms_norm(Tensor! out, Tensor x, Tensor scale, Tensor shift, Tensor? weight, float eps) -> ()");
-  ops.impl("adaln_rms_norm", c10::DeviceType::CPU, &adaln_rms_norm);
+  LTX_IMPL(ops, adaln_rms_norm);
   // out = layer_norm(x, weight, bias) * (1 + scale) + shift
   ops.def("adaln_layer_norm(Tensor! out, Tensor x, Tensor scale, Tensor shift, Tensor? weight, Tensor? bias, float eps) -> ()");
-  ops.impl("adaln_layer_norm", c10::DeviceType::CPU, &adaln_layer_norm);
+  LTX_IMPL(ops, adaln_layer_norm);
   // h_out = h + y * gate (rounded); out = rms_norm(h_out, weight) * (1 + scale) + shift
   ops.def("gated_residual_adaln_rms_norm(Tensor! out, Tensor! h_out, Tensor h, Tensor y, Tensor gate, Tensor scale, Tensor shift, Tensor? weight, float eps) -> ()");
-  ops.impl("gated_residual_adaln_rms_norm", c10::DeviceType::CPU, &gated_residual_adaln_rms_norm);
-#ifdef LTX_KERNELS_WITH_CUDA
-  ops.impl("add_rms_norm", c10::DeviceType::CUDA, &add_rms_norm);
-  ops.impl("layer_norm", c10::DeviceType::CUDA, &layer_norm);
-  ops.impl("adaln_rms_norm", c10::DeviceType::CUDA, &adaln_rms_norm);
-  ops.impl("adaln_layer_norm", c10::DeviceType::CUDA, &adaln_layer_norm);
-  ops.impl("gated_residual_adaln_rms_norm", c10::DeviceType::CUDA, &gated_residual_adaln_rms_norm);
-#endif
+  LTX_IMPL(ops, gated_residual_adaln_rms_norm);
 
   // ---- rope family
   // RMSNorm over the whole row [B, S, C], then interleaved RoPE; cos/sin [B or 1, S, C]

@@ -30,20 +30,18 @@ LTX_OP(void, silu_and_mul, at::Tensor& out, const at::Tensor& x, bool act_first)
 LTX_OP(void, gated_attention, at::Tensor& out, const at::Tensor& x, const at::Tensor& gate_logits);
 
 // fused norm family (csrc/torch/fused_norm.cpp)
-// @family:fused_norm
-void add_rms_norm(at::Tensor& out, at::Tensor& residual_out, const at::Tensor& x,
-                  const at::Tensor& residual, const std::optional<at::Tensor>& weight, double eps);
-void layer_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight,
-                const std::optional<at::Tensor>& bias, double eps);
-void adaln_rms_norm(at::Tensor& out, const at::Tensor& x, const at::Tensor& scale,
-                    const at::Tensor& shift, const std::optional<at::Tensor>& weight, double eps);
-void adaln_layer_norm(at::Tensor& out, const at::Tensor& x, const at::Tensor& scale,
-                      const at::Tensor& shift, const std::optional<at::Tensor>& weight,
-                      const std::optional<at::Tensor>& bias, double eps);
-void gated_residual_adaln_rms_norm(at::Tensor& out, at::Tensor& h_out, const at::Tensor& h,
-                                   const at::Tensor& y, const at::Tensor& gate,
-                                   const at::Tensor& scale, const at::Tensor& shift,
-                                   const std::optional<at::Tensor>& weight, double eps);
+LTX_OP(void, add_rms_norm, at::Tensor& out, at::Tensor& residual_out, const at::Tensor& x,
+       const at::Tensor& residual, const std::optional<at::Tensor>& weight, double eps);
+LTX_OP(void, layer_norm, at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight,
+       const std::optional<at::Tensor>& bias, double eps);
+LTX_OP(void, adaln_rms_norm, at::Tensor& out, const at::Tensor& x, const at::Tensor& scale,
+       const at::Tensor& shift, const std::optional<at::Tensor>& weight, double eps);
+LTX_OP(void, adaln_layer_norm, at::Tensor& out, const at::Tensor& x, const at::Tensor& scale,
+       const at::Tensor& shift, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+       double eps);
+LTX_OP(void, gated_residual_adaln_rms_norm, at::Tensor& out, at::Tensor& h_out, const at::Tensor& h,
+       const at::Tensor& y, const at::Tensor& gate, const at::Tensor& scale, const at::Tensor& shift,
+       const std::optional<at::Tensor>& weight, double eps);
 
 // rope family (csrc/torch/rope.cpp)
 void rms_norm_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos,

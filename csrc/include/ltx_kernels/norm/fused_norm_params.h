@@ -1,0 +1,40 @@
+// Parameters of the fused-norm family, built once by the torch adapter and taken by both
+// backends: cpu/fused_norm.h and norm/fused_norm.h. No CUDA, no torch. fp32 arithmetic inside;
+// every element is of the params' dtype; each call reads every input once and writes every
+// output once.
+//
+//   add_rms_norm:     residual_out = round(x + residual)
+//                     out          = rms_norm(residual_out) * w      (from the ROUNDED residual_out)
+//   layer_norm:       out = (x - mean) * rsqrt(var + eps) * w + b    (biased var, two-pass)
+//   adaln_rms_norm:   out = rms_norm(x) * w * (1 + scale) + shift
+//   adaln_layer_norm: out = layer_norm(x, w, b) * (1 + scale) + shift
+//   gated_residual_adaln_rms_norm:
+//                     h_out = round(h + y * gate)                     (fp32 product, fp32 sum, one rounding)
+//                     out   = rms_norm(h_out) * w * (1 + scale) + shift (from the ROUNDED h_out)
+//
+// Aliasing: an output may be exactly one of the row inputs (same pointer and stride: in place,
+// e.g. residual_out == residual, h_out == h, out == x); the two outputs must not overlap.
+#pragma once
+
+#include "ltx_kernels/common/dtype.h"
+#include "ltx_kernels/common/fused_norm_util.h"
+#include "ltx_kernels/common/rows.h"
+
+namespace ltx_kernels {
+
+// One struct for the five ops; what an op does not use is null (data nullptr).
+struct FusedNormParams {
+  DType dtype;
+  OutRows out;           // [rows, cols]
+  OutRows residual_out;  // add_rms_norm: residual_out; gated_residual_*: h_out
+  InRows x;              // x; gated_residual_*: h
+  InRows x2;             // add_rms_norm: residual; gated_residual_*: y
+  const void* weight;    // [cols] contiguous, or nullptr
+  const void* bias;      // [cols] contiguous, or nullptr (layer norms)
+  AnyModTable gate;      // gated_residual_*
+  AnyModTable scale;     // adaln_*, gated_residual_*
+  AnyModTable shift;     // adaln_*, gated_residual_*
+  float eps;
+};
+
+}  // namespace ltx_kernels
