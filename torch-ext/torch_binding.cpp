@@ -60,18 +60,13 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // ---- rope family
   // RMSNorm over the whole row [B, S, C], then interleaved RoPE; cos/sin [B or 1, S, C]
   ops.def("rms_norm_rope(Tensor! out, Tensor x, Tensor cos, Tensor sin, Tensor? weight, float eps) -> ()");
-  ops.impl("rms_norm_rope", c10::DeviceType::CPU, &rms_norm_rope);
+  LTX_IMPL(ops, rms_norm_rope);
   // RMSNorm over the whole row [B, S, C], then split (half) RoPE per head; cos/sin [B or 1, H, S, d/2]
   ops.def("rms_norm_split_rope(Tensor! out, Tensor x, Tensor cos, Tensor sin, Tensor? weight, float eps) -> ()");
-  ops.impl("rms_norm_split_rope", c10::DeviceType::CPU, &rms_norm_split_rope);
+  LTX_IMPL(ops, rms_norm_split_rope);
   // RoPE alone, interleaved or split; x [B, S, C] or [B, S, H, d]; out may be x
   ops.def("apply_rope(Tensor! out, Tensor x, Tensor cos, Tensor sin, bool interleaved) -> ()");
-  ops.impl("apply_rope", c10::DeviceType::CPU, &apply_rope);
-#ifdef LTX_KERNELS_WITH_CUDA
-  ops.impl("rms_norm_rope", c10::DeviceType::CUDA, &rms_norm_rope);
-  ops.impl("rms_norm_split_rope", c10::DeviceType::CUDA, &rms_norm_split_rope);
-  ops.impl("apply_rope", c10::DeviceType::CUDA, &apply_rope);
-#endif
+  LTX_IMPL(ops, apply_rope);
   // @family:rope
 
   // ---- fp8 family

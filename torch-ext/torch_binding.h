@@ -44,14 +44,12 @@ LTX_OP(void, gated_residual_adaln_rms_norm, at::Tensor& out, at::Tensor& h_out, 
        const std::optional<at::Tensor>& weight, double eps);
 
 // rope family (csrc/torch/rope.cpp)
-void rms_norm_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos,
-                   const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps);
-void rms_norm_split_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos,
-                         const at::Tensor& sin, const std::optional<at::Tensor>& weight,
-                         double eps);
-void apply_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                bool interleaved);
-// @family:rope
+LTX_OP(void, rms_norm_rope, at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+       const std::optional<at::Tensor>& weight, double eps);
+LTX_OP(void, rms_norm_split_rope, at::Tensor& out, const at::Tensor& x, const at::Tensor& cos,
+       const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps);
+LTX_OP(void, apply_rope, at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+       bool interleaved);
 
 // @family:fp8
 // fp8 family (csrc/torch/fp8.cpp)

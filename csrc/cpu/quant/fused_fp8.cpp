@@ -1,3 +1,4 @@
+#include <type_traits>
 // CPU backend of the ops with FP8 per-token-group output: y in fp32 (the plain CPU ops'
 // arithmetic, same order), then cpu::quantize_fp8_per_token_group on the fp32 row.
 #include "ltx_kernels/cpu/activation_math.h"
@@ -153,8 +154,8 @@ void norm_rope_rows_fp8(const Fp8GroupOutCpu& o, const T* x, int64_t x_stride, c
   const size_t cols = static_cast<size_t>(shape.cols);
   std::vector<float> y(cols), scratch(cols);
   for (int64_t r = row_begin; r < row_end; ++r) {
-    rope_row_f32<T, TT>(y.data(), scratch.data(), x + r * x_stride, r, weight, true, eps, cos, cs,
-                        sin, ss, shape);
+    rope_row_f32<T>(y.data(), scratch.data(), x + r * x_stride, r, weight, true, eps,
+                    RopeTables{cos, sin, cs, ss, std::is_same<TT, float>::value}, shape);
     quantize_row(o, r, y.data(), shape.cols);
   }
 }

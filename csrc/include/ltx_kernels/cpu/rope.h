@@ -1,31 +1,26 @@
-// CPU reference backend for the RoPE family. Plain C++, no torch: rows [row_begin, row_end)
-// of the layouts in common/rope_util.h (the CUDA core's), fp32 arithmetic, so the adapter can
-// split rows over threads. T in {float, half_t, bfloat16_t}; the tables TT are float or T.
+// CPU backend of the RoPE family: the same params as the CUDA core (rope/rope_params.h), fp32
+// arithmetic with row sums in double, rows spread over `parallel_for`. No torch.
 #pragma once
 
 #include <cstdint>
 
 #include "ltx_kernels/common/host_types.h"
-#include "ltx_kernels/common/rope_util.h"
+#include "ltx_kernels/cpu/parallel.h"
+#include "ltx_kernels/rope/rope_params.h"
 
 namespace ltx_kernels {
 namespace cpu {
 
-// The whole family in one routine: with `norm`, y = x * rsqrt(mean(x^2) + eps) * weight over
-// the whole row first (weight [cols] or nullptr); then the rotation shape.split selects.
-// out may alias x exactly (each row is read completely before it is written).
-template <typename T, typename TT>
-void rope_rows(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T* weight,
-               bool norm, float eps, const TT* cos, RopeTableStrides cos_strides, const TT* sin,
-               RopeTableStrides sin_strides, const RopeShape& shape, int64_t row_begin,
-               int64_t row_end);
+void rms_norm_rope(const RopeParams& p, const ParallelFor& parallel_for);
+void rms_norm_split_rope(const RopeParams& p, const ParallelFor& parallel_for);
+void apply_rope(const RopeParams& p, const ParallelFor& parallel_for);
 
-// One row's fp32 result, not rounded to T (the FP8-output ops quantize it): row r of x (token
-// (r / seq, r % seq)) into out[cols]; `scratch` holds cols floats. rope_rows is this, rounded.
-template <typename T, typename TT>
+// One row's fp32 result, not rounded (the FP8-output ops quantize it): row r of x (token
+// (r / seq, r % seq)) into out[cols]; with `norm`, the RMSNorm (weight [cols] or nullptr)
+// first. `scratch` holds cols floats. T: the activation's type (float, half_t, bfloat16_t).
+template <typename T>
 void rope_row_f32(float* out, float* scratch, const T* xr, int64_t r, const T* weight, bool norm,
-                  float eps, const TT* cos, RopeTableStrides cos_strides, const TT* sin,
-                  RopeTableStrides sin_strides, const RopeShape& shape);
+                  float eps, const RopeTables& tables, const RopeShape& shape);
 
 }  // namespace cpu
 }  // namespace ltx_kernels
