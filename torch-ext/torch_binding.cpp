@@ -74,28 +74,20 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // x [..., K] -> q (x's shape, float8 dtype of q), scales [M, K/group] fp32 = amax/fmax per group;
   // q = encode(x / s); scale_layout 'row' (strides (G, 1)) or 'mn_major' (strides (1, M_pad))
   ops.def("quantize_fp8_per_token_group(Tensor! q, Tensor! scales, Tensor x, int group_size, str scale_layout) -> ()");
-  ops.impl("quantize_fp8_per_token_group", c10::DeviceType::CPU, &quantize_fp8_per_token_group);
+  LTX_IMPL(ops, quantize_fp8_per_token_group);
   // w [N, K] -> q, scales [ceil(N/bn), ceil(K/bk)] fp32, one per (bn x bk) tile (ragged edges)
   ops.def("quantize_fp8_block(Tensor! q, Tensor! scales, Tensor w, int block_n, int block_k) -> ()");
-  ops.impl("quantize_fp8_block", c10::DeviceType::CPU, &quantize_fp8_block);
+  LTX_IMPL(ops, quantize_fp8_block);
   // x (any shape) -> q, scale (one fp32) = amax/fmax, or the given scale used as is
   ops.def("quantize_fp8_per_tensor(Tensor! q, Tensor! scale, Tensor x, Tensor? given_scale) -> ()");
-  ops.impl("quantize_fp8_per_tensor", c10::DeviceType::CPU, &quantize_fp8_per_tensor);
+  LTX_IMPL(ops, quantize_fp8_per_tensor);
   // out = decode(q) * s, one rounding to out's dtype; scales as the quantizers write them
   ops.def("dequantize_fp8_per_token_group(Tensor! out, Tensor q, Tensor scales, int group_size) -> ()");
-  ops.impl("dequantize_fp8_per_token_group", c10::DeviceType::CPU, &dequantize_fp8_per_token_group);
+  LTX_IMPL(ops, dequantize_fp8_per_token_group);
   ops.def("dequantize_fp8_block(Tensor! out, Tensor q, Tensor scales, int block_n, int block_k) -> ()");
-  ops.impl("dequantize_fp8_block", c10::DeviceType::CPU, &dequantize_fp8_block);
+  LTX_IMPL(ops, dequantize_fp8_block);
   ops.def("dequantize_fp8_per_tensor(Tensor! out, Tensor q, Tensor scale) -> ()");
-  ops.impl("dequantize_fp8_per_tensor", c10::DeviceType::CPU, &dequantize_fp8_per_tensor);
-#if defined(LTX_KERNELS_WITH_CUDA)
-  ops.impl("quantize_fp8_per_token_group", c10::DeviceType::CUDA, &quantize_fp8_per_token_group);
-  ops.impl("quantize_fp8_block", c10::DeviceType::CUDA, &quantize_fp8_block);
-  ops.impl("quantize_fp8_per_tensor", c10::DeviceType::CUDA, &quantize_fp8_per_tensor);
-  ops.impl("dequantize_fp8_per_token_group", c10::DeviceType::CUDA, &dequantize_fp8_per_token_group);
-  ops.impl("dequantize_fp8_block", c10::DeviceType::CUDA, &dequantize_fp8_block);
-  ops.impl("dequantize_fp8_per_tensor", c10::DeviceType::CUDA, &dequantize_fp8_per_tensor);
-#endif
+  LTX_IMPL(ops, dequantize_fp8_per_tensor);
 
   // ---- lowbit (NVFP4, FP6) family
   // @family:lowbit

@@ -51,19 +51,18 @@ LTX_OP(void, rms_norm_split_rope, at::Tensor& out, const at::Tensor& x, const at
 LTX_OP(void, apply_rope, at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
        bool interleaved);
 
-// @family:fp8
 // fp8 family (csrc/torch/fp8.cpp)
-void quantize_fp8_per_token_group(at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
-                                  int64_t group_size, c10::string_view scale_layout);
-void quantize_fp8_block(at::Tensor& q, at::Tensor& scales, const at::Tensor& w, int64_t block_n,
-                        int64_t block_k);
-void quantize_fp8_per_tensor(at::Tensor& q, at::Tensor& scale, const at::Tensor& x,
-                             const std::optional<at::Tensor>& given_scale);
-void dequantize_fp8_per_token_group(at::Tensor& out, const at::Tensor& q, const at::Tensor& scales,
-                                    int64_t group_size);
-void dequantize_fp8_block(at::Tensor& out, const at::Tensor& q, const at::Tensor& scales,
-                          int64_t block_n, int64_t block_k);
-void dequantize_fp8_per_tensor(at::Tensor& out, const at::Tensor& q, const at::Tensor& scale);
+LTX_OP(void, quantize_fp8_per_token_group, at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
+       int64_t group_size, c10::string_view scale_layout);
+LTX_OP(void, quantize_fp8_block, at::Tensor& q, at::Tensor& scales, const at::Tensor& w, int64_t block_n,
+       int64_t block_k);
+LTX_OP(void, quantize_fp8_per_tensor, at::Tensor& q, at::Tensor& scale, const at::Tensor& x,
+       const std::optional<at::Tensor>& given_scale);
+LTX_OP(void, dequantize_fp8_per_token_group, at::Tensor& out, const at::Tensor& q, const at::Tensor& scales,
+       int64_t group_size);
+LTX_OP(void, dequantize_fp8_block, at::Tensor& out, const at::Tensor& q, const at::Tensor& scales, int64_t block_n,
+       int64_t block_k);
+LTX_OP(void, dequantize_fp8_per_tensor, at::Tensor& out, const at::Tensor& q, const at::Tensor& scale);
 
 // @family:lowbit
 // @family:gemm

@@ -15,9 +15,9 @@ namespace cpu {
 namespace {
 
 void quantize_row(const Fp8GroupOutCpu& o, int64_t r, const float* y, int64_t cols) {
-  // One row through the shared quantizer: its row 0 is our row r.
-  quantize_fp8_per_token_group<float>(o.q + r * o.q_stride, 0, o.scales + r * o.s_row, 0, o.s_col,
-                                      y, 0, 0, 1, cols, o.group, Fp8Format::E4M3);
+  // One row through the per-token-group quantizer's row routine.
+  quantize_fp8_groups<float>(o.q + r * o.q_stride, o.scales + r * o.s_row, o.s_col, y, cols, o.group,
+                             Fp8Format::E4M3);
 }
 
 template <typename T>
