@@ -198,37 +198,27 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
 #endif
   // LTX-2 FP6: E4M3 [..., n] -> drop bits 6..5 -> 4 values in 3 bytes, big-endian -> uint8 [..., 3n/4]
   ops.def("fp6_pack(Tensor! out, Tensor x) -> ()");
-  ops.impl("fp6_pack", c10::DeviceType::CPU, &fp6_pack);
+  LTX_IMPL(ops, fp6_pack);
   // uint8 [..., 3n/4] -> E4M3 [..., n] (zeros in bits 6..5); n = out.shape[-1]
   ops.def("fp6_unpack(Tensor! out, Tensor packed) -> ()");
-  ops.impl("fp6_unpack", c10::DeviceType::CPU, &fp6_unpack);
+  LTX_IMPL(ops, fp6_unpack);
   // w [N, K] -> packed [N, 3K/4], scales [ceil(N/br), ceil(K/bc)] = amax / 0.1171875
   ops.def("quantize_fp6_block(Tensor! packed, Tensor! scales, Tensor w, int block_rows, int block_cols) -> ()");
-  ops.impl("quantize_fp6_block", c10::DeviceType::CPU, &quantize_fp6_block);
+  LTX_IMPL(ops, quantize_fp6_block);
   // out [N, K] = e4m3(unpack(packed)) * scales[block]
   ops.def("dequantize_fp6_block(Tensor! out, Tensor packed, Tensor scales, int block_rows, int block_cols) -> ()");
-  ops.impl("dequantize_fp6_block", c10::DeviceType::CPU, &dequantize_fp6_block);
+  LTX_IMPL(ops, dequantize_fp6_block);
   // OCP FP6 (fmt "e2m3" | "e3m2"), one code per byte, RNE, saturating, NaN -> +0
   ops.def("quantize_fp6(Tensor! out, Tensor x, str fmt) -> ()");
-  ops.impl("quantize_fp6", c10::DeviceType::CPU, &quantize_fp6);
+  LTX_IMPL(ops, quantize_fp6);
   ops.def("dequantize_fp6(Tensor! out, Tensor codes, str fmt) -> ()");
-  ops.impl("dequantize_fp6", c10::DeviceType::CPU, &dequantize_fp6);
+  LTX_IMPL(ops, dequantize_fp6);
   // NVFP4: x [..., K] -> packed [..., K/2], block_scales (E4M3 bytes, cuBLASLt 128x4 swizzle)
   ops.def("quantize_nvfp4(Tensor! packed, Tensor! block_scales, Tensor x, Tensor per_tensor_scale, bool hi_first) -> ()");
-  ops.impl("quantize_nvfp4", c10::DeviceType::CPU, &quantize_nvfp4);
+  LTX_IMPL(ops, quantize_nvfp4);
   // out [..., K] = q * s_b * s_t
   ops.def("dequantize_nvfp4(Tensor! out, Tensor packed, Tensor block_scales, Tensor per_tensor_scale, bool hi_first) -> ()");
-  ops.impl("dequantize_nvfp4", c10::DeviceType::CPU, &dequantize_nvfp4);
-#if defined(LTX_KERNELS_WITH_CUDA)
-  ops.impl("fp6_pack", c10::DeviceType::CUDA, &fp6_pack);
-  ops.impl("fp6_unpack", c10::DeviceType::CUDA, &fp6_unpack);
-  ops.impl("quantize_fp6_block", c10::DeviceType::CUDA, &quantize_fp6_block);
-  ops.impl("dequantize_fp6_block", c10::DeviceType::CUDA, &dequantize_fp6_block);
-  ops.impl("quantize_fp6", c10::DeviceType::CUDA, &quantize_fp6);
-  ops.impl("dequantize_fp6", c10::DeviceType::CUDA, &dequantize_fp6);
-  ops.impl("quantize_nvfp4", c10::DeviceType::CUDA, &quantize_nvfp4);
-  ops.impl("dequantize_nvfp4", c10::DeviceType::CUDA, &dequantize_nvfp4);
-#endif
+  LTX_IMPL(ops, dequantize_nvfp4);
 }
 
 REGISTER_EXTENSION(TORCH_EXTENSION_NAME)

@@ -127,15 +127,15 @@ void scaled_mm_nvfp4(at::Tensor& out, const at::Tensor& a_packed, const at::Tens
                      const at::Tensor& block_b, const at::Tensor& alpha, const std::optional<at::Tensor>& bias,
                      bool hi_first, c10::string_view backend);
 // lowbit family (csrc/torch/lowbit.cpp)
-void fp6_pack(at::Tensor& out, const at::Tensor& x);
-void fp6_unpack(at::Tensor& out, const at::Tensor& packed);
-void quantize_fp6_block(at::Tensor& packed, at::Tensor& scales, const at::Tensor& w,
-                        int64_t block_rows, int64_t block_cols);
-void dequantize_fp6_block(at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
-                          int64_t block_rows, int64_t block_cols);
-void quantize_fp6(at::Tensor& out, const at::Tensor& x, c10::string_view fmt);
-void dequantize_fp6(at::Tensor& out, const at::Tensor& codes, c10::string_view fmt);
-void quantize_nvfp4(at::Tensor& packed, at::Tensor& block_scales, const at::Tensor& x,
-                    const at::Tensor& per_tensor_scale, bool hi_first);
-void dequantize_nvfp4(at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
-                      const at::Tensor& per_tensor_scale, bool hi_first);
+LTX_OP(void, fp6_pack, at::Tensor& out, const at::Tensor& x);
+LTX_OP(void, fp6_unpack, at::Tensor& out, const at::Tensor& packed);
+LTX_OP(void, quantize_fp6_block, at::Tensor& packed, at::Tensor& scales, const at::Tensor& w, int64_t block_rows,
+       int64_t block_cols);
+LTX_OP(void, dequantize_fp6_block, at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
+       int64_t block_rows, int64_t block_cols);
+LTX_OP(void, quantize_fp6, at::Tensor& out, const at::Tensor& x, c10::string_view fmt);
+LTX_OP(void, dequantize_fp6, at::Tensor& out, const at::Tensor& codes, c10::string_view fmt);
+LTX_OP(void, quantize_nvfp4, at::Tensor& packed, at::Tensor& block_scales, const at::Tensor& x,
+       const at::Tensor& per_tensor_scale, bool hi_first);
+LTX_OP(void, dequantize_nvfp4, at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
+       const at::Tensor& per_tensor_scale, bool hi_first);

@@ -191,8 +191,8 @@ inline void torch_parallel_for(int64_t n, int64_t grain, const cpu::RangeFn& bod
 }
 
 // <op>_cpu: the CPU backend on the prepared params, if there is anything to do.
-template <class P, class Core>
-void run_cpu(const Prepared<P>& pr, Core&& core) {
+template <class P>
+void run_cpu(const Prepared<P>& pr, void (*core)(const P&, const cpu::ParallelFor&)) {
   if (pr.params) core(*pr.params, torch_parallel_for);
 }
 
@@ -221,8 +221,8 @@ struct CudaScope {
 
 // <op>_cuda: the CUDA core on the prepared params, if there is anything to do, on `on`'s device
 // and current stream; a launch error raises naming the op.
-template <class P, class Core>
-void run_cuda(const Prepared<P>& pr, const at::Tensor& on, const char* op, Core&& core) {
+template <class P>
+void run_cuda(const Prepared<P>& pr, const at::Tensor& on, const char* op, cudaError_t (*core)(const P&, cudaStream_t)) {
   if (!pr.params) return;
   const CudaScope scope(on, op);
   check_cuda(core(*pr.params, scope.stream), op);
