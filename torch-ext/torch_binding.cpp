@@ -98,36 +98,25 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // op(...) in fp32, then per group of group_size columns: scales = amax / 448, q = e4m3(y / scale)
   // (q of y's shape, scales [M, C / group_size] with the caller's strides: "row" or "mn_major")
   ops.def("rms_norm_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor? weight, float eps, int group_size) -> ()");
-  ops.impl("rms_norm_fp8", c10::DeviceType::CPU, &rms_norm_fp8);
+  LTX_IMPL(ops, rms_norm_fp8);
   ops.def("adaln_rms_norm_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor scale, Tensor shift, Tensor? weight, float eps, int group_size) -> ()");
-  ops.impl("adaln_rms_norm_fp8", c10::DeviceType::CPU, &adaln_rms_norm_fp8);
+  LTX_IMPL(ops, adaln_rms_norm_fp8);
   // h_out = h + y * gate (rounded, written); q, scales from rms_norm(h_out) * (1 + scale) + shift
   ops.def("gated_residual_adaln_rms_norm_fp8(Tensor! q, Tensor! scales, Tensor! h_out, Tensor h, Tensor y, Tensor gate, Tensor scale, Tensor shift, Tensor? weight, float eps, int group_size) -> ()");
-  ops.impl("gated_residual_adaln_rms_norm_fp8", c10::DeviceType::CPU, &gated_residual_adaln_rms_norm_fp8);
+  LTX_IMPL(ops, gated_residual_adaln_rms_norm_fp8);
   ops.def("silu_and_mul_fp8(Tensor! q, Tensor! scales, Tensor x, bool act_first, int group_size) -> ()");
-  ops.impl("silu_and_mul_fp8", c10::DeviceType::CPU, &silu_and_mul_fp8);
+  LTX_IMPL(ops, silu_and_mul_fp8);
   ops.def("gelu_and_mul_fp8(Tensor! q, Tensor! scales, Tensor x, str approximate, bool act_first, int group_size) -> ()");
-  ops.impl("gelu_and_mul_fp8", c10::DeviceType::CPU, &gelu_and_mul_fp8);
+  LTX_IMPL(ops, gelu_and_mul_fp8);
   ops.def("gelu_tanh_fp8(Tensor! q, Tensor! scales, Tensor x, int group_size) -> ()");
-  ops.impl("gelu_tanh_fp8", c10::DeviceType::CPU, &gelu_tanh_fp8);
+  LTX_IMPL(ops, gelu_tanh_fp8);
   ops.def("gated_attention_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor gate_logits, int group_size) -> ()");
-  ops.impl("gated_attention_fp8", c10::DeviceType::CPU, &gated_attention_fp8);
+  LTX_IMPL(ops, gated_attention_fp8);
   // whole-row RMSNorm, then interleaved (cos/sin [B or 1, S, C]) or split (cos/sin [B or 1, H, S, d/2]) RoPE
   ops.def("rms_norm_rope_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor cos, Tensor sin, Tensor? weight, float eps, int group_size) -> ()");
-  ops.impl("rms_norm_rope_fp8", c10::DeviceType::CPU, &rms_norm_rope_fp8);
+  LTX_IMPL(ops, rms_norm_rope_fp8);
   ops.def("rms_norm_split_rope_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor cos, Tensor sin, Tensor? weight, float eps, int group_size) -> ()");
-  ops.impl("rms_norm_split_rope_fp8", c10::DeviceType::CPU, &rms_norm_split_rope_fp8);
-#if defined(LTX_KERNELS_WITH_CUDA)
-  ops.impl("rms_norm_fp8", c10::DeviceType::CUDA, &rms_norm_fp8);
-  ops.impl("adaln_rms_norm_fp8", c10::DeviceType::CUDA, &adaln_rms_norm_fp8);
-  ops.impl("gated_residual_adaln_rms_norm_fp8", c10::DeviceType::CUDA, &gated_residual_adaln_rms_norm_fp8);
-  ops.impl("silu_and_mul_fp8", c10::DeviceType::CUDA, &silu_and_mul_fp8);
-  ops.impl("gelu_and_mul_fp8", c10::DeviceType::CUDA, &gelu_and_mul_fp8);
-  ops.impl("gelu_tanh_fp8", c10::DeviceType::CUDA, &gelu_tanh_fp8);
-  ops.impl("gated_attention_fp8", c10::DeviceType::CUDA, &gated_attention_fp8);
-  ops.impl("rms_norm_rope_fp8", c10::DeviceType::CUDA, &rms_norm_rope_fp8);
-  ops.impl("rms_norm_split_rope_fp8", c10::DeviceType::CUDA, &rms_norm_split_rope_fp8);
-#endif
+  LTX_IMPL(ops, rms_norm_split_rope_fp8);
   // neighborhood attention (NATTEN na1d/na2d/na3d): q, k, v, out [B, *spatial, heads, d], 1-3 spatial
   // dims from q.dim(); softmax(scale q.k) v over each query's window (inward-shifted at borders,
   // [i - k + 1, i] on causal axes, residue groups on dilated axes)

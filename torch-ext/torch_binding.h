@@ -64,35 +64,25 @@ LTX_OP(void, dequantize_fp8_block, at::Tensor& out, const at::Tensor& q, const a
        int64_t block_k);
 LTX_OP(void, dequantize_fp8_per_tensor, at::Tensor& out, const at::Tensor& q, const at::Tensor& scale);
 
-// @family:lowbit
-// @family:gemm
-// @family:comm
-// @family:natten
-// @family:fused_fp8
 // fused_fp8 family (csrc/torch/fused_fp8.cpp): ops with FP8 E4M3 per-token-group output
-void rms_norm_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
-                  const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
-void adaln_rms_norm_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& scale,
-                        const at::Tensor& shift, const std::optional<at::Tensor>& weight, double eps,
-                        int64_t group_size);
-void gated_residual_adaln_rms_norm_fp8(at::Tensor& q, at::Tensor& scales, at::Tensor& h_out,
-                                       const at::Tensor& h, const at::Tensor& y, const at::Tensor& gate,
-                                       const at::Tensor& scale, const at::Tensor& shift,
-                                       const std::optional<at::Tensor>& weight, double eps,
-                                       int64_t group_size);
-void silu_and_mul_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, bool act_first,
-                      int64_t group_size);
-void gelu_and_mul_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, c10::string_view approximate,
-                      bool act_first, int64_t group_size);
-void gelu_tanh_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, int64_t group_size);
-void gated_attention_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& gate_logits,
-                         int64_t group_size);
-void rms_norm_rope_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,
-                       const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps,
-                       int64_t group_size);
-void rms_norm_split_rope_fp8(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,
-                             const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps,
-                             int64_t group_size);
+LTX_OP(void, rms_norm_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
+       const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
+LTX_OP(void, adaln_rms_norm_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& scale,
+       const at::Tensor& shift, const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
+LTX_OP(void, gated_residual_adaln_rms_norm_fp8, at::Tensor& q, at::Tensor& scales, at::Tensor& h_out,
+       const at::Tensor& h, const at::Tensor& y, const at::Tensor& gate, const at::Tensor& scale,
+       const at::Tensor& shift, const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
+LTX_OP(void, silu_and_mul_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x, bool act_first,
+       int64_t group_size);
+LTX_OP(void, gelu_and_mul_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x, c10::string_view approximate,
+       bool act_first, int64_t group_size);
+LTX_OP(void, gelu_tanh_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x, int64_t group_size);
+LTX_OP(void, gated_attention_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
+       const at::Tensor& gate_logits, int64_t group_size);
+LTX_OP(void, rms_norm_rope_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,
+       const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
+LTX_OP(void, rms_norm_split_rope_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,
+       const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
 // natten family (csrc/torch/natten.cpp)
 #include <ATen/core/List.h>
 void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
