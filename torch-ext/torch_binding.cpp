@@ -120,11 +120,8 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // neighborhood attention (NATTEN na1d/na2d/na3d): q, k, v, out [B, *spatial, heads, d], 1-3 spatial
   // dims from q.dim(); softmax(scale q.k) v over each query's window (inward-shifted at borders,
   // [i - k + 1, i] on causal axes, residue groups on dilated axes)
-  ops.def("na_forward(Tensor! out, Tensor q, Tensor k, Tensor v, int[] kernel_size, int[] dilation, bool[] is_causal, float scale) -> ()");
-  ops.impl("na_forward", c10::DeviceType::CPU, &na_forward);
-#ifdef LTX_KERNELS_WITH_CUDA
-  ops.impl("na_forward", c10::DeviceType::CUDA, &na_forward);
-#endif
+  ops.def("natten_forward(Tensor! out, Tensor q, Tensor k, Tensor v, int[] kernel_size, int[] dilation, bool[] is_causal, float scale) -> ()");
+  LTX_IMPL(ops, natten_forward);
   // ---- comm family (sequence parallel; bytes are copied, any 1/2/4/8-byte dtype)
   // x [B, T, H, D] -> out [W][B, T, H/W, D] (contiguous per destination rank)
   ops.def("sp_pack_heads(Tensor! out, Tensor x, int world) -> ()");

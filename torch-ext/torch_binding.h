@@ -84,10 +84,8 @@ LTX_OP(void, rms_norm_rope_fp8, at::Tensor& q, at::Tensor& scales, const at::Ten
 LTX_OP(void, rms_norm_split_rope_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,
        const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
 // natten family (csrc/torch/natten.cpp)
-#include <ATen/core/List.h>
-void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, const c10::List<bool>& is_causal,
-                double scale);
+LTX_OP(void, natten_forward, at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+       c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, const c10::List<bool>& is_causal, double scale);
 // comm family (csrc/torch/comm.cpp): sequence-parallel pack/unpack and the CUDA IPC transport
 void sp_pack_heads(at::Tensor& out, const at::Tensor& x, int64_t world);
 void sp_unpack_heads(at::Tensor& out, const at::Tensor& recv, c10::IntArrayRef tokens);

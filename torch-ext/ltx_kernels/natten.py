@@ -48,7 +48,7 @@ def _na(n: int, q, k, v, kernel_size, dilation, is_causal, scale, out):
     if scale is None:
         scale = q.shape[-1] ** -0.5
     out = out_like(q, out)
-    ops.na_forward(out, q, k, v, ks, dil, causal, float(scale))
+    ops.natten_forward(out, q, k, v, ks, dil, causal, float(scale))
     return out
 
 
@@ -95,6 +95,6 @@ def na3d(
     return _na(3, q, k, v, kernel_size, dilation, is_causal, scale, out)
 
 
-@register_fake("na_forward")
-def _na_forward_fake(out, q, k, v, kernel_size, dilation, is_causal, scale):
-    torch._check(out.shape == q.shape, lambda: "ltx_kernels.na_forward: out must have the shape of q")
+@register_fake("natten_forward")
+def _natten_forward_fake(out, q, k, v, kernel_size, dilation, is_causal, scale):
+    torch._check(out.shape == q.shape, lambda: "ltx_kernels.natten_forward: out must have the shape of q")

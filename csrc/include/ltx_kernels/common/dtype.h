@@ -26,6 +26,9 @@ namespace ltx_kernels {
 
 enum class DType : int8_t { kFloat32, kFloat16, kBFloat16 };
 
+// Bytes per element.
+inline int dtype_size(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
+
 // An empty value that names a type: what the dispatchers pass to their callback.
 template <class T>
 struct TypeTag {

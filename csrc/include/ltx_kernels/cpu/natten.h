@@ -1,22 +1,16 @@
-// CPU reference backend for neighborhood attention (see attention/natten.h for the semantics).
-// Plain C++, no torch: queries [q_begin, q_end) of the flattened (batch, head, S0, S1, S2)
-// index space, fp32 scores, double softmax sums, so the adapter can split queries over threads.
+// CPU backend of neighborhood attention: the same params as the CUDA core
+// (natten/natten_params.h), one query at a time with its explicit window, fp32 scores, double
+// softmax sums; queries of every residue group spread over `parallel_for`. Any head dim;
+// float, half_t or bfloat16_t. No torch.
 #pragma once
 
-#include <cstdint>
-
-#include "ltx_kernels/attention/natten_problem.h"
-#include "ltx_kernels/common/host_types.h"
+#include "ltx_kernels/cpu/parallel.h"
+#include "ltx_kernels/natten/natten_params.h"
 
 namespace ltx_kernels {
-
 namespace cpu {
 
-// T in {float, half_t, bfloat16_t}.
-template <typename T>
-void na_forward(T* out, const NaStrides& os, const T* q, const NaStrides& qs, const T* k,
-                const NaStrides& ks, const T* v, const NaStrides& vs, const NaProblem& p,
-                int64_t q_begin, int64_t q_end);
+void natten_forward(const NattenParams& p, const ParallelFor& parallel_for);
 
 }  // namespace cpu
 }  // namespace ltx_kernels

@@ -1,12 +1,12 @@
-// sm_90 neighborhood attention launcher: envelope, box choice, TMA descriptors (one pair per batch
-// element), launch. See natten_sm90.cuh for the kernel.
+// sm_90 neighborhood attention launcher: TMA descriptors (one pair per batch element), launch.
+// The envelope and the box choice are natten_heuristics.h's; the kernel is natten_sm90.cuh's.
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
-#include <algorithm>
 #include <type_traits>
 
-#include "ltx_kernels/attention/natten.h"
-#include "ltx_kernels/attention/natten_sm90.cuh"
+#include "ltx_kernels/natten/natten.h"
+#include "ltx_kernels/natten/natten_heuristics.h"
+#include "ltx_kernels/natten/natten_sm90.cuh"
 
 namespace ltx_kernels {
 namespace {
@@ -14,25 +14,8 @@ namespace {
 using natten_sm90::kD;
 using natten_sm90::kNK;
 
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Columns staged per key row: the union's w extent rounded up to 16 or 32; 0 = too wide.
-int row_width(const NaProblem& p) {
-  const int u2 = std::min(8 + p.kernel[2] - 1, p.size[2]);
-  return u2 <= 16 ? 16 : (u2 <= 32 ? 32 : 0);
-}
-
-// Keys staged over the whole grid with box i (a proxy for the load traffic and the pipeline
-// length; per-warp compute does not depend on the box).
-double box_cost(const NaProblem& p, int i, int w8) {
-  int bt, bh;
-  na_sm90_box(i, bt, bh);
-  const int kr = kNK / w8;
-  const double boxes = double(cdiv(p.size[0], bt)) * double(cdiv(p.size[1], bh)) * double(cdiv(p.size[2], 8));
-  const int u0 = std::min(bt + p.kernel[0] - 1, p.size[0]);
-  const int u1 = std::min(bh + p.kernel[1] - 1, p.size[1]);
-  return boxes * double(u0) * double(cdiv(u1, kr) * kr) * double(w8);
-}
+static_assert(kD == kNattenSm90HeadDim && kNK == kNattenSm90ChunkKeys,
+              "natten_heuristics.h describes this kernel's head dim and chunk");
 
 PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
   static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
@@ -51,7 +34,7 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 // K or V of one batch element as a 5-D tensor (d, head, w, h, t), box {64, 1, w8, 64 / w8, 1},
 // 128-byte swizzle. Strides of extent-1 axes are replaced by packed ones (never used to address).
 template <typename T>
-bool encode(CUtensorMap* map, const T* base, const NaStrides& s, const NaProblem& p, int w8) {
+bool encode(CUtensorMap* map, const T* base, const NattenStrides& s, const NattenProblem& p, int w8) {
   auto fn = encode_fn();
   if (fn == nullptr) return false;
   const cuuint64_t dims[5] = {cuuint64_t(kD), cuuint64_t(p.heads), cuuint64_t(p.size[2]), cuuint64_t(p.size[1]),
@@ -76,46 +59,34 @@ bool encode(CUtensorMap* map, const T* base, const NaStrides& s, const NaProblem
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// scale > 0: the kernel tracks row maxima of the raw scores (see natten_sm90.cuh).
-bool in_envelope(const NaProblem& p) {
-  return p.dim == kD && p.heads <= 65535 && p.scale > 0.f && row_width(p) != 0;
-}
-
-}  // namespace
-
-// The automatic choice leaves 32-wide rows (w windows 10-25) to the portable kernel: measured
-// slower there on the H200 (window (11, 11, 11), 16x32x48, 4 heads: 638 vs 589 us, session 5 run 5), since half of
-// each staged row is outside every window. Forcing a box still runs them (tests).
-int na_sm90_pick(const NaProblem& p) {
-  if (!in_envelope(p)) return -1;
-  const int w8 = row_width(p);
-  if (w8 != 16) return -1;
-  return na_argmin(kNaSm90Boxes, [&](int i) { return box_cost(p, i, w8); });
-}
-
 template <typename T>
-cudaError_t na_forward_sm90(T* out, NaStrides os, const T* q, NaStrides qs, const T* k, NaStrides ks,
-                            const T* v, NaStrides vs, const NaProblem& p, int box, cudaStream_t stream) {
+cudaError_t launch(const NattenParams& g, int box, cudaStream_t stream) {
+  const NattenProblem& p = g.problem;
   if (p.batch <= 0 || p.heads <= 0 || p.size[0] <= 0 || p.size[1] <= 0 || p.size[2] <= 0) return cudaSuccess;
   for (int a = 0; a < 3; ++a)
     if (p.kernel[a] < 1 || p.size[a] < p.kernel[a]) return cudaErrorInvalidValue;
-  if (!in_envelope(p)) return cudaErrorNotSupported;
-  if (box < 0) box = na_sm90_pick(p);
+  if (!natten_sm90_takes(p)) return cudaErrorNotSupported;
+  if (box < 0) box = natten_sm90_pick(p);
   if (box < 0) return cudaErrorNotSupported;
-  if (box >= kNaSm90Boxes) return cudaErrorInvalidValue;
-  const int w8 = row_width(p);
+  if (box >= kNattenSm90Boxes) return cudaErrorInvalidValue;
+  const int w8 = natten_sm90_row_width(p);
+  const T* q = static_cast<const T*>(g.q);
+  const T* k = static_cast<const T*>(g.k);
+  const T* v = static_cast<const T*>(g.v);
+  T* out = static_cast<T*>(g.out);
+  const NattenStrides &qs = g.qs, &ks = g.ks, &vs = g.vs, &os = g.os;
 
   natten_sm90::NaTmaArgs args{};
   args.qs = qs;
   args.os = os;
-  na_sm90_box(box, args.box[0], args.box[1]);
+  natten_sm90_box(box, args.box[0], args.box[1]);
   const int bext[3] = {args.box[0], args.box[1], 8};
   int64_t boxes = 1;
   for (int a = 0; a < 3; ++a) {
     args.n[a] = p.size[a];
     args.ker[a] = p.kernel[a];
     args.causal[a] = p.causal[a] ? 1 : 0;
-    args.ntile[a] = int(cdiv(p.size[a], bext[a]));
+    args.ntile[a] = int(natten_cdiv(p.size[a], bext[a]));
     boxes *= args.ntile[a];
   }
   if (boxes > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
@@ -142,10 +113,17 @@ cudaError_t na_forward_sm90(T* out, NaStrides os, const T* q, NaStrides qs, cons
   return cudaSuccess;
 }
 
-template cudaError_t na_forward_sm90<__half>(__half*, NaStrides, const __half*, NaStrides, const __half*, NaStrides,
-                                             const __half*, NaStrides, const NaProblem&, int, cudaStream_t);
-template cudaError_t na_forward_sm90<__nv_bfloat16>(__nv_bfloat16*, NaStrides, const __nv_bfloat16*, NaStrides,
-                                                    const __nv_bfloat16*, NaStrides, const __nv_bfloat16*, NaStrides,
-                                                    const NaProblem&, int, cudaStream_t);
+}  // namespace
+
+cudaError_t natten_forward_sm90(const NattenParams& p, int box, cudaStream_t stream) {
+  return dispatch_cuda(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    if constexpr (std::is_same<T, float>::value) {
+      return cudaErrorNotSupported;
+    } else {
+      return launch<T>(p, box, stream);
+    }
+  });
+}
 
 }  // namespace ltx_kernels

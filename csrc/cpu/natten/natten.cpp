@@ -22,12 +22,18 @@ inline void window(int i, int n, int k, bool causal, int& lo, int& len) {
   }
 }
 
-}  // namespace
+constexpr int64_t kGrain = 16;  // queries per task
 
+// Queries [q_begin, q_end) of the flattened (batch, head, S0, S1, S2) index space of one
+// dilation-1 problem.
 template <typename T>
-void na_forward(T* out, const NaStrides& os, const T* q, const NaStrides& qs, const T* k,
-                const NaStrides& ks, const T* v, const NaStrides& vs, const NaProblem& p,
-                int64_t q_begin, int64_t q_end) {
+void natten_queries(const NattenParams& g, int64_t q_begin, int64_t q_end) {
+  const NattenProblem& p = g.problem;
+  const NattenStrides &os = g.os, &qs = g.qs, &ks = g.ks, &vs = g.vs;
+  T* out = static_cast<T*>(g.out);
+  const T* q = static_cast<const T*>(g.q);
+  const T* k = static_cast<const T*>(g.k);
+  const T* v = static_cast<const T*>(g.v);
   const int d = p.dim;
   const int64_t n0 = p.size[0], n1 = p.size[1], n2 = p.size[2];
   std::vector<float> qf(d), acc(d), scores;
@@ -82,14 +88,21 @@ void na_forward(T* out, const NaStrides& os, const T* q, const NaStrides& qs, co
   }
 }
 
-#define LTX_NA_INST(T)                                                                          \
-  template void na_forward<T>(T*, const NaStrides&, const T*, const NaStrides&, const T*,       \
-                              const NaStrides&, const T*, const NaStrides&, const NaProblem&,   \
-                              int64_t, int64_t);
-LTX_NA_INST(float)
-LTX_NA_INST(half_t)
-LTX_NA_INST(bfloat16_t)
-#undef LTX_NA_INST
+}  // namespace
+
+void natten_forward(const NattenParams& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    for (int g0 = 0; g0 < p.dilation[0]; ++g0)
+      for (int g1 = 0; g1 < p.dilation[1]; ++g1)
+        for (int g2 = 0; g2 < p.dilation[2]; ++g2) {
+          const NattenParams g = natten_residue_group(p, {g0, g1, g2});
+          const NattenProblem& gp = g.problem;
+          const int64_t queries = gp.batch * gp.heads * int64_t(gp.size[0]) * gp.size[1] * gp.size[2];
+          parallel_for(queries, kGrain, [&](int64_t b, int64_t e) { natten_queries<T>(g, b, e); });
+        }
+  });
+}
 
 }  // namespace cpu
 }  // namespace ltx_kernels

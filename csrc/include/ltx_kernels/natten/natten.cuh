@@ -14,7 +14,7 @@
 //   box 1x8x8 -> CTA union 3x14x14 = 588 keys (25% attended); a warp (1x2x8 queries) touches the
 //   3x8x14 = 336 keys of its rows, ~45-50 of the 74 8-key blocks -> ~40% of computed pairs useful.
 //   box 2x4x8 -> 4x10x14 = 560 (26%); box 4x4x4 -> 6x10x10 = 600 (24.5%).
-// The dispatcher (natten.cu) picks the box with the fewest staged keys for the grid at hand.
+// natten_pick_tile (natten_heuristics.h) picks the box with the fewest staged keys for the grid at hand.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -23,7 +23,7 @@
 
 #include <cstdint>
 
-#include "ltx_kernels/attention/natten_problem.h"
+#include "ltx_kernels/natten/natten_params.h"
 #include "ltx_kernels/common/ptx.cuh"
 
 namespace ltx_kernels {
@@ -44,7 +44,7 @@ struct NaKernelArgs {
   const void* k;
   const void* v;
   void* out;
-  NaStrides qs, ks, vs, os;
+  NattenStrides qs, ks, vs, os;
   int n[3];      // grid extents
   int ker[3];    // window sizes
   int causal[3];

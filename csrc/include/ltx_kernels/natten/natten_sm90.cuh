@@ -1,7 +1,7 @@
 // Neighborhood attention forward for sm_90: TMA row loads into a shared-memory ring refilled by
 // whichever warp releases a stage last, and warps that each walk only the key rows their own
 // queries attend.
-// Included only by csrc/cuda/attention/natten_sm90.cu. head dim 64, fp16/bf16.
+// Included only by csrc/cuda/natten/natten_sm90.cu. head dim 64, fp16/bf16.
 //
 // Geometry (per CTA, one (batch, head)):
 //   queries  a box (Q0, Q1, 8) of (t, h, w); NW = 8 consumer warps, warp j owns the 16 queries
@@ -29,7 +29,7 @@
 // Work per query, window (3, 7, 7), W8 = 16: a warp computes 3 slices x 8 rows x 16 keys = 384
 // keys for its 147 attended ones (38%); the CTA stages U0 x ceil(U1/4) x 4 x 16 keys for its
 // 128 queries (box 2 x 8 x 8: 4 x 16 x 16 = 8 keys per query).
-// Measured (H200, benchmarks/results/h200/README.md session 5): 63.5 attended TFLOP/s at (3, 7, 7)
+// Measured on the H200 (benchmarks/results/h200/): 63.5 attended TFLOP/s at (3, 7, 7)
 // (~167 TFLOP/s of mma work, 2.25x the portable kernel); issue/latency bound at 4 warps per
 // scheduler (128 registers), ~130-200 non-mma instructions per 16 mma (mask, max, exp2, sums).
 #pragma once
@@ -38,7 +38,7 @@
 
 #include <type_traits>
 
-#include "ltx_kernels/attention/natten.cuh"
+#include "ltx_kernels/natten/natten.cuh"
 
 namespace ltx_kernels {
 namespace natten_sm90 {
@@ -66,7 +66,7 @@ constexpr size_t kSmemBytes = size_t(kStages) * kStageBytes + kStages * (sizeof(
 struct NaTmaArgs {
   const void* q;  // batch already applied
   void* out;
-  NaStrides qs, os;  // batch entries unused
+  NattenStrides qs, os;  // batch entries unused
   int n[3];
   int ker[3];
   int causal[3];
@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     mbar_wait(bar_full + 8 * s, parity);
     // (A copy of this body specialised for whole chunks, where the row tests fold away, measured
-    // 4-9% slower on the H200: it brought spills back. See the results README, session 5.)
+    // 4-9% slower on the H200: it brought spills back.)
     if (rows != 0u) {
       const uint32_t ks = smem0 + s * kStageBytes;
       const uint32_t vs = ks + kTileBytes;
@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
       // Online softmax in the log2 domain: p = 2^(x sl2 - m sl2), m the running raw maximum
-      // (sl2 > 0: the dispatcher sends scale <= 0 to the portable kernel).
+      // (sl2 > 0: natten_sm90_takes sends scale <= 0 to the portable kernel).
       float mb[2], alpha[2];  // m * sl2 (finite), rescale factors
       bool grew = false;
 #pragma unroll
