@@ -32,7 +32,7 @@ FAMILIES.append("gemm")
 # @family:comm
 # @family:natten
 FAMILIES.append("natten")
-FAMILIES.append("comm")
+FAMILIES.append("distributed")
 FAMILIES.append("fused_fp8")
 
 

@@ -122,44 +122,39 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // [i - k + 1, i] on causal axes, residue groups on dilated axes)
   ops.def("natten_forward(Tensor! out, Tensor q, Tensor k, Tensor v, int[] kernel_size, int[] dilation, bool[] is_causal, float scale) -> ()");
   LTX_IMPL(ops, natten_forward);
-  // ---- comm family (sequence parallel; bytes are copied, any 1/2/4/8-byte dtype)
+  // ---- distributed family (sequence parallel; bytes are copied, any 1/2/4/8-byte dtype)
   // x [B, T, H, D] -> out [W][B, T, H/W, D] (contiguous per destination rank)
   ops.def("sp_pack_heads(Tensor! out, Tensor x, int world) -> ()");
-  ops.impl("sp_pack_heads", c10::DeviceType::CPU, &sp_pack_heads);
+  LTX_IMPL(ops, sp_pack_heads);
   // recv = concat_s [B, tokens[s], Hl, D] -> out [B, sum(tokens), Hl, D], source s at prefix[s]
   ops.def("sp_unpack_heads(Tensor! out, Tensor recv, int[] tokens) -> ()");
-  ops.impl("sp_unpack_heads", c10::DeviceType::CPU, &sp_unpack_heads);
+  LTX_IMPL(ops, sp_unpack_heads);
   // y [B, sum(tokens), Hl, D] -> out = concat_s [B, tokens[s], Hl, D] (inverse of sp_unpack_heads)
   ops.def("sp_pack_tokens(Tensor! out, Tensor y, int[] tokens) -> ()");
-  ops.impl("sp_pack_tokens", c10::DeviceType::CPU, &sp_pack_tokens);
+  LTX_IMPL(ops, sp_pack_tokens);
   // recv [W][B, T, H/W, D] -> out [B, T, H, D] (inverse of sp_pack_heads)
   ops.def("sp_unpack_tokens(Tensor! out, Tensor recv, int world) -> ()");
-  ops.impl("sp_unpack_tokens", c10::DeviceType::CPU, &sp_unpack_tokens);
+  LTX_IMPL(ops, sp_unpack_tokens);
   // recv [W][B, max(tokens), ...] (padded all_gather) -> out [B, sum(tokens), ...]
   ops.def("sp_unpack_gather(Tensor! out, Tensor recv, int[] tokens) -> ()");
-  ops.impl("sp_unpack_gather", c10::DeviceType::CPU, &sp_unpack_gather);
+  LTX_IMPL(ops, sp_unpack_gather);
   // CUDA IPC buffers: create (writes the 64-byte cudaIpcMemHandle into handle, returns an id),
   // open every rank's handle ([W, 64] uint8), close. Host-side ops on CPU tensors.
   ops.def("sp_ipc_create(Tensor! handle, int device, int nbytes) -> int");
-  ops.impl("sp_ipc_create", c10::DeviceType::CPU, &sp_ipc_create);
+  ops.impl("sp_ipc_create", c10::DeviceType::CPU, &sp_ipc_create_host);
   ops.def("sp_ipc_open(Tensor handles, int id, int rank) -> ()");
-  ops.impl("sp_ipc_open", c10::DeviceType::CPU, &sp_ipc_open);
+  ops.impl("sp_ipc_open", c10::DeviceType::CPU, &sp_ipc_open_host);
   ops.def("sp_ipc_close(Tensor handle, int id) -> ()");
-  ops.impl("sp_ipc_close", c10::DeviceType::CPU, &sp_ipc_close);
+  ops.impl("sp_ipc_close", c10::DeviceType::CPU, &sp_ipc_close_host);
   // IPC ops: barrier, stores straight into the peers' buffers at the final layout, barrier, copy
   // out; a rank missing for timeout_s sets status = 1 + its rank (never traps, never hangs)
   ops.def("sp_ipc_send_recv_heads(Tensor! out, Tensor! status, Tensor x, int id, int[] tokens, float timeout_s) -> ()");
   ops.def("sp_ipc_gather_heads(Tensor! out, Tensor! status, Tensor y, int id, int[] tokens, float timeout_s) -> ()");
   ops.def("sp_ipc_all_gather(Tensor! out, Tensor! status, Tensor x, int id, int[] tokens, float timeout_s) -> ()");
 #ifdef LTX_KERNELS_WITH_CUDA
-  ops.impl("sp_pack_heads", c10::DeviceType::CUDA, &sp_pack_heads);
-  ops.impl("sp_unpack_heads", c10::DeviceType::CUDA, &sp_unpack_heads);
-  ops.impl("sp_pack_tokens", c10::DeviceType::CUDA, &sp_pack_tokens);
-  ops.impl("sp_unpack_tokens", c10::DeviceType::CUDA, &sp_unpack_tokens);
-  ops.impl("sp_unpack_gather", c10::DeviceType::CUDA, &sp_unpack_gather);
-  ops.impl("sp_ipc_send_recv_heads", c10::DeviceType::CUDA, &sp_ipc_send_recv_heads);
-  ops.impl("sp_ipc_gather_heads", c10::DeviceType::CUDA, &sp_ipc_gather_heads);
-  ops.impl("sp_ipc_all_gather", c10::DeviceType::CUDA, &sp_ipc_all_gather);
+  ops.impl("sp_ipc_send_recv_heads", c10::DeviceType::CUDA, &sp_ipc_send_recv_heads_cuda);
+  ops.impl("sp_ipc_gather_heads", c10::DeviceType::CUDA, &sp_ipc_gather_heads_cuda);
+  ops.impl("sp_ipc_all_gather", c10::DeviceType::CUDA, &sp_ipc_all_gather_cuda);
 #endif
   // ---- gemm family (csrc/torch/gemm.cpp)
   // out[..., N] = sum_kb (a_kb . b_kb) * a_scales[m, kb] * b_scales[n/128, kb] + bias; backend

@@ -86,21 +86,25 @@ LTX_OP(void, rms_norm_split_rope_fp8, at::Tensor& q, at::Tensor& scales, const a
 // natten family (csrc/torch/natten.cpp)
 LTX_OP(void, natten_forward, at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
        c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, const c10::List<bool>& is_causal, double scale);
-// comm family (csrc/torch/comm.cpp): sequence-parallel pack/unpack and the CUDA IPC transport
-void sp_pack_heads(at::Tensor& out, const at::Tensor& x, int64_t world);
-void sp_unpack_heads(at::Tensor& out, const at::Tensor& recv, c10::IntArrayRef tokens);
-void sp_pack_tokens(at::Tensor& out, const at::Tensor& y, c10::IntArrayRef tokens);
-void sp_unpack_tokens(at::Tensor& out, const at::Tensor& recv, int64_t world);
-void sp_unpack_gather(at::Tensor& out, const at::Tensor& recv, c10::IntArrayRef tokens);
-int64_t sp_ipc_create(at::Tensor& handle, int64_t device, int64_t nbytes);
-void sp_ipc_open(const at::Tensor& handles, int64_t id, int64_t rank);
-void sp_ipc_close(const at::Tensor& handle, int64_t id);
-void sp_ipc_send_recv_heads(at::Tensor& out, at::Tensor& status, const at::Tensor& x, int64_t id,
+// distributed family (csrc/torch/distributed.cpp): sequence-parallel pack/unpack and the CUDA IPC
+// transport (its create / open / close are host ops on CPU tensors, in every build; its exchanges
+// CUDA only)
+LTX_OP(void, sp_pack_heads, at::Tensor& out, const at::Tensor& x, int64_t world);
+LTX_OP(void, sp_unpack_heads, at::Tensor& out, const at::Tensor& recv, c10::IntArrayRef tokens);
+LTX_OP(void, sp_pack_tokens, at::Tensor& out, const at::Tensor& y, c10::IntArrayRef tokens);
+LTX_OP(void, sp_unpack_tokens, at::Tensor& out, const at::Tensor& recv, int64_t world);
+LTX_OP(void, sp_unpack_gather, at::Tensor& out, const at::Tensor& recv, c10::IntArrayRef tokens);
+int64_t sp_ipc_create_host(at::Tensor& handle, int64_t device, int64_t nbytes);
+void sp_ipc_open_host(const at::Tensor& handles, int64_t id, int64_t rank);
+void sp_ipc_close_host(const at::Tensor& handle, int64_t id);
+#ifdef LTX_KERNELS_WITH_CUDA
+void sp_ipc_send_recv_heads_cuda(at::Tensor& out, at::Tensor& status, const at::Tensor& x, int64_t id,
+                                 c10::IntArrayRef tokens, double timeout_s);
+void sp_ipc_gather_heads_cuda(at::Tensor& out, at::Tensor& status, const at::Tensor& y, int64_t id,
+                              c10::IntArrayRef tokens, double timeout_s);
+void sp_ipc_all_gather_cuda(at::Tensor& out, at::Tensor& status, const at::Tensor& x, int64_t id,
                             c10::IntArrayRef tokens, double timeout_s);
-void sp_ipc_gather_heads(at::Tensor& out, at::Tensor& status, const at::Tensor& y, int64_t id,
-                         c10::IntArrayRef tokens, double timeout_s);
-void sp_ipc_all_gather(at::Tensor& out, at::Tensor& status, const at::Tensor& x, int64_t id,
-                       c10::IntArrayRef tokens, double timeout_s);
+#endif
 // gemm family (csrc/torch/gemm.cpp)
 void fp8_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales, const at::Tensor& b,
                         const at::Tensor& b_scales, const std::optional<at::Tensor>& bias,

@@ -35,7 +35,7 @@ from .fused_fp8 import __all__ as _fused_fp8_all
 from .natten import *  # noqa: F401,F403
 from .natten import __all__ as _natten_all
 from .distributed import *  # noqa: F401,F403
-from .distributed import __all__ as _comm_all
+from .distributed import __all__ as _distributed_all
 from .gemm import *  # noqa: F401,F403
 from .gemm import __all__ as _gemm_all
 from .quantization import *  # noqa: F401,F403
@@ -59,5 +59,5 @@ __all__ += _lowbit_all
 # @family-all:fused_fp8
 __all__ += _fused_fp8_all
 __all__ += _natten_all
-__all__ += _comm_all
+__all__ += _distributed_all
 __all__ += _gemm_all + _quantization_all

@@ -1,4 +1,5 @@
-"""Sequence parallel (Ulysses) communication: LTX-2's `all2all`, REFERENCE.md section 5.
+"""Sequence parallel (Ulysses) communication: LTX-2's `all2all` (docs/semantics.md, section
+"Sequence-parallel all-to-all").
 
     comm = SequenceParallelComm(group, max_tokens, hidden, dtype, transport="auto")
     y = comm.send_recv_heads(x)     # [B, T_r, H, D] -> [B, T_total, H/W, D]

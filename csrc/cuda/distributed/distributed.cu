@@ -1,14 +1,14 @@
-// Sequence-parallel launchers: word width, threads per token, grid. See comm.cuh.
+// Sequence-parallel launchers: word width, threads per token, grid. See distributed.cuh.
 #include <algorithm>
 
-#include "ltx_kernels/comm/comm.cuh"
-#include "ltx_kernels/comm/comm.h"
+#include "ltx_kernels/distributed/distributed.cuh"
+#include "ltx_kernels/distributed/distributed.h"
 
 namespace ltx_kernels {
 namespace {
 
-using comm_detail::kThreads;
-using comm_detail::kUnroll;
+using distributed_detail::kThreads;
+using distributed_detail::kUnroll;
 
 constexpr int64_t kMaxGrid = int64_t(1) << 30;
 
@@ -41,9 +41,9 @@ cudaError_t heads_launch(const SpHeadsLayout& l, char* x, int64_t row_bytes, boo
   const int lg = tpt_log2_for(l.H * wpr);
   const unsigned grid = grid_for(l.B * l.T, lg);
   if (to_buf)
-    comm_detail::heads_kernel<V, true><<<grid, kThreads, 0, stream>>>(l, x, wpr, lg, status);
+    distributed_detail::heads_kernel<V, true><<<grid, kThreads, 0, stream>>>(l, x, wpr, lg, status);
   else
-    comm_detail::heads_kernel<V, false><<<grid, kThreads, 0, stream>>>(l, x, wpr, lg, status);
+    distributed_detail::heads_kernel<V, false><<<grid, kThreads, 0, stream>>>(l, x, wpr, lg, status);
   return cudaGetLastError();
 }
 
@@ -54,9 +54,9 @@ cudaError_t tokens_launch(const SpTokensLayout& l, char* y, int64_t row_bytes, b
   const int lg = tpt_log2_for(l.Hl * wpr);
   const unsigned grid = grid_for(l.B * l.T, lg);
   if (to_buf)
-    comm_detail::tokens_kernel<V, true><<<grid, kThreads, 0, stream>>>(l, y, wpr, lg, status);
+    distributed_detail::tokens_kernel<V, true><<<grid, kThreads, 0, stream>>>(l, y, wpr, lg, status);
   else
-    comm_detail::tokens_kernel<V, false><<<grid, kThreads, 0, stream>>>(l, y, wpr, lg, status);
+    distributed_detail::tokens_kernel<V, false><<<grid, kThreads, 0, stream>>>(l, y, wpr, lg, status);
   return cudaGetLastError();
 }
 
@@ -115,6 +115,26 @@ cudaError_t tokens_impl(const SpTokensLayout& l, char* y, int64_t es, bool to_bu
 
 }  // namespace
 
+cudaError_t sp_pack_heads(const SpHeadsParams& p, cudaStream_t stream) {
+  return heads_impl(p.layout, p.x, p.elem_size, true, nullptr, stream);
+}
+
+cudaError_t sp_unpack_tokens(const SpHeadsParams& p, cudaStream_t stream) {
+  return heads_impl(p.layout, p.x, p.elem_size, false, nullptr, stream);
+}
+
+cudaError_t sp_pack_tokens(const SpTokensParams& p, cudaStream_t stream) {
+  return tokens_impl(p.layout, p.y, p.elem_size, true, nullptr, stream);
+}
+
+cudaError_t sp_unpack_heads(const SpTokensParams& p, cudaStream_t stream) {
+  return tokens_impl(p.layout, p.y, p.elem_size, false, nullptr, stream);
+}
+
+cudaError_t sp_unpack_gather(const SpTokensParams& p, cudaStream_t stream) {
+  return tokens_impl(p.layout, p.y, p.elem_size, false, nullptr, stream);
+}
+
 cudaError_t sp_heads_copy(const SpHeadsLayout& l, char* x, int64_t elem_size, bool to_buf,
                           cudaStream_t stream) {
   return heads_impl(l, x, elem_size, to_buf, nullptr, stream);
@@ -139,12 +159,12 @@ cudaError_t sp_ipc_barrier(uint32_t* const* flags, int rank, int world, int* sta
                            uint64_t timeout_ns, cudaStream_t stream) {
   if (world < 1 || world > kSpMaxWorld || rank < 0 || rank >= world || status == nullptr)
     return cudaErrorInvalidValue;
-  comm_detail::FlagPtrs p{};
+  distributed_detail::FlagPtrs p{};
   for (int i = 0; i < world; ++i) {
     if (flags[i] == nullptr) return cudaErrorInvalidValue;
     p.flags[i] = flags[i];
   }
-  comm_detail::barrier_kernel<<<1, kSpMaxWorld, 0, stream>>>(p, rank, world, status, timeout_ns);
+  distributed_detail::barrier_kernel<<<1, kSpMaxWorld, 0, stream>>>(p, rank, world, status, timeout_ns);
   return cudaGetLastError();
 }
 

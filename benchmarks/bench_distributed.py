@@ -1,4 +1,4 @@
-"""Comm family benchmarks: the pack/unpack kernels that sit on either side of the all_to_all of
+"""Distributed family benchmarks: the pack/unpack kernels that sit on either side of the all_to_all of
 Ulysses sequence parallelism (single GPU: the bytes a rank moves locally), against torch
 permute+contiguous / cat (eager) and torch.compile of the same, same run, same method
 (benchmarks/common.py). Bytes = read + write of the whole tensor. Target: >= 90% of copy."""
@@ -40,7 +40,7 @@ def _timed(base, name, fn, k):
     try:
         base[name] = time_graph(fn, k)
     except (RuntimeError, NotImplementedError, TypeError) as e:
-        print(f"bench_comm: baseline {name} skipped: {str(e).splitlines()[0][:100]}")
+        print(f"bench_distributed: baseline {name} skipped: {str(e).splitlines()[0][:100]}")
 
 
 def run(copy_gbps, quick=False):

@@ -1,8 +1,8 @@
-"""Sequence-parallel (comm family): pack/unpack kernels against ltx_kernels.reference (concat /
+"""Sequence-parallel (distributed family): pack/unpack kernels against ltx_kernels.reference (concat /
 slice from the definition), byte for byte, single process (an all_to_all simulated by slicing
 the packed buffers); then the "nccl" transport of SequenceParallelComm in several CPU processes
 over gloo (world 2 and 3, uneven token counts) against a reference built from all_gather.
-The IPC transport is tested in test_comm_ipc.py (needs a GPU)."""
+The IPC transport is tested in test_distributed_ipc.py (needs a GPU)."""
 
 import os
 import re

@@ -1,4 +1,4 @@
-// Sequence-parallel copy kernels and the IPC barrier (see comm.h for the layouts).
+// Sequence-parallel copy kernels and the IPC barrier (layouts: distributed/distributed_params.h).
 //
 // One token (all its rows) is handled by `tpt` consecutive threads of a 256-thread block; each
 // thread moves up to 4 words of V bytes per token, issuing all its loads before its stores (ILP),
@@ -10,11 +10,11 @@
 
 #include <cstdint>
 
-#include "ltx_kernels/comm/comm.h"
+#include "ltx_kernels/distributed/distributed_params.h"
 #include "ltx_kernels/common/vec.cuh"
 
 namespace ltx_kernels {
-namespace comm_detail {
+namespace distributed_detail {
 
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;
@@ -176,5 +176,5 @@ __global__ void barrier_kernel(const __grid_constant__ FlagPtrs p, int rank, int
   if (threadIdx.x == 0 && missing < world && !failed_before) *status = 1 + missing;
 }
 
-}  // namespace comm_detail
+}  // namespace distributed_detail
 }  // namespace ltx_kernels
