@@ -16,6 +16,7 @@
 #endif
 
 TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
+  // ---- norm family
   // y = x * rsqrt(mean(x^2, -1) + eps) * weight
   ops.def("rms_norm(Tensor! out, Tensor x, Tensor? weight, float eps) -> ()");
   LTX_IMPL(ops, rms_norm);
@@ -40,7 +41,6 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   LTX_IMPL(ops, gated_attention);
 
   // ---- fused norm family
-  // @family:fused_norm
   // residual_out = x + residual (rounded); out = rms_norm(residual_out) * weight
   ops.def("add_rms_norm(Tensor! out, Tensor! residual_out, Tensor x, Tensor residual, Tensor? weight, float eps) -> ()");
   LTX_IMPL(ops, add_rms_norm);
@@ -67,10 +67,8 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // RoPE alone, interleaved or split; x [B, S, C] or [B, S, H, d]; out may be x
   ops.def("apply_rope(Tensor! out, Tensor x, Tensor cos, Tensor sin, bool interleaved) -> ()");
   LTX_IMPL(ops, apply_rope);
-  // @family:rope
 
   // ---- fp8 family
-  // @family:fp8
   // x [..., K] -> q (x's shape, float8 dtype of q), scales [M, K/group] fp32 = amax/fmax per group;
   // q = encode(x / s); scale_layout 'row' (strides (G, 1)) or 'mn_major' (strides (1, M_pad))
   ops.def("quantize_fp8_per_token_group(Tensor! q, Tensor! scales, Tensor x, int group_size, str scale_layout) -> ()");
@@ -89,12 +87,32 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.def("dequantize_fp8_per_tensor(Tensor! out, Tensor q, Tensor scale) -> ()");
   LTX_IMPL(ops, dequantize_fp8_per_tensor);
 
-  // ---- lowbit (NVFP4, FP6) family
-  // @family:lowbit
-  // @family:gemm
-  // @family:comm
-  // @family:natten
-  // @family:fused_fp8
+  // ---- lowbit family (LTX-2 FP6, OCP FP6, NVFP4)
+  // LTX-2 FP6: E4M3 [..., n] -> drop bits 6..5 -> 4 values in 3 bytes, big-endian -> uint8 [..., 3n/4]
+  ops.def("fp6_pack(Tensor! out, Tensor x) -> ()");
+  LTX_IMPL(ops, fp6_pack);
+  // uint8 [..., 3n/4] -> E4M3 [..., n] (zeros in bits 6..5); n = out.shape[-1]
+  ops.def("fp6_unpack(Tensor! out, Tensor packed) -> ()");
+  LTX_IMPL(ops, fp6_unpack);
+  // w [N, K] -> packed [N, 3K/4], scales [ceil(N/br), ceil(K/bc)] = amax / 0.1171875
+  ops.def("quantize_fp6_block(Tensor! packed, Tensor! scales, Tensor w, int block_rows, int block_cols) -> ()");
+  LTX_IMPL(ops, quantize_fp6_block);
+  // out [N, K] = e4m3(unpack(packed)) * scales[block]
+  ops.def("dequantize_fp6_block(Tensor! out, Tensor packed, Tensor scales, int block_rows, int block_cols) -> ()");
+  LTX_IMPL(ops, dequantize_fp6_block);
+  // OCP FP6 (fmt "e2m3" | "e3m2"), one code per byte, RNE, saturating, NaN -> +0
+  ops.def("quantize_fp6(Tensor! out, Tensor x, str fmt) -> ()");
+  LTX_IMPL(ops, quantize_fp6);
+  ops.def("dequantize_fp6(Tensor! out, Tensor codes, str fmt) -> ()");
+  LTX_IMPL(ops, dequantize_fp6);
+  // NVFP4: x [..., K] -> packed [..., K/2], block_scales (E4M3 bytes, cuBLASLt 128x4 swizzle)
+  ops.def("quantize_nvfp4(Tensor! packed, Tensor! block_scales, Tensor x, Tensor per_tensor_scale, bool hi_first) -> ()");
+  LTX_IMPL(ops, quantize_nvfp4);
+  // out [..., K] = q * s_b * s_t
+  ops.def("dequantize_nvfp4(Tensor! out, Tensor packed, Tensor block_scales, Tensor per_tensor_scale, bool hi_first) -> ()");
+  LTX_IMPL(ops, dequantize_nvfp4);
+
+  // ---- fused_fp8 family: norms, activations and RoPE with FP8 E4M3 per-token-group output
   // op(...) in fp32, then per group of group_size columns: scales = amax / 448, q = e4m3(y / scale)
   // (q of y's shape, scales [M, C / group_size] with the caller's strides: "row" or "mn_major")
   ops.def("rms_norm_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor? weight, float eps, int group_size) -> ()");
@@ -117,11 +135,14 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   LTX_IMPL(ops, rms_norm_rope_fp8);
   ops.def("rms_norm_split_rope_fp8(Tensor! q, Tensor! scales, Tensor x, Tensor cos, Tensor sin, Tensor? weight, float eps, int group_size) -> ()");
   LTX_IMPL(ops, rms_norm_split_rope_fp8);
-  // neighborhood attention (NATTEN na1d/na2d/na3d): q, k, v, out [B, *spatial, heads, d], 1-3 spatial
-  // dims from q.dim(); softmax(scale q.k) v over each query's window (inward-shifted at borders,
-  // [i - k + 1, i] on causal axes, residue groups on dilated axes)
+
+  // ---- natten family: neighborhood attention (NATTEN's na1d/na2d/na3d)
+  // q, k, v, out [B, *spatial, heads, d], 1-3 spatial dims from q.dim(); softmax(scale q.k) v over
+  // each query's window (inward-shifted at borders, [i - k + 1, i] on causal axes, residue groups
+  // on dilated axes)
   ops.def("natten_forward(Tensor! out, Tensor q, Tensor k, Tensor v, int[] kernel_size, int[] dilation, bool[] is_causal, float scale) -> ()");
   LTX_IMPL(ops, natten_forward);
+
   // ---- distributed family (sequence parallel; bytes are copied, any 1/2/4/8-byte dtype)
   // x [B, T, H, D] -> out [W][B, T, H/W, D] (contiguous per destination rank)
   ops.def("sp_pack_heads(Tensor! out, Tensor x, int world) -> ()");
@@ -156,6 +177,7 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.impl("sp_ipc_gather_heads", c10::DeviceType::CUDA, &sp_ipc_gather_heads_cuda);
   ops.impl("sp_ipc_all_gather", c10::DeviceType::CUDA, &sp_ipc_all_gather_cuda);
 #endif
+
   // ---- gemm family (csrc/torch/gemm.cpp)
   // out[..., N] = sum_kb (a_kb . b_kb) * a_scales[m, kb] * b_scales[n/128, kb] + bias; backend
   // 'auto' | 'sm90' | 'sm89' | 'torch' (fp32 dequant + matmul) | 'cpu'
@@ -177,29 +199,6 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.impl("fp8_blockwise_gemm_backend", c10::DeviceType::CUDA, &fp8_blockwise_gemm_backend);
   ops.impl("fp6_blockwise_gemm", c10::DeviceType::CUDA, &fp6_blockwise_gemm);
 #endif
-  // LTX-2 FP6: E4M3 [..., n] -> drop bits 6..5 -> 4 values in 3 bytes, big-endian -> uint8 [..., 3n/4]
-  ops.def("fp6_pack(Tensor! out, Tensor x) -> ()");
-  LTX_IMPL(ops, fp6_pack);
-  // uint8 [..., 3n/4] -> E4M3 [..., n] (zeros in bits 6..5); n = out.shape[-1]
-  ops.def("fp6_unpack(Tensor! out, Tensor packed) -> ()");
-  LTX_IMPL(ops, fp6_unpack);
-  // w [N, K] -> packed [N, 3K/4], scales [ceil(N/br), ceil(K/bc)] = amax / 0.1171875
-  ops.def("quantize_fp6_block(Tensor! packed, Tensor! scales, Tensor w, int block_rows, int block_cols) -> ()");
-  LTX_IMPL(ops, quantize_fp6_block);
-  // out [N, K] = e4m3(unpack(packed)) * scales[block]
-  ops.def("dequantize_fp6_block(Tensor! out, Tensor packed, Tensor scales, int block_rows, int block_cols) -> ()");
-  LTX_IMPL(ops, dequantize_fp6_block);
-  // OCP FP6 (fmt "e2m3" | "e3m2"), one code per byte, RNE, saturating, NaN -> +0
-  ops.def("quantize_fp6(Tensor! out, Tensor x, str fmt) -> ()");
-  LTX_IMPL(ops, quantize_fp6);
-  ops.def("dequantize_fp6(Tensor! out, Tensor codes, str fmt) -> ()");
-  LTX_IMPL(ops, dequantize_fp6);
-  // NVFP4: x [..., K] -> packed [..., K/2], block_scales (E4M3 bytes, cuBLASLt 128x4 swizzle)
-  ops.def("quantize_nvfp4(Tensor! packed, Tensor! block_scales, Tensor x, Tensor per_tensor_scale, bool hi_first) -> ()");
-  LTX_IMPL(ops, quantize_nvfp4);
-  // out [..., K] = q * s_b * s_t
-  ops.def("dequantize_nvfp4(Tensor! out, Tensor packed, Tensor block_scales, Tensor per_tensor_scale, bool hi_first) -> ()");
-  LTX_IMPL(ops, dequantize_nvfp4);
 }
 
 REGISTER_EXTENSION(TORCH_EXTENSION_NAME)

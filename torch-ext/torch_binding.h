@@ -64,6 +64,20 @@ LTX_OP(void, dequantize_fp8_block, at::Tensor& out, const at::Tensor& q, const a
        int64_t block_k);
 LTX_OP(void, dequantize_fp8_per_tensor, at::Tensor& out, const at::Tensor& q, const at::Tensor& scale);
 
+// lowbit family (csrc/torch/lowbit.cpp)
+LTX_OP(void, fp6_pack, at::Tensor& out, const at::Tensor& x);
+LTX_OP(void, fp6_unpack, at::Tensor& out, const at::Tensor& packed);
+LTX_OP(void, quantize_fp6_block, at::Tensor& packed, at::Tensor& scales, const at::Tensor& w, int64_t block_rows,
+       int64_t block_cols);
+LTX_OP(void, dequantize_fp6_block, at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
+       int64_t block_rows, int64_t block_cols);
+LTX_OP(void, quantize_fp6, at::Tensor& out, const at::Tensor& x, c10::string_view fmt);
+LTX_OP(void, dequantize_fp6, at::Tensor& out, const at::Tensor& codes, c10::string_view fmt);
+LTX_OP(void, quantize_nvfp4, at::Tensor& packed, at::Tensor& block_scales, const at::Tensor& x,
+       const at::Tensor& per_tensor_scale, bool hi_first);
+LTX_OP(void, dequantize_nvfp4, at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
+       const at::Tensor& per_tensor_scale, bool hi_first);
+
 // fused_fp8 family (csrc/torch/fused_fp8.cpp): ops with FP8 E4M3 per-token-group output
 LTX_OP(void, rms_norm_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
        const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
@@ -83,9 +97,11 @@ LTX_OP(void, rms_norm_rope_fp8, at::Tensor& q, at::Tensor& scales, const at::Ten
        const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
 LTX_OP(void, rms_norm_split_rope_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,
        const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
+
 // natten family (csrc/torch/natten.cpp)
 LTX_OP(void, natten_forward, at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
        c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, const c10::List<bool>& is_causal, double scale);
+
 // distributed family (csrc/torch/distributed.cpp): sequence-parallel pack/unpack and the CUDA IPC
 // transport (its create / open / close are host ops on CPU tensors, in every build; its exchanges
 // CUDA only)
@@ -105,6 +121,7 @@ void sp_ipc_gather_heads_cuda(at::Tensor& out, at::Tensor& status, const at::Ten
 void sp_ipc_all_gather_cuda(at::Tensor& out, at::Tensor& status, const at::Tensor& x, int64_t id,
                             c10::IntArrayRef tokens, double timeout_s);
 #endif
+
 // gemm family (csrc/torch/gemm.cpp)
 void fp8_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales, const at::Tensor& b,
                         const at::Tensor& b_scales, const std::optional<at::Tensor>& bias,
@@ -118,16 +135,3 @@ void fp6_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& 
 void scaled_mm_nvfp4(at::Tensor& out, const at::Tensor& a_packed, const at::Tensor& b_packed, const at::Tensor& block_a,
                      const at::Tensor& block_b, const at::Tensor& alpha, const std::optional<at::Tensor>& bias,
                      bool hi_first, c10::string_view backend);
-// lowbit family (csrc/torch/lowbit.cpp)
-LTX_OP(void, fp6_pack, at::Tensor& out, const at::Tensor& x);
-LTX_OP(void, fp6_unpack, at::Tensor& out, const at::Tensor& packed);
-LTX_OP(void, quantize_fp6_block, at::Tensor& packed, at::Tensor& scales, const at::Tensor& w, int64_t block_rows,
-       int64_t block_cols);
-LTX_OP(void, dequantize_fp6_block, at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
-       int64_t block_rows, int64_t block_cols);
-LTX_OP(void, quantize_fp6, at::Tensor& out, const at::Tensor& x, c10::string_view fmt);
-LTX_OP(void, dequantize_fp6, at::Tensor& out, const at::Tensor& codes, c10::string_view fmt);
-LTX_OP(void, quantize_nvfp4, at::Tensor& packed, at::Tensor& block_scales, const at::Tensor& x,
-       const at::Tensor& per_tensor_scale, bool hi_first);
-LTX_OP(void, dequantize_nvfp4, at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
-       const at::Tensor& per_tensor_scale, bool hi_first);

@@ -167,9 +167,6 @@ inline OutRows out_rows(const at::Tensor& out, const char* op) {
   return OutRows{out.data_ptr(), output_rows(out, op)};
 }
 
-// Pointer to a tensor's data, or nullptr for an undefined (absent optional) tensor.
-inline const void* ptr_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
-
 // What make_<op>_params returns: the params of one call (none when the problem is empty and
 // every check passed: nothing to run), and the tensors the adapter made for it (contiguous or
 // aligned copies of inputs), kept alive until the core returns.
@@ -209,7 +206,7 @@ inline const at::Tensor& checked_cuda(const at::Tensor& t, const char* op) {
   return t;
 }
 
-// For the CUDA branch of an adapter: checks the tensor is on a CUDA device, makes that device
+// For a CUDA impl: checks the tensor is on a CUDA device, makes that device
 // current for the scope, and names the stream to launch on (PyTorch's current stream).
 struct CudaScope {
   c10::cuda::CUDAGuard guard;
@@ -229,41 +226,5 @@ void run_cuda(const Prepared<P>& pr, const at::Tensor& on, const char* op, cudaE
 }
 #endif
 
-// The non-CPU branch of an adapter in a build without CUDA.
-[[noreturn]] inline void no_cuda_backend(const at::Tensor& t, const char* op) {
-  LTX_CHECK(false, op, "this build has no CUDA backend (got a tensor on ", t.device(), ")");
-  throw;  // unreachable: LTX_CHECK(false, ...) throws
-}
-
 }  // namespace torch_adapter
 }  // namespace ltx_kernels
-
-// Dispatch the three float dtypes. Inside the body, `scalar_t` is the CPU storage type
-// (float, half_t, bfloat16_t) and `cuda_t` the CUDA type (float, __half, __nv_bfloat16).
-#ifdef LTX_KERNELS_WITH_CUDA
-#define LTX_CUDA_TYPE_H using cuda_t = __half;
-#define LTX_CUDA_TYPE_B using cuda_t = __nv_bfloat16;
-#define LTX_CUDA_TYPE_F using cuda_t = float;
-#else
-#define LTX_CUDA_TYPE_H
-#define LTX_CUDA_TYPE_B
-#define LTX_CUDA_TYPE_F
-#endif
-
-#define LTX_DISPATCH_FLOAT(stype, op, ...)                                                    \
-  switch (stype) {                                                                            \
-    case at::kFloat: {                                                                        \
-      using scalar_t = float;                                                                 \
-      LTX_CUDA_TYPE_F __VA_ARGS__ break;                                                      \
-    }                                                                                         \
-    case at::kHalf: {                                                                         \
-      using scalar_t = ::ltx_kernels::half_t;                                                 \
-      LTX_CUDA_TYPE_H __VA_ARGS__ break;                                                      \
-    }                                                                                         \
-    case at::kBFloat16: {                                                                     \
-      using scalar_t = ::ltx_kernels::bfloat16_t;                                             \
-      LTX_CUDA_TYPE_B __VA_ARGS__ break;                                                      \
-    }                                                                                         \
-    default:                                                                                  \
-      TORCH_CHECK(false, "ltx_kernels.", op, ": unsupported dtype ", stype);                  \
-  }
