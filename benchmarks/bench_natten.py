@@ -1,4 +1,4 @@
-"""Neighborhood attention benchmarks (issue #8): ours vs FlexAttention with NATTEN's
+"""Neighborhood attention benchmarks: ours vs FlexAttention with NATTEN's
 neighborhood block mask (torch.compile'd flex, where the mask fits) on LTX-2 decoder stage
 shapes (d = 64, heads = stage channels / 64), and full SDPA over all tokens (capped at 32768
 tokens) as the attention ceiling rate at the same head dim.

@@ -1,6 +1,6 @@
 """Timing, ceilings and result rows shared by every benchmark family.
 
-Method (REFERENCE.md section 8): each candidate is captured in a CUDA graph of `reps` calls
+Method: each candidate is captured in a CUDA graph of `reps` calls
 that cycle through enough input copies to exceed 3x the L2 cache, so every call reads from
 DRAM; the graph is replayed `trials` times between CUDA events and the median replay time
 divided by `reps` is reported. The Python launch cost is not the kernel's. The copy ceiling

@@ -1,4 +1,4 @@
-"""Decoder-stage end-to-end benchmark (issue #8): one deterministic stage of diffusers' LTX-2
+"""Decoder-stage end-to-end benchmark: one deterministic stage of diffusers' LTX-2
 diffusion decoder with its default FlexAttention processor vs ltx_kernels' neighborhood attention.
 
   python3 benchmarks/e2e_ltx2_decoder.py [--stage 1|2|3|4] [--grid T H W] [--iters 10] [--warmup 3]

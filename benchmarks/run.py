@@ -17,20 +17,11 @@ import torch  # noqa: E402
 
 FAMILIES = ["norm"]
 FAMILIES.append("activation")
-# @family:activation
-# @family:fused_norm
 FAMILIES.append("fused_norm")
 FAMILIES.append("rope")
-# @family:fp8
 FAMILIES.append("fp8")
-# @family:lowbit
 FAMILIES.append("lowbit")
-# @family:gemm
 FAMILIES.append("gemm")
-# @family:rope
-# @family:fused_fp8
-# @family:comm
-# @family:natten
 FAMILIES.append("natten")
 FAMILIES.append("distributed")
 FAMILIES.append("fused_fp8")

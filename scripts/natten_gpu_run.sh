@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU call for the neighborhood-attention family (issue #8): CUDA tests, compute-sanitizer
+# One GPU call for the neighborhood-attention family: CUDA tests, compute-sanitizer
 # (memcheck, racecheck) over every natten kernel path, the configuration sweep, the benchmark and
 # the LTX-2 decoder stages 1-3 end to end (ours vs diffusers' FlexAttention processor).
 # Expects PYTHONPATH to hold the built variant, tests/ and benchmarks/ (and diffusers for the

@@ -1,6 +1,7 @@
 """Low-bit family: LTX-2 FP6 (E4M3 bytes without exponent bits 6..5, 4 values in 3 bytes),
 OCP FP6 codecs (E2M3, E3M2) and NVFP4 (E2M1 data, E4M3 block scales in the cuBLASLt layout).
-Functional wrappers and fake implementations. Bit-level contracts: docs/REFERENCE.md 3-4.
+Functional wrappers and fake implementations. Bit-level contracts: docs/semantics.md, sections
+"FP6" and "NVFP4".
 """
 
 from typing import Optional, Tuple

@@ -1,7 +1,7 @@
 // Parameters of the fused-norm family, built once by the torch adapter and taken by both
 // backends: cpu/fused_norm.h and norm/fused_norm.h. No CUDA, no torch. fp32 arithmetic inside;
 // every element is of the params' dtype; each call reads every input once and writes every
-// output once.
+// output once. Semantics in full: docs/semantics.md, section "Norms, RoPE and DiT glue".
 //
 //   add_rms_norm:     residual_out = round(x + residual)
 //                     out          = rms_norm(residual_out) * w      (from the ROUNDED residual_out)

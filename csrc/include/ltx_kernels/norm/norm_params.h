@@ -1,5 +1,6 @@
 // Parameters of the norm family (rms_norm), built once by the torch adapter and taken by both
-// backends: cpu/norm.h and norm/rms_norm.h. No CUDA, no torch.
+// backends: cpu/norm.h and norm/rms_norm.h. No CUDA, no torch. Semantics: docs/semantics.md,
+// section "Norms, RoPE and DiT glue".
 #pragma once
 
 #include "ltx_kernels/common/dtype.h"

@@ -1,5 +1,6 @@
 // Parameters of the FP8 family (DeepGEMM "1D2D" recipe), built once by the torch adapter and
-// taken by both backends: cpu/fp8.h and quant/fp8.h. No CUDA, no torch.
+// taken by both backends: cpu/fp8.h and quant/fp8.h. No CUDA, no torch. Semantics in full:
+// docs/semantics.md, section "FP8 block scaling".
 //
 // Rule (common/fp8_util.h): s = amax / fmax (fp32 dequant scale, amax ignores NaN; fmax 448 for
 // E4M3, 57344 for E5M2), q = encode(x / s) with a true fp32 division, q = encode(x) when s == 0

@@ -2,7 +2,7 @@
 // and taken by both backends: cpu/lowbit.h and quant/lowbit.h. No CUDA, no torch. Every tensor
 // is contiguous (row-major); float values are of the params' dtype, arithmetic in fp32. Each
 // struct serves a quantizer (values in, codes out) and its dequantizer (the reverse). Bit-level
-// contracts: common/formats_lowbit.h and docs/semantics.md, section "FP6" and "NVFP4".
+// contracts: common/formats_lowbit.h and docs/semantics.md, sections "FP6" and "NVFP4".
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // Parameters of the RoPE family, built once by the torch adapter and taken by both backends:
 // cpu/rope.h and rope/rope.h. No CUDA, no torch. Layouts: common/rope_util.h; fp32 arithmetic.
+// Semantics in full: docs/semantics.md, section "Norms, RoPE and DiT glue".
 //
 //   rms_norm_rope:       y = x * rsqrt(mean(x^2) + eps) * w over the whole row, then
 //                        interleaved RoPE with a full-width table (head_dim = cols):
