@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "common.h"
-#include "ltx_kernels/cpu/activation.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/activation/activation.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {

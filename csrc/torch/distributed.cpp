@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "common.h"
-#include "ltx_kernels/cpu/distributed.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/distributed/distributed.h"
+#include "ltx_kernels/cuda/ops.h"
 #include "ltx_kernels/distributed/sp_ipc.h"
 #endif
 

@@ -3,11 +3,11 @@
 // (quant/fp8.h). FP8 tensors (float8_e4m3fn / float8_e5m2) are handled as raw bytes; the format
 // comes from q's dtype.
 #include "common.h"
-#include "ltx_kernels/cpu/fp8.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/quant/fp8.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {

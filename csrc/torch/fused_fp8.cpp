@@ -10,11 +10,11 @@
 
 #include "common.h"
 #include "rope_common.h"
-#include "ltx_kernels/cpu/fused_fp8.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/quant/fused_fp8.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {

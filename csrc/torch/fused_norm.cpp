@@ -2,11 +2,11 @@
 // modulation tables, then one FusedNormParams (norm/fused_norm_params.h) for the CPU backend
 // (cpu/fused_norm.h) or the CUDA core (norm/fused_norm.h).
 #include "common.h"
-#include "ltx_kernels/cpu/fused_norm.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/norm/fused_norm.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {

@@ -13,12 +13,12 @@
 #include <ATen/ops/empty_like.h>
 
 #include "common.h"
-#include "ltx_kernels/cpu/natten.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "ltx_kernels/natten/natten_heuristics.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/natten/natten.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {

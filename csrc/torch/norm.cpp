@@ -1,11 +1,11 @@
 // Torch adapter for the norm family (rms_norm): checks, then one RmsNormParams for the CPU
 // backend (cpu/norm.h) or the CUDA core (norm/rms_norm.h).
 #include "common.h"
-#include "ltx_kernels/cpu/norm.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/norm/rms_norm.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {

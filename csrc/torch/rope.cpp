@@ -13,11 +13,11 @@
 // costs one contiguous copy of the table.
 #include "common.h"
 #include "rope_common.h"
-#include "ltx_kernels/cpu/rope.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/rope/rope.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {

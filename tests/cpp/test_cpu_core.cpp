@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ltx_kernels/common/host_types.h"
-#include "ltx_kernels/cpu/norm.h"
+#include "ltx_kernels/cpu/ops.h"
 
 using namespace ltx_kernels;
 

@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ltx_kernels/cpu/activation.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "ltx_kernels/cpu/activation_math.h"
 
 namespace ltx_kernels {

@@ -1,6 +1,6 @@
 #include <cstring>
 
-#include "ltx_kernels/cpu/distributed.h"
+#include "ltx_kernels/cpu/ops.h"
 
 namespace ltx_kernels {
 namespace cpu {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ltx_kernels/cpu/natten.h"
+#include "ltx_kernels/cpu/ops.h"
 
 namespace ltx_kernels {
 namespace cpu {

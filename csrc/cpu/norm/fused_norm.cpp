@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ltx_kernels/cpu/fused_norm.h"
+#include "ltx_kernels/cpu/ops.h"
 
 namespace ltx_kernels {
 namespace cpu {

@@ -1,7 +1,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ltx_kernels/cpu/norm.h"
+#include "ltx_kernels/cpu/ops.h"
 
 namespace ltx_kernels {
 namespace cpu {

@@ -1,4 +1,5 @@
-#include "ltx_kernels/cpu/fp8.h"
+#include "ltx_kernels/cpu/ops.h"
+#include "ltx_kernels/cpu/shared_rows.h"
 
 #include <algorithm>
 #include <vector>

@@ -1,13 +1,12 @@
 // CPU backend of the ops with FP8 per-token-group output: y in fp32 (the plain CPU ops'
 // arithmetic, same order), then the per-token-group quantizer's row routine on the fp32 row.
-#include "ltx_kernels/cpu/fused_fp8.h"
+#include "ltx_kernels/cpu/ops.h"
+#include "ltx_kernels/cpu/shared_rows.h"
 
 #include <cmath>
 #include <vector>
 
 #include "ltx_kernels/cpu/activation_math.h"
-#include "ltx_kernels/cpu/fp8.h"
-#include "ltx_kernels/cpu/rope.h"
 
 namespace ltx_kernels {
 namespace cpu {

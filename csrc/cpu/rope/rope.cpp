@@ -1,7 +1,8 @@
 #include <cmath>
 #include <vector>
 
-#include "ltx_kernels/cpu/rope.h"
+#include "ltx_kernels/cpu/ops.h"
+#include "ltx_kernels/cpu/shared_rows.h"
 
 namespace ltx_kernels {
 namespace cpu {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "ltx_kernels/activation/activation.cuh"
-#include "ltx_kernels/activation/activation.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {

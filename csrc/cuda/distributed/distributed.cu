@@ -1,6 +1,7 @@
 // Sequence-parallel launchers: word width, threads per token, grid. See distributed.cuh.
 #include <algorithm>
 
+#include "ltx_kernels/cuda/ops.h"
 #include "ltx_kernels/distributed/distributed.cuh"
 #include "ltx_kernels/distributed/distributed.h"
 

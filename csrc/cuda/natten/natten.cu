@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "ltx_kernels/common/device.h"
+#include "ltx_kernels/cuda/ops.h"
 #include "ltx_kernels/natten/natten.cuh"
 #include "ltx_kernels/natten/natten.h"
 #include "ltx_kernels/natten/natten_heuristics.h"

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "ltx_kernels/norm/fused_norm.cuh"
-#include "ltx_kernels/norm/fused_norm.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {

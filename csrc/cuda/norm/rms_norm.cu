@@ -1,7 +1,7 @@
 // RMSNorm launcher: picks the vector width, the register-resident or looping kernel and
 // the launch shape. See rms_norm.cuh for the kernels and their byte counts.
 #include "ltx_kernels/norm/rms_norm.cuh"
-#include "ltx_kernels/norm/rms_norm.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "ltx_kernels/common/device.h"
 #include "ltx_kernels/quant/fp8.cuh"
-#include "ltx_kernels/quant/fp8.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {

@@ -3,7 +3,7 @@
 // (fused_fp8.h) and alignment itself and returns cudaErrorInvalidValue /
 // cudaErrorMisalignedAddress rather than launching on a problem it cannot take.
 #include "ltx_kernels/quant/fused_fp8.cuh"
-#include "ltx_kernels/quant/fused_fp8.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {

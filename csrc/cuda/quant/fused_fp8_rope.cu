@@ -3,7 +3,7 @@
 // Kernels: fused_fp8.cuh (NormRopeOp, NormSplitRopeOp through fp8_rows). Like fused_fp8.cu,
 // every entry checks its preconditions and returns an error rather than launching.
 #include "ltx_kernels/quant/fused_fp8.cuh"
-#include "ltx_kernels/quant/fused_fp8.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {

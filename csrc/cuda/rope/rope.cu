@@ -5,7 +5,7 @@
 
 #include "ltx_kernels/common/device.h"
 #include "ltx_kernels/rope/rope.cuh"
-#include "ltx_kernels/rope/rope.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {

@@ -1,5 +1,6 @@
-// Sequence-parallel (Ulysses) data movement, CUDA entry points (layouts and semantics:
-// distributed/distributed_params.h; kernels: distributed.cuh). Every launch is checked; empty
+// The sequence-parallel copies and the IPC barrier on raw layouts: what the pack / unpack entry
+// points (cuda/ops.h) and the IPC transport (distributed/sp_ipc.h) are made of. Layouts:
+// distributed/distributed_params.h; kernels: distributed.cuh. Every launch is checked; empty
 // problems return cudaSuccess.
 #pragma once
 
@@ -11,14 +12,7 @@
 
 namespace ltx_kernels {
 
-cudaError_t sp_pack_heads(const SpHeadsParams& p, cudaStream_t stream);
-cudaError_t sp_unpack_tokens(const SpHeadsParams& p, cudaStream_t stream);
-cudaError_t sp_pack_tokens(const SpTokensParams& p, cudaStream_t stream);
-cudaError_t sp_unpack_heads(const SpTokensParams& p, cudaStream_t stream);
-cudaError_t sp_unpack_gather(const SpTokensParams& p, cudaStream_t stream);
-
-// The copies the IPC transport (distributed/sp_ipc.h) is made of. heads side -> buffer
-// (to_buf) or buffer -> heads side; tokens side -> buffer or back.
+// heads side -> buffer (to_buf) or buffer -> heads side; tokens side -> buffer or back.
 cudaError_t sp_heads_copy(const SpHeadsLayout& l, char* x, int64_t elem_size, bool to_buf, cudaStream_t stream);
 cudaError_t sp_tokens_copy(const SpTokensLayout& l, char* y, int64_t elem_size, bool to_buf, cudaStream_t stream);
 
