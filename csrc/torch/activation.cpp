@@ -26,13 +26,7 @@ Prepared<ActivationParams> make_activation_params(at::Tensor& out, const at::Ten
             " and ", x.sizes(), ")");
   Prepared<ActivationParams> pr;
   if (x.numel() == 0) return pr;
-  const at::Tensor& xh = pr.rows_source(x);
-  check_no_partial_overlap(out, xh, op, "x");
-  ActivationParams& p = pr.emplace();
-  p.dtype = dtype_of(x);
-  p.out = out_rows(out, op);
-  p.x = in_rows(xh);
-  check_rows_fit(p.x.layout, op);
+  set_rows(pr, pr.emplace(), out, x, op);
   return pr;
 }
 
@@ -52,13 +46,8 @@ Prepared<AndMulParams> make_and_mul_params(at::Tensor& out, const at::Tensor& x,
             " (got ", out.sizes(), ")");
   Prepared<AndMulParams> pr;
   if (out.numel() == 0) return pr;
-  const at::Tensor& xh = pr.rows_source(x);
-  check_no_partial_overlap(out, xh, op, "x");
   AndMulParams& p = pr.emplace();
-  p.dtype = dtype_of(x);
-  p.out = out_rows(out, op);
-  p.x = in_rows(xh);
-  check_rows_fit(p.x.layout, op);
+  set_rows(pr, p, out, x, op);
   p.act_first = act_first;
   p.tanh_approx = tanh_approx;
   return pr;

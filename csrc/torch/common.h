@@ -182,6 +182,19 @@ struct Prepared {
   P& emplace() { return params.emplace(); }
 };
 
+// The common start of a row-wise op's params: x read as rows (x itself when row-addressable,
+// else a contiguous copy kept in pr), out written as rows (exactly x, or disjoint from it), rows
+// of at most 2^31-1 elements. Fills p.dtype, p.out and p.x.
+template <class P, class Params>
+void set_rows(Prepared<P>& pr, Params& p, const at::Tensor& out, const at::Tensor& x, const char* op) {
+  const at::Tensor& xh = pr.rows_source(x);
+  check_no_partial_overlap(out, xh, op, "x");
+  p.dtype = dtype_of(x);
+  p.out = out_rows(out, op);
+  p.x = in_rows(xh);
+  check_rows_fit(p.x.layout, op);
+}
+
 // The CPU backend's ParallelFor on ATen's thread pool.
 inline void torch_parallel_for(int64_t n, int64_t grain, const cpu::RangeFn& body) {
   at::parallel_for(0, n, grain, [&](int64_t b, int64_t e) { body(b, e); });
@@ -219,7 +232,8 @@ struct CudaScope {
 // <op>_cuda: the CUDA core on the prepared params, if there is anything to do, on `on`'s device
 // and current stream; a launch error raises naming the op.
 template <class P>
-void run_cuda(const Prepared<P>& pr, const at::Tensor& on, const char* op, cudaError_t (*core)(const P&, cudaStream_t)) {
+void run_cuda(const Prepared<P>& pr, const at::Tensor& on, const char* op,
+              cudaError_t (*core)(const P&, cudaStream_t)) {
   if (!pr.params) return;
   const CudaScope scope(on, op);
   check_cuda(core(*pr.params, scope.stream), op);

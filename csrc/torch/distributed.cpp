@@ -267,6 +267,20 @@ SpIpcParams ipc_params(const at::Tensor& out, const at::Tensor& status, const at
   return p;
 }
 
+// out: 4-D of shape `want` (what: the layout's name), last dimension contiguous.
+void check_out_shape(const at::Tensor& out, const std::vector<int64_t>& want, const char* what, const char* op) {
+  check_4d(out, op, "out", what);
+  LTX_CHECK(out.sizes() == c10::IntArrayRef(want), op, "out must have shape ", shape_str(want), " (got ",
+            shape_str(out.sizes()), ")");
+  check_out_4d(out, op);
+}
+
+// The call's receive buffer must fit the communicator's.
+void check_buffer_bytes(int64_t need, const SpIpcParams& p, const char* op) {
+  LTX_CHECK(need <= p.comm.nbytes, op, "the call needs a receive buffer of ", need,
+            " bytes but the communicator holds ", p.comm.nbytes, " (raise max_tokens)");
+}
+
 // out as the exchange's final copy sees it: [B, T, R, D] with one segment.
 void set_out(SpIpcParams& p, const at::Tensor& out4) {
   p.out = tokens_layout(out4, {0, out4.size(1)});
@@ -378,14 +392,8 @@ void sp_ipc_send_recv_heads_cuda(at::Tensor& out, at::Tensor& status, const at::
             ", world = ", W, ")");
   LTX_CHECK(T == tokens[r], op, "x.shape[1] must be this rank's token count ", tokens[r], " (got ", T, ")");
   const int64_t Hl = H / W, Tt = p.prefix[W];
-  check_4d(out, op, "out", "[B, T_total, H / world, D]");
-  LTX_CHECK(out.size(0) == B && out.size(1) == Tt && out.size(2) == Hl && out.size(3) == D, op,
-            "out must have shape [", B, ", ", Tt, ", ", Hl, ", ", D, "] (got ",
-            shape_str(out.sizes()), ")");
-  check_out_4d(out, op);
-  LTX_CHECK(B * Tt * Hl * D * x.element_size() <= p.comm.nbytes, op,
-            "the call needs a receive buffer of ", B * Tt * Hl * D * x.element_size(),
-            " bytes but the communicator holds ", p.comm.nbytes, " (raise max_tokens)");
+  check_out_shape(out, {B, Tt, Hl, D}, "[B, T_total, H / world, D]", op);
+  check_buffer_bytes(B * Tt * Hl * D * x.element_size(), p, op);
   const at::Tensor xc = last_contig(x);
   p.in_heads = heads_layout(xc, W);
   p.in = bytes(xc);
@@ -402,16 +410,9 @@ void sp_ipc_gather_heads_cuda(at::Tensor& out, at::Tensor& status, const at::Ten
   const std::vector<int64_t> prefix(p.prefix, p.prefix + W + 1);
   const int64_t B = y.size(0), Tt = y.size(1), Hl = y.size(2), D = y.size(3), H = Hl * W;
   LTX_CHECK(Tt == prefix.back(), op, "y.shape[1] must be sum(tokens) = ", prefix.back(), " (got ", Tt, ")");
-  check_4d(out, op, "out", "[B, T, H, D]");
-  LTX_CHECK(out.size(0) == B && out.size(1) == tokens[r] && out.size(2) == H && out.size(3) == D,
-            op, "out must have shape [", B, ", ", tokens[r], ", ", H, ", ", D, "] (got ",
-            shape_str(out.sizes()), ")");
-  check_out_4d(out, op);
-  const int64_t es = y.element_size();
+  check_out_shape(out, {B, tokens[r], H, D}, "[B, T, H, D]", op);
   const int64_t Tmax = *std::max_element(tokens.begin(), tokens.end());
-  LTX_CHECK(B * Tmax * H * D * es <= p.comm.nbytes, op, "the call needs a receive buffer of ",
-            B * Tmax * H * D * es, " bytes but the communicator holds ", p.comm.nbytes,
-            " (raise max_tokens)");
+  check_buffer_bytes(B * Tmax * H * D * y.element_size(), p, op);
   const at::Tensor yc = last_contig(y);
   p.in_tokens = tokens_layout(yc, prefix);
   p.in = bytes(yc);
@@ -432,10 +433,8 @@ void sp_ipc_all_gather_cuda(at::Tensor& out, at::Tensor& status, const at::Tenso
   LTX_CHECK(out.sizes() == c10::IntArrayRef(want), op, "out must have shape ", shape_str(want),
             " (got ", shape_str(out.sizes()), ")");
   LTX_CHECK(out.is_contiguous(), op, "out must be contiguous (got strides ", shape_str(out.strides()), ")");
-  const int64_t es = x.element_size();
   const int64_t F = B == 0 || T == 0 ? 0 : x.numel() / (B * T);
-  LTX_CHECK(out.numel() * es <= p.comm.nbytes, op, "the call needs a receive buffer of ",
-            out.numel() * es, " bytes but the communicator holds ", p.comm.nbytes, " (raise max_tokens)");
+  check_buffer_bytes(out.numel() * x.element_size(), p, op);
   const at::Tensor x4 = x.contiguous().view({B, T, 1, F});
   p.in_tokens = tokens_layout(x4, {0, T});
   p.in = bytes(x4);

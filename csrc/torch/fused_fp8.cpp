@@ -119,6 +119,17 @@ Fp8GroupOut fp8_out(const at::Tensor& q, const at::Tensor& scales, int64_t group
                      scales.stride(1), group};
 }
 
+// The row input x (rows_for's copies apply) and the FP8 output of an <op>_fp8: fills p.op.x,
+// p.op.dtype and p.q; q must be row-addressable, rows of at most 2^31-1 elements.
+template <class P>
+void set_fp8_rows(Prepared<Fp8OutParams<P>>& pr, Fp8OutParams<P>& p, const at::Tensor& x, const at::Tensor& q,
+                  const at::Tensor& scales, int64_t group, const char* op) {
+  p.op.x = in_rows(rows_for(pr, x));
+  p.q = fp8_out(q, scales, group, op);
+  check_rows_fit(p.op.x.layout, op);
+  p.op.dtype = dtype_of(x);
+}
+
 Prepared<RmsNormFp8Params> make_rms_norm_fp8_params(at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
                                                     const std::optional<at::Tensor>& weight, double eps,
                                                     int64_t group_size) {
@@ -131,10 +142,7 @@ Prepared<RmsNormFp8Params> make_rms_norm_fp8_params(at::Tensor& q, at::Tensor& s
   if (x.numel() == 0) return pr;
   RmsNormFp8Params& p = pr.emplace();
   p.op.weight = weight_arg(pr, weight);
-  p.op.x = in_rows(rows_for(pr, x));
-  p.q = fp8_out(q, scales, group_size, op);
-  check_rows_fit(p.op.x.layout, op);
-  p.op.dtype = dtype_of(x);
+  set_fp8_rows(pr, p, x, q, scales, group_size, op);
   p.op.eps = float(eps);
   return pr;
 }
@@ -154,12 +162,9 @@ Prepared<FusedNormFp8Params> make_adaln_rms_norm_fp8_params(at::Tensor& q, at::T
   if (x.numel() == 0) return pr;
   FusedNormFp8Params& p = pr.emplace();
   p.op.weight = weight_arg(pr, weight);
-  p.op.x = in_rows(rows_for(pr, x));
-  p.q = fp8_out(q, scales, group_size, op);
-  check_rows_fit(p.op.x.layout, op);
+  set_fp8_rows(pr, p, x, q, scales, group_size, op);
   p.op.scale = table_arg(pr, scale, x);
   p.op.shift = table_arg(pr, shift, x);
-  p.op.dtype = dtype_of(x);
   p.op.eps = float(eps);
   return pr;
 }
@@ -217,10 +222,7 @@ Prepared<AndMulFp8Params> make_and_mul_fp8_params(const char* op, at::Tensor& q,
   Prepared<AndMulFp8Params> pr;
   if (q.numel() == 0) return pr;
   AndMulFp8Params& p = pr.emplace();
-  p.op.x = in_rows(rows_for(pr, x));
-  p.q = fp8_out(q, scales, group_size, op);
-  check_rows_fit(p.op.x.layout, op);
-  p.op.dtype = dtype_of(x);
+  set_fp8_rows(pr, p, x, q, scales, group_size, op);
   p.op.act_first = act_first;
   p.op.tanh_approx = tanh_approx;
   return pr;
@@ -240,10 +242,7 @@ Prepared<ActivationFp8Params> make_gelu_tanh_fp8_params(at::Tensor& q, at::Tenso
   Prepared<ActivationFp8Params> pr;
   if (x.numel() == 0) return pr;
   ActivationFp8Params& p = pr.emplace();
-  p.op.x = in_rows(rows_for(pr, x));
-  p.q = fp8_out(q, scales, group_size, op);
-  check_rows_fit(p.op.x.layout, op);
-  p.op.dtype = dtype_of(x);
+  set_fp8_rows(pr, p, x, q, scales, group_size, op);
   return pr;
 }
 
@@ -265,11 +264,8 @@ Prepared<GatedAttentionFp8Params> make_gated_attention_fp8_params(at::Tensor& q,
   GatedAttentionFp8Params& p = pr.emplace();
   p.op.heads = gate_logits.size(-1);
   p.op.head_dim = x.size(-1) / p.op.heads;
-  p.op.x = in_rows(rows_for(pr, x));
+  set_fp8_rows(pr, p, x, q, scales, group_size, op);
   p.op.gate = in_rows(pr.rows_source(gate_logits));
-  p.q = fp8_out(q, scales, group_size, op);
-  check_rows_fit(p.op.x.layout, op);
-  p.op.dtype = dtype_of(x);
   return pr;
 }
 
@@ -293,15 +289,12 @@ Prepared<RopeFp8Params> make_norm_rope_fp8_params(const char* op, at::Tensor& q,
   if (x.numel() == 0) return pr;
   RopeFp8Params& p = pr.emplace();
   p.op.weight = weight_arg(pr, weight);
-  p.op.x = in_rows(rows_for(pr, x));
-  p.q = fp8_out(q, scales, group_size, op);
-  check_rows_fit(p.op.x.layout, op);
+  set_fp8_rows(pr, p, x, q, scales, group_size, op);
   const Table ct = fp8_table(cos, shape.split), sn = fp8_table(sin, shape.split);
   pr.keep(ct.t);
   pr.keep(sn.t);
   p.op.tables = rope_tables(ct, sn);
   p.op.shape = shape;
-  p.op.dtype = dtype_of(x);
   p.op.eps = float(eps);
   return pr;
 }
@@ -339,6 +332,14 @@ void check_cuda_path(const Prepared<Fp8OutParams<P>>& pr, const at::Tensor& x, i
   const int64_t rows = pr.params->op.x.layout.rows;
   LTX_CHECK(reinterpret_cast<uintptr_t>(o.q) % 16 == 0 && (rows <= 1 || o.q_stride % (16 / x.element_size()) == 0),
             op, "on CUDA, q must be 16-byte aligned with a row stride of whole 16-byte vectors");
+}
+
+// <op>_cuda of an FP8-output op: the CUDA path's limits for rows of `cols` outputs, then the core.
+template <class P>
+void run_fp8_cuda(const Prepared<Fp8OutParams<P>>& pr, const at::Tensor& x, int64_t cols, const char* op,
+                  cudaError_t (*core)(const Fp8OutParams<P>&, cudaStream_t)) {
+  check_cuda_path(pr, x, cols, op);
+  run_cuda(pr, x, op, core);
 }
 #endif
 
@@ -401,19 +402,15 @@ void rms_norm_split_rope_fp8_cpu(at::Tensor& q, at::Tensor& scales, const at::Te
 #ifdef LTX_KERNELS_WITH_CUDA
 void rms_norm_fp8_cuda(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const std::optional<at::Tensor>& weight,
                        double eps, int64_t group_size) {
-  constexpr const char* op = "rms_norm_fp8";
-  const auto pr = make_rms_norm_fp8_params(q, scales, x, weight, eps, group_size);
-  check_cuda_path(pr, x, x.size(-1), op);
-  run_cuda(pr, x, op, ltx_kernels::rms_norm_fp8);
+  run_fp8_cuda(make_rms_norm_fp8_params(q, scales, x, weight, eps, group_size),
+               x, x.size(-1), "rms_norm_fp8", ltx_kernels::rms_norm_fp8);
 }
 
 void adaln_rms_norm_fp8_cuda(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& scale,
                              const at::Tensor& shift, const std::optional<at::Tensor>& weight, double eps,
                              int64_t group_size) {
-  constexpr const char* op = "adaln_rms_norm_fp8";
-  const auto pr = make_adaln_rms_norm_fp8_params(q, scales, x, scale, shift, weight, eps, group_size);
-  check_cuda_path(pr, x, x.size(-1), op);
-  run_cuda(pr, x, op, ltx_kernels::adaln_rms_norm_fp8);
+  run_fp8_cuda(make_adaln_rms_norm_fp8_params(q, scales, x, scale, shift, weight, eps, group_size),
+               x, x.size(-1), "adaln_rms_norm_fp8", ltx_kernels::adaln_rms_norm_fp8);
 }
 
 void gated_residual_adaln_rms_norm_fp8_cuda(at::Tensor& q, at::Tensor& scales, at::Tensor& h_out, const at::Tensor& h,
@@ -434,10 +431,8 @@ void gated_residual_adaln_rms_norm_fp8_cuda(at::Tensor& q, at::Tensor& scales, a
 
 void silu_and_mul_fp8_cuda(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, bool act_first,
                            int64_t group_size) {
-  constexpr const char* op = "silu_and_mul_fp8";
-  const auto pr = make_and_mul_fp8_params(op, q, scales, x, false, act_first, group_size);
-  check_cuda_path(pr, x, x.size(-1) / 2, op);
-  run_cuda(pr, x, op, ltx_kernels::silu_and_mul_fp8);
+  run_fp8_cuda(make_and_mul_fp8_params("silu_and_mul_fp8", q, scales, x, false, act_first, group_size),
+               x, x.size(-1) / 2, "silu_and_mul_fp8", ltx_kernels::silu_and_mul_fp8);
 }
 
 void gelu_and_mul_fp8_cuda(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, c10::string_view approximate,
@@ -450,27 +445,21 @@ void gelu_and_mul_fp8_cuda(at::Tensor& q, at::Tensor& scales, const at::Tensor& 
 }
 
 void gelu_tanh_fp8_cuda(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, int64_t group_size) {
-  constexpr const char* op = "gelu_tanh_fp8";
-  const auto pr = make_gelu_tanh_fp8_params(q, scales, x, group_size);
-  check_cuda_path(pr, x, x.size(-1), op);
-  run_cuda(pr, x, op, ltx_kernels::gelu_tanh_fp8);
+  run_fp8_cuda(make_gelu_tanh_fp8_params(q, scales, x, group_size),
+               x, x.size(-1), "gelu_tanh_fp8", ltx_kernels::gelu_tanh_fp8);
 }
 
 void gated_attention_fp8_cuda(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& gate_logits,
                               int64_t group_size) {
-  constexpr const char* op = "gated_attention_fp8";
-  const auto pr = make_gated_attention_fp8_params(q, scales, x, gate_logits, group_size);
-  check_cuda_path(pr, x, x.size(-1), op);
-  run_cuda(pr, x, op, ltx_kernels::gated_attention_fp8);
+  run_fp8_cuda(make_gated_attention_fp8_params(q, scales, x, gate_logits, group_size),
+               x, x.size(-1), "gated_attention_fp8", ltx_kernels::gated_attention_fp8);
 }
 
 void rms_norm_rope_fp8_cuda(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,
                             const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps,
                             int64_t group_size) {
-  constexpr const char* op = "rms_norm_rope_fp8";
-  const auto pr = make_rms_norm_rope_fp8_params(q, scales, x, cos, sin, weight, eps, group_size);
-  check_cuda_path(pr, x, x.size(-1), op);
-  run_cuda(pr, x, op, ltx_kernels::rms_norm_rope_fp8);
+  run_fp8_cuda(make_rms_norm_rope_fp8_params(q, scales, x, cos, sin, weight, eps, group_size),
+               x, x.size(-1), "rms_norm_rope_fp8", ltx_kernels::rms_norm_rope_fp8);
 }
 
 void rms_norm_split_rope_fp8_cuda(at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,

@@ -43,6 +43,17 @@ void check_out(const at::Tensor& out, const at::Tensor& x, const char* op, const
             out.sizes(), " and ", x.sizes(), ")");
 }
 
+// The residual ops' inputs and outputs: x (at least min_dim dims), x2 and both outputs of x's
+// shape, dtype and device.
+void check_residual_op(const char* op, const at::Tensor& x, const char* xn, int64_t min_dim, double eps,
+                       const at::Tensor& x2, const char* x2n, const at::Tensor& out, const at::Tensor& res_out,
+                       const char* resn) {
+  check_x(x, op, xn, min_dim, eps);
+  check_like(x2, x, op, x2n, xn);
+  check_out(out, x, op, "out", xn);
+  check_out(res_out, x, op, resn, xn);
+}
+
 // weight / bias: 1-D with x.shape[-1] elements, x's dtype and device.
 void check_vector(const std::optional<at::Tensor>& t, const at::Tensor& x, const char* op, const char* name) {
   if (!t.has_value()) return;
@@ -90,44 +101,40 @@ const at::Tensor& table_arg(Prepared<P>& pr, AnyModTable& tab, const at::Tensor&
   return th;
 }
 
-// weight / bias as read: a contiguous copy kept with the params, or nullptr when absent.
-template <class P>
-const at::Tensor* vector_arg(Prepared<P>& pr, const std::optional<at::Tensor>& t) {
-  return t.has_value() ? &pr.keep(t->contiguous()) : nullptr;
+// The inputs as the cores read them: x (and x2, the residual ops' second row input) as rows,
+// weight and bias as contiguous copies; no output may partially overlap any of them. Fills
+// p.x, p.x2, p.weight, p.bias and p.dtype.
+void read_inputs(Prepared<FusedNormParams>& pr, FusedNormParams& p, std::initializer_list<const at::Tensor*> outs,
+                 const at::Tensor& x, const char* xn, const at::Tensor* x2, const char* x2n,
+                 const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, const char* op) {
+  const at::Tensor& xh = pr.rows_source(x);
+  const at::Tensor* x2h = x2 != nullptr ? &pr.rows_source(*x2) : nullptr;
+  const at::Tensor* wc = weight.has_value() ? &pr.keep(weight->contiguous()) : nullptr;
+  const at::Tensor* bc = bias.has_value() ? &pr.keep(bias->contiguous()) : nullptr;
+  for (const at::Tensor* o : outs) {
+    check_no_partial_overlap(*o, xh, op, xn);
+    if (x2h != nullptr) check_no_partial_overlap(*o, *x2h, op, x2n);
+    if (wc != nullptr) check_no_partial_overlap(*o, *wc, op, "weight");
+    if (bc != nullptr) check_no_partial_overlap(*o, *bc, op, "bias");
+  }
+  p.dtype = dtype_of(x);
+  p.x = in_rows(xh);
+  if (x2h != nullptr) p.x2 = in_rows(*x2h);
+  p.weight = wc != nullptr ? wc->data_ptr() : nullptr;
+  p.bias = bc != nullptr ? bc->data_ptr() : nullptr;
 }
-
-// out may not partially overlap an input vector (when present).
-void check_vector_overlap(const at::Tensor& out, const at::Tensor* v, const char* op, const char* name) {
-  if (v != nullptr) check_no_partial_overlap(out, *v, op, name);
-}
-
-const void* data_or_null(const at::Tensor* t) { return t != nullptr ? t->data_ptr() : nullptr; }
 
 Prepared<FusedNormParams> make_add_rms_norm_params(at::Tensor& out, at::Tensor& residual_out, const at::Tensor& x,
                                                    const at::Tensor& residual,
                                                    const std::optional<at::Tensor>& weight, double eps) {
   constexpr const char* op = "add_rms_norm";
-  check_x(x, op, "x", 1, eps);
-  check_like(residual, x, op, "residual", "x");
-  check_out(out, x, op, "out", "x");
-  check_out(residual_out, x, op, "residual_out", "x");
+  check_residual_op(op, x, "x", 1, eps, residual, "residual", out, residual_out, "residual_out");
   check_vector(weight, x, op, "weight");
   Prepared<FusedNormParams> pr;
   if (x.numel() == 0) return pr;
   check_disjoint(out, residual_out, op, "out", "residual_out");
-  const at::Tensor& xh = pr.rows_source(x);
-  const at::Tensor& rh = pr.rows_source(residual);
-  const at::Tensor* wc = vector_arg(pr, weight);
-  for (at::Tensor* o : {&out, &residual_out}) {
-    check_no_partial_overlap(*o, xh, op, "x");
-    check_no_partial_overlap(*o, rh, op, "residual");
-    check_vector_overlap(*o, wc, op, "weight");
-  }
   FusedNormParams& p = pr.emplace();
-  p.weight = data_or_null(wc);
-  p.dtype = dtype_of(x);
-  p.x = in_rows(xh);
-  p.x2 = in_rows(rh);
+  read_inputs(pr, p, {&out, &residual_out}, x, "x", &residual, "residual", weight, std::nullopt, op);
   p.out = out_rows(out, op);
   p.residual_out = out_rows(residual_out, op);
   check_rows_fit(p.x.layout, op);
@@ -145,17 +152,8 @@ Prepared<FusedNormParams> make_layer_norm_params(at::Tensor& out, const at::Tens
   check_vector(bias, x, op, "bias");
   Prepared<FusedNormParams> pr;
   if (x.numel() == 0) return pr;
-  const at::Tensor& xh = pr.rows_source(x);
-  check_no_partial_overlap(out, xh, op, "x");
-  const at::Tensor* wc = vector_arg(pr, weight);
-  const at::Tensor* bc = vector_arg(pr, bias);
-  check_vector_overlap(out, wc, op, "weight");
-  check_vector_overlap(out, bc, op, "bias");
   FusedNormParams& p = pr.emplace();
-  p.weight = data_or_null(wc);
-  p.bias = data_or_null(bc);
-  p.dtype = dtype_of(x);
-  p.x = in_rows(xh);
+  read_inputs(pr, p, {&out}, x, "x", nullptr, nullptr, weight, bias, op);
   p.out = out_rows(out, op);
   check_rows_fit(p.x.layout, op);
   p.eps = static_cast<float>(eps);
@@ -175,19 +173,10 @@ Prepared<FusedNormParams> make_adaln_params(const char* op, at::Tensor& out, con
   check_vector(bias, x, op, "bias");
   Prepared<FusedNormParams> pr;
   if (x.numel() == 0) return pr;
-  const at::Tensor& xh = pr.rows_source(x);
-  check_no_partial_overlap(out, xh, op, "x");
-  const at::Tensor* wc = vector_arg(pr, weight);
-  const at::Tensor* bc = vector_arg(pr, bias);
-  check_vector_overlap(out, wc, op, "weight");
-  check_vector_overlap(out, bc, op, "bias");
   FusedNormParams& p = pr.emplace();
-  p.weight = data_or_null(wc);
-  p.bias = data_or_null(bc);
+  read_inputs(pr, p, {&out}, x, "x", nullptr, nullptr, weight, bias, op);
   table_arg(pr, p.scale, scale, x, out, op, "scale");
   table_arg(pr, p.shift, shift, x, out, op, "shift");
-  p.dtype = dtype_of(x);
-  p.x = in_rows(xh);
   p.out = out_rows(out, op);
   check_rows_fit(p.x.layout, op);
   p.eps = static_cast<float>(eps);
@@ -199,10 +188,7 @@ Prepared<FusedNormParams> make_gated_residual_params(at::Tensor& out, at::Tensor
                                                      const at::Tensor& scale, const at::Tensor& shift,
                                                      const std::optional<at::Tensor>& weight, double eps) {
   constexpr const char* op = "gated_residual_adaln_rms_norm";
-  check_x(h, op, "h", 2, eps);
-  check_like(y, h, op, "y", "h");
-  check_out(out, h, op, "out", "h");
-  check_out(h_out, h, op, "h_out", "h");
+  check_residual_op(op, h, "h", 2, eps, y, "y", out, h_out, "h_out");
   // Tables are checked against x = h (messages say "x.shape" for the activation's shape).
   check_table_shape(gate, h, op, "gate");
   check_table_shape(scale, h, op, "scale");
@@ -211,16 +197,8 @@ Prepared<FusedNormParams> make_gated_residual_params(at::Tensor& out, at::Tensor
   Prepared<FusedNormParams> pr;
   if (h.numel() == 0) return pr;
   check_disjoint(out, h_out, op, "out", "h_out");
-  const at::Tensor& hh = pr.rows_source(h);
-  const at::Tensor& yh = pr.rows_source(y);
-  const at::Tensor* wc = vector_arg(pr, weight);
-  for (at::Tensor* o : {&out, &h_out}) {
-    check_no_partial_overlap(*o, hh, op, "h");
-    check_no_partial_overlap(*o, yh, op, "y");
-    check_vector_overlap(*o, wc, op, "weight");
-  }
   FusedNormParams& p = pr.emplace();
-  p.weight = data_or_null(wc);
+  read_inputs(pr, p, {&out, &h_out}, h, "h", &y, "y", weight, std::nullopt, op);
   const at::Tensor& gt = table_arg(pr, p.gate, gate, h, out, op, "gate");
   const at::Tensor& sc = table_arg(pr, p.scale, scale, h, out, op, "scale");
   const at::Tensor& sh = table_arg(pr, p.shift, shift, h, out, op, "shift");
@@ -228,9 +206,6 @@ Prepared<FusedNormParams> make_gated_residual_params(at::Tensor& out, at::Tensor
   check_disjoint(h_out, gt, op, "h_out", "gate");
   check_disjoint(h_out, sc, op, "h_out", "scale");
   check_disjoint(h_out, sh, op, "h_out", "shift");
-  p.dtype = dtype_of(h);
-  p.x = in_rows(hh);
-  p.x2 = in_rows(yh);
   p.out = out_rows(out, op);
   p.residual_out = out_rows(h_out, op);
   check_rows_fit(p.x.layout, op);

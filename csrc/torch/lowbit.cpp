@@ -48,6 +48,13 @@ void check_block(int64_t br, int64_t bc, const char* op) {
             ", ", bc, "))");
 }
 
+// packed [rows, 3 cols / 4] and scales [ceil(rows / br), ceil(cols / bc)] of a block-FP6 weight.
+void check_fp6_block_shapes(const at::Tensor& packed, const at::Tensor& scales, int64_t rows, int64_t cols,
+                            int64_t br, int64_t bc, const char* op) {
+  check_shape(packed, {rows, cols / 4 * 3}, op, "packed");
+  check_shape(scales, {(rows + br - 1) / br, (cols + bc - 1) / bc}, op, "scales");
+}
+
 uint8_t* u8(const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
 
 Prepared<Fp6PackParams> make_fp6_pack_params(at::Tensor& out, const at::Tensor& x) {
@@ -95,10 +102,7 @@ Prepared<Fp6BlockParams> make_quantize_fp6_block_params(at::Tensor& packed, at::
   check_dtype(scales, at::kFloat, op, "scales");
   check_out(packed, w, op, "packed");
   check_out(scales, w, op, "scales");
-  const int64_t nbr = (rows + block_rows - 1) / block_rows;
-  const int64_t nbc = (cols + block_cols - 1) / block_cols;
-  check_shape(packed, {rows, cols / 4 * 3}, op, "packed");
-  check_shape(scales, {nbr, nbc}, op, "scales");
+  check_fp6_block_shapes(packed, scales, rows, cols, block_rows, block_cols, op);
   Prepared<Fp6BlockParams> pr;
   if (w.numel() == 0) return pr;
   pr.emplace() = Fp6BlockParams{dtype_of(w), pr.keep(w.contiguous()).data_ptr(), u8(packed), scales.data_ptr<float>(),
@@ -119,10 +123,7 @@ Prepared<Fp6BlockParams> make_dequantize_fp6_block_params(at::Tensor& out, const
   LTX_CHECK(cols % 4 == 0, op, "n = out.shape[1] must be a multiple of 4 (got ", cols, ")");
   check_same_device(scales, packed, op, "scales", "packed");
   check_out(out, packed, op, "out");
-  const int64_t nbr = (rows + block_rows - 1) / block_rows;
-  const int64_t nbc = (cols + block_cols - 1) / block_cols;
-  check_shape(packed, {rows, cols / 4 * 3}, op, "packed");
-  check_shape(scales, {nbr, nbc}, op, "scales");
+  check_fp6_block_shapes(packed, scales, rows, cols, block_rows, block_cols, op);
   Prepared<Fp6BlockParams> pr;
   if (out.numel() == 0) return pr;
   pr.emplace() = Fp6BlockParams{dtype_of(out), out.data_ptr(), u8(pr.keep(packed.contiguous())),
@@ -265,12 +266,14 @@ void fp6_unpack_cuda(at::Tensor& out, const at::Tensor& packed) {
 
 void quantize_fp6_block_cuda(at::Tensor& packed, at::Tensor& scales, const at::Tensor& w, int64_t block_rows,
                              int64_t block_cols) {
-  run_cuda(make_quantize_fp6_block_params(packed, scales, w, block_rows, block_cols), w, "quantize_fp6_block", ltx_kernels::quantize_fp6_block);
+  run_cuda(make_quantize_fp6_block_params(packed, scales, w, block_rows, block_cols), w,
+           "quantize_fp6_block", ltx_kernels::quantize_fp6_block);
 }
 
 void dequantize_fp6_block_cuda(at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
                                int64_t block_rows, int64_t block_cols) {
-  run_cuda(make_dequantize_fp6_block_params(out, packed, scales, block_rows, block_cols), packed, "dequantize_fp6_block", ltx_kernels::dequantize_fp6_block);
+  run_cuda(make_dequantize_fp6_block_params(out, packed, scales, block_rows, block_cols), packed,
+           "dequantize_fp6_block", ltx_kernels::dequantize_fp6_block);
 }
 
 void quantize_fp6_cuda(at::Tensor& out, const at::Tensor& x, c10::string_view fmt) {
@@ -283,11 +286,13 @@ void dequantize_fp6_cuda(at::Tensor& out, const at::Tensor& codes, c10::string_v
 
 void quantize_nvfp4_cuda(at::Tensor& packed, at::Tensor& block_scales, const at::Tensor& x,
                          const at::Tensor& per_tensor_scale, bool hi_first) {
-  run_cuda(make_quantize_nvfp4_params(packed, block_scales, x, per_tensor_scale, hi_first), x, "quantize_nvfp4", ltx_kernels::quantize_nvfp4);
+  run_cuda(make_quantize_nvfp4_params(packed, block_scales, x, per_tensor_scale, hi_first), x,
+           "quantize_nvfp4", ltx_kernels::quantize_nvfp4);
 }
 
 void dequantize_nvfp4_cuda(at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
                            const at::Tensor& per_tensor_scale, bool hi_first) {
-  run_cuda(make_dequantize_nvfp4_params(out, packed, block_scales, per_tensor_scale, hi_first), packed, "dequantize_nvfp4", ltx_kernels::dequantize_nvfp4);
+  run_cuda(make_dequantize_nvfp4_params(out, packed, block_scales, per_tensor_scale, hi_first), packed,
+           "dequantize_nvfp4", ltx_kernels::dequantize_nvfp4);
 }
 #endif

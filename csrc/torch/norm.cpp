@@ -35,13 +35,8 @@ Prepared<RmsNormParams> make_rms_norm_params(at::Tensor& out, const at::Tensor& 
   }
   Prepared<RmsNormParams> pr;
   if (x.numel() == 0) return pr;
-  const at::Tensor& xh = pr.rows_source(x);
-  check_no_partial_overlap(out, xh, op, "x");
   RmsNormParams& p = pr.emplace();
-  p.dtype = dtype_of(x);
-  p.out = out_rows(out, op);
-  p.x = in_rows(xh);
-  check_rows_fit(p.x.layout, op);
+  set_rows(pr, p, out, x, op);
   p.weight = nullptr;
   if (weight.has_value()) {
     const at::Tensor& wc = pr.keep(weight->contiguous());

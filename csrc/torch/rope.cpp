@@ -37,13 +37,8 @@ Prepared<RopeParams> make_rope_params(const char* op, at::Tensor& out3, const at
                                       const at::Tensor& sin0, bool per_head, const std::optional<at::Tensor>& weight,
                                       bool norm, double eps, const RopeShape& shape) {
   Prepared<RopeParams> pr;
-  const at::Tensor& xh = pr.rows_source(x3);
-  check_no_partial_overlap(out3, xh, op, "x");
   RopeParams& p = pr.emplace();
-  p.dtype = dtype_of(x3);
-  p.x = in_rows(xh);
-  p.out = out_rows(out3, op);
-  check_rows_fit(p.x.layout, op);
+  set_rows(pr, p, out3, x3, op);
   const Table ct = table_of(cos0, per_head);
   const Table sn = table_of(sin0, per_head);
   pr.keep(ct.t);
@@ -62,24 +57,15 @@ Prepared<RopeParams> make_rope_params(const char* op, at::Tensor& out3, const at
   return pr;
 }
 
-Prepared<RopeParams> make_rms_norm_rope_params(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos,
-                                               const at::Tensor& sin, const std::optional<at::Tensor>& weight,
-                                               double eps) {
-  constexpr const char* op = "rms_norm_rope";
+// rms_norm_rope (split false) and rms_norm_split_rope (split true).
+Prepared<RopeParams> make_norm_rope_params(const char* op, bool split, at::Tensor& out, const at::Tensor& x,
+                                           const at::Tensor& cos, const at::Tensor& sin,
+                                           const std::optional<at::Tensor>& weight, double eps) {
   check_x_out(out, x, op);
-  const RopeShape shape = check_norm_rope(x, cos, sin, weight, eps, op);
+  const RopeShape shape = split ? check_norm_split_rope(x, cos, sin, weight, eps, op)
+                                : check_norm_rope(x, cos, sin, weight, eps, op);
   if (x.numel() == 0) return {};
-  return make_rope_params(op, out, x, cos, sin, false, weight, true, eps, shape);
-}
-
-Prepared<RopeParams> make_rms_norm_split_rope_params(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos,
-                                                     const at::Tensor& sin, const std::optional<at::Tensor>& weight,
-                                                     double eps) {
-  constexpr const char* op = "rms_norm_split_rope";
-  check_x_out(out, x, op);
-  const RopeShape shape = check_norm_split_rope(x, cos, sin, weight, eps, op);
-  if (x.numel() == 0) return {};
-  return make_rope_params(op, out, x, cos, sin, true, weight, true, eps, shape);
+  return make_rope_params(op, out, x, cos, sin, split, weight, true, eps, shape);
 }
 
 Prepared<RopeParams> make_apply_rope_params(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos,
@@ -135,12 +121,12 @@ Prepared<RopeParams> make_apply_rope_params(at::Tensor& out, const at::Tensor& x
 
 void rms_norm_rope_cpu(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                        const std::optional<at::Tensor>& weight, double eps) {
-  run_cpu(make_rms_norm_rope_params(out, x, cos, sin, weight, eps), cpu::rms_norm_rope);
+  run_cpu(make_norm_rope_params("rms_norm_rope", false, out, x, cos, sin, weight, eps), cpu::rms_norm_rope);
 }
 
 void rms_norm_split_rope_cpu(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                              const std::optional<at::Tensor>& weight, double eps) {
-  run_cpu(make_rms_norm_split_rope_params(out, x, cos, sin, weight, eps), cpu::rms_norm_split_rope);
+  run_cpu(make_norm_rope_params("rms_norm_split_rope", true, out, x, cos, sin, weight, eps), cpu::rms_norm_split_rope);
 }
 
 void apply_rope_cpu(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
@@ -151,12 +137,12 @@ void apply_rope_cpu(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos,
 #ifdef LTX_KERNELS_WITH_CUDA
 void rms_norm_rope_cuda(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                         const std::optional<at::Tensor>& weight, double eps) {
-  run_cuda(make_rms_norm_rope_params(out, x, cos, sin, weight, eps), x, "rms_norm_rope", ltx_kernels::rms_norm_rope);
+  run_cuda(make_norm_rope_params("rms_norm_rope", false, out, x, cos, sin, weight, eps), x, "rms_norm_rope", ltx_kernels::rms_norm_rope);
 }
 
 void rms_norm_split_rope_cuda(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                               const std::optional<at::Tensor>& weight, double eps) {
-  run_cuda(make_rms_norm_split_rope_params(out, x, cos, sin, weight, eps), x, "rms_norm_split_rope",
+  run_cuda(make_norm_rope_params("rms_norm_split_rope", true, out, x, cos, sin, weight, eps), x, "rms_norm_split_rope",
            ltx_kernels::rms_norm_split_rope);
 }
 

@@ -89,32 +89,12 @@ void run_rows(const Args<T>& a, int64_t row_begin, int64_t row_end) {
 
 constexpr int64_t kGrain = 16;  // rows per task
 
-template <typename T>
-Args<T> args_of(const FusedNormParams& p) {
-  Args<T> a{};
-  a.out = p.out.ptr<T>();
-  a.out_stride = p.out.layout.stride;
-  a.res_out = p.residual_out.ptr<T>();
-  a.res_out_stride = p.residual_out.layout.stride;
-  a.x = p.x.ptr<T>();
-  a.x_stride = p.x.layout.stride;
-  a.x2 = p.x2.ptr<T>();
-  a.x2_stride = p.x2.layout.stride;
-  a.weight = static_cast<const T*>(p.weight);
-  a.bias = static_cast<const T*>(p.bias);
-  a.gate = typed<T>(p.gate);
-  a.scale = typed<T>(p.scale);
-  a.shift = typed<T>(p.shift);
-  a.cols = p.x.layout.cols;
-  a.eps = p.eps;
-  return a;
-}
-
 template <Prologue P, bool LAYER_NORM, bool MODULATE>
 void run(const FusedNormParams& p, const ParallelFor& parallel_for) {
   dispatch_cpu(p.dtype, [&](auto tag) {
     using T = type_of<decltype(tag)>;
-    const Args<T> a = args_of<T>(p);
+    Args<T> a = fused_norm_args<T, Args<T>>(p);
+    a.cols = p.x.layout.cols;
     parallel_for(p.x.layout.rows, kGrain, [&](int64_t b, int64_t e) { run_rows<P, LAYER_NORM, MODULATE>(a, b, e); });
   });
 }

@@ -35,30 +35,50 @@ unsigned grid_for(int64_t tokens, int tpt_log2) {
   return unsigned(std::min<int64_t>((tokens + per_block - 1) / per_block, kMaxGrid));
 }
 
-template <int V>
-cudaError_t heads_launch(const SpHeadsLayout& l, char* x, int64_t row_bytes, bool to_buf,
-                         const int* status, cudaStream_t stream) {
+// The kernels of one side of the buffer: heads (X [B, T, H, D]) or tokens (Y [B, T, Hl, D]).
+struct HeadsSide {
+  using Layout = SpHeadsLayout;
+  template <int V, bool TO_BUF>
+  static constexpr auto kernel = distributed_detail::heads_kernel<V, TO_BUF>;
+  static int64_t rows_per_token(const Layout& l) { return l.H; }
+};
+struct TokensSide {
+  using Layout = SpTokensLayout;
+  template <int V, bool TO_BUF>
+  static constexpr auto kernel = distributed_detail::tokens_kernel<V, TO_BUF>;
+  static int64_t rows_per_token(const Layout& l) { return l.Hl; }
+};
+
+template <class Side, int V>
+cudaError_t launch(const typename Side::Layout& l, char* base, int64_t row_bytes, bool to_buf, const int* status,
+                   cudaStream_t stream) {
   const int wpr = int(row_bytes / V);
-  const int lg = tpt_log2_for(l.H * wpr);
+  const int lg = tpt_log2_for(Side::rows_per_token(l) * wpr);
   const unsigned grid = grid_for(l.B * l.T, lg);
-  if (to_buf)
-    distributed_detail::heads_kernel<V, true><<<grid, kThreads, 0, stream>>>(l, x, wpr, lg, status);
-  else
-    distributed_detail::heads_kernel<V, false><<<grid, kThreads, 0, stream>>>(l, x, wpr, lg, status);
+  auto kernel = to_buf ? Side::template kernel<V, true> : Side::template kernel<V, false>;
+  kernel<<<grid, kThreads, 0, stream>>>(l, base, wpr, lg, status);
   return cudaGetLastError();
 }
 
-template <int V>
-cudaError_t tokens_launch(const SpTokensLayout& l, char* y, int64_t row_bytes, bool to_buf,
-                          const int* status, cudaStream_t stream) {
-  const int wpr = int(row_bytes / V);
-  const int lg = tpt_log2_for(l.Hl * wpr);
-  const unsigned grid = grid_for(l.B * l.T, lg);
-  if (to_buf)
-    distributed_detail::tokens_kernel<V, true><<<grid, kThreads, 0, stream>>>(l, y, wpr, lg, status);
-  else
-    distributed_detail::tokens_kernel<V, false><<<grid, kThreads, 0, stream>>>(l, y, wpr, lg, status);
-  return cudaGetLastError();
+// The widest word the row size, the strides and the n base addresses in `ptrs` allow, then launch.
+template <class Side>
+cudaError_t launch_words(const typename Side::Layout& l, char* base, char* const* ptrs, int64_t n, int64_t row_bytes,
+                         bool to_buf, const int* status, cudaStream_t stream) {
+  int64_t v[5 + kSpMaxWorld];
+  int k = 0;
+  v[k++] = row_bytes;
+  v[k++] = l.sb;
+  v[k++] = l.st;
+  v[k++] = l.sh;
+  v[k++] = int64_t(reinterpret_cast<uintptr_t>(base));
+  for (int64_t i = 0; i < n; ++i) v[k++] = int64_t(reinterpret_cast<uintptr_t>(ptrs[i]));
+  switch (word_bytes(v, k)) {
+    case 16: return launch<Side, 16>(l, base, row_bytes, to_buf, status, stream);
+    case 8: return launch<Side, 8>(l, base, row_bytes, to_buf, status, stream);
+    case 4: return launch<Side, 4>(l, base, row_bytes, to_buf, status, stream);
+    case 2: return launch<Side, 2>(l, base, row_bytes, to_buf, status, stream);
+    default: return launch<Side, 1>(l, base, row_bytes, to_buf, status, stream);
+  }
 }
 
 bool sizes_ok(int64_t W, int64_t D, int64_t elem_size) {
@@ -72,22 +92,7 @@ cudaError_t heads_impl(const SpHeadsLayout& l, char* x, int64_t es, bool to_buf,
   if (!sizes_ok(l.W, l.D, es) || l.H % l.W != 0) return cudaErrorInvalidValue;
   const int64_t row_bytes = l.D * es;
   if (l.H * row_bytes > int64_t(INT32_MAX)) return cudaErrorInvalidValue;  // 32-bit word index
-  int64_t v[5 + kSpMaxWorld];
-  int n = 0;
-  v[n++] = row_bytes;
-  v[n++] = l.sb;
-  v[n++] = l.st;
-  v[n++] = l.sh;
-  for (int64_t w = 0; w < l.W; ++w) v[n++] = int64_t(reinterpret_cast<uintptr_t>(l.group[w]));
-  v[n++] = int64_t(reinterpret_cast<uintptr_t>(x));
-  const int V = word_bytes(v, n);
-  switch (V) {
-    case 16: return heads_launch<16>(l, x, row_bytes, to_buf, status, stream);
-    case 8: return heads_launch<8>(l, x, row_bytes, to_buf, status, stream);
-    case 4: return heads_launch<4>(l, x, row_bytes, to_buf, status, stream);
-    case 2: return heads_launch<2>(l, x, row_bytes, to_buf, status, stream);
-    default: return heads_launch<1>(l, x, row_bytes, to_buf, status, stream);
-  }
+  return launch_words<HeadsSide>(l, x, l.group, l.W, row_bytes, to_buf, status, stream);
 }
 
 cudaError_t tokens_impl(const SpTokensLayout& l, char* y, int64_t es, bool to_buf,
@@ -97,21 +102,7 @@ cudaError_t tokens_impl(const SpTokensLayout& l, char* y, int64_t es, bool to_bu
     return cudaErrorInvalidValue;
   const int64_t row_bytes = l.D * es;
   if (l.Hl * row_bytes > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
-  int64_t v[5 + kSpMaxWorld];
-  int n = 0;
-  v[n++] = row_bytes;
-  v[n++] = l.sb;
-  v[n++] = l.st;
-  v[n++] = l.sh;
-  v[n++] = int64_t(reinterpret_cast<uintptr_t>(y));
-  for (int64_t s = 0; s < l.W; ++s) v[n++] = int64_t(reinterpret_cast<uintptr_t>(l.seg[s]));
-  switch (word_bytes(v, n)) {
-    case 16: return tokens_launch<16>(l, y, row_bytes, to_buf, status, stream);
-    case 8: return tokens_launch<8>(l, y, row_bytes, to_buf, status, stream);
-    case 4: return tokens_launch<4>(l, y, row_bytes, to_buf, status, stream);
-    case 2: return tokens_launch<2>(l, y, row_bytes, to_buf, status, stream);
-    default: return tokens_launch<1>(l, y, row_bytes, to_buf, status, stream);
-  }
+  return launch_words<TokensSide>(l, y, l.seg, l.W, row_bytes, to_buf, status, stream);
 }
 
 }  // namespace

@@ -1,8 +1,6 @@
 // Neighborhood attention entry (the residue groups and the kernel chain of natten.h) and the
 // portable kernel's launcher. See natten.cuh for the kernel and its work accounting,
 // natten_heuristics.h for the choices.
-#include <type_traits>
-
 #include "ltx_kernels/common/device.h"
 #include "ltx_kernels/cuda/ops.h"
 #include "ltx_kernels/natten/natten.cuh"
@@ -46,16 +44,8 @@ cudaError_t portable(const NattenParams& g, int tile, cudaStream_t stream) {
   args.vs = g.vs;
   args.os = g.os;
   natten_tile_shape(tile, args.tile[0], args.tile[1], args.tile[2]);
-  int64_t boxes = 1;
-  for (int a = 0; a < 3; ++a) {
-    args.n[a] = p.size[a];
-    args.ker[a] = p.kernel[a];
-    args.causal[a] = p.causal[a] ? 1 : 0;
-    args.ntile[a] = int(natten_cdiv(p.size[a], args.tile[a]));
-    boxes *= args.ntile[a];
-  }
+  const int64_t boxes = natten_grid_args(args, p, args.tile);
   if (boxes > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
-  args.scale_log2 = p.scale * 1.4426950408889634f;
   switch (p.dim) {
     case 32: return launch<T, 32>(args, boxes, p, stream);
     case 64: return launch<T, 64>(args, boxes, p, stream);
@@ -79,14 +69,8 @@ cudaError_t group_forward(const NattenParams& g, cudaStream_t stream) {
 }  // namespace
 
 cudaError_t natten_forward_portable(const NattenParams& p, int tile, cudaStream_t stream) {
-  return dispatch_cuda(p.dtype, [&](auto tag) {
-    using T = type_of<decltype(tag)>;
-    if constexpr (std::is_same<T, float>::value) {
-      return cudaErrorInvalidValue;
-    } else {
-      return portable<T>(p, tile, stream);
-    }
-  });
+  return natten_dispatch(p.dtype, cudaErrorInvalidValue,
+                         [&](auto tag) { return portable<type_of<decltype(tag)>>(p, tile, stream); });
 }
 
 cudaError_t natten_forward(const NattenParams& p, cudaStream_t stream) {

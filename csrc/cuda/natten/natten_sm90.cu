@@ -81,16 +81,8 @@ cudaError_t launch(const NattenParams& g, int box, cudaStream_t stream) {
   args.os = os;
   natten_sm90_box(box, args.box[0], args.box[1]);
   const int bext[3] = {args.box[0], args.box[1], 8};
-  int64_t boxes = 1;
-  for (int a = 0; a < 3; ++a) {
-    args.n[a] = p.size[a];
-    args.ker[a] = p.kernel[a];
-    args.causal[a] = p.causal[a] ? 1 : 0;
-    args.ntile[a] = int(natten_cdiv(p.size[a], bext[a]));
-    boxes *= args.ntile[a];
-  }
+  const int64_t boxes = natten_grid_args(args, p, bext);
   if (boxes > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
-  args.scale_log2 = p.scale * 1.4426950408889634f;
 
   auto kernel = w8 == 16 ? natten_sm90::na_tma_kernel<T, 16> : natten_sm90::na_tma_kernel<T, 32>;
   cudaError_t err =
@@ -116,14 +108,8 @@ cudaError_t launch(const NattenParams& g, int box, cudaStream_t stream) {
 }  // namespace
 
 cudaError_t natten_forward_sm90(const NattenParams& p, int box, cudaStream_t stream) {
-  return dispatch_cuda(p.dtype, [&](auto tag) {
-    using T = type_of<decltype(tag)>;
-    if constexpr (std::is_same<T, float>::value) {
-      return cudaErrorNotSupported;
-    } else {
-      return launch<T>(p, box, stream);
-    }
-  });
+  return natten_dispatch(p.dtype, cudaErrorNotSupported,
+                         [&](auto tag) { return launch<type_of<decltype(tag)>>(p, box, stream); });
 }
 
 }  // namespace ltx_kernels

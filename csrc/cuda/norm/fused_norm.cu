@@ -80,27 +80,6 @@ cudaError_t run(Args<T> a, int64_t cols, cudaStream_t stream) {
   return launch<P, T, 1>(a, stream);
 }
 
-template <typename T>
-Args<T> args_of(const FusedNormParams& p) {
-  Args<T> a{};
-  a.out = p.out.ptr<T>();
-  a.out_stride = p.out.layout.stride;
-  a.res_out = p.residual_out.ptr<T>();
-  a.res_out_stride = p.residual_out.layout.stride;
-  a.x = p.x.ptr<T>();
-  a.x_stride = p.x.layout.stride;
-  a.x2 = p.x2.ptr<T>();
-  a.x2_stride = p.x2.layout.stride;
-  a.weight = static_cast<const T*>(p.weight);
-  a.bias = static_cast<const T*>(p.bias);
-  a.gate = typed<T>(p.gate);
-  a.scale = typed<T>(p.scale);
-  a.shift = typed<T>(p.shift);
-  a.rows = p.x.layout.rows;
-  a.eps = p.eps;
-  return a;
-}
-
 // A table the op reads must have rows_per_entry >= 1.
 bool table_ok(const AnyModTable& t) { return t.data == nullptr || t.rows_per_entry >= 1; }
 
@@ -109,7 +88,9 @@ cudaError_t run_op(const FusedNormParams& p, cudaStream_t stream) {
   if (!table_ok(p.gate) || !table_ok(p.scale) || !table_ok(p.shift)) return cudaErrorInvalidValue;
   return dispatch_cuda(p.dtype, [&](auto tag) {
     using T = type_of<decltype(tag)>;
-    return run<P>(args_of<T>(p), p.x.layout.cols, stream);
+    Args<T> a = fused_norm_args<T, Args<T>>(p);
+    a.rows = p.x.layout.rows;
+    return run<P>(a, p.x.layout.cols, stream);
   });
 }
 

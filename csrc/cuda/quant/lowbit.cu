@@ -15,14 +15,19 @@ unsigned grid_for(int64_t items) {
   return unsigned(std::max<int64_t>(1, std::min<int64_t>((items + kThreads - 1) / kThreads, kMaxBlocks)));
 }
 
+// The vector instantiation of a kernel when `vec` (pointers aligned for it), else the scalar one.
+template <class Kernel, class... Args>
+cudaError_t launch(bool vec, Kernel vec_kernel, Kernel scalar_kernel, unsigned grid, cudaStream_t stream,
+                   Args... args) {
+  (vec ? vec_kernel : scalar_kernel)<<<grid, kThreads, 0, stream>>>(args...);
+  return cudaGetLastError();
+}
+
 cudaError_t fp6_pack_raw(uint8_t* out, const uint8_t* x, int64_t groups, cudaStream_t stream) {
   if (groups <= 0) return cudaSuccess;
   const unsigned grid = grid_for((groups + 3) / 4);
-  if (aligned_to(x, 16) && aligned_to(out, 4))
-    lowbit_detail::fp6_pack_kernel<true><<<grid, kThreads, 0, stream>>>(out, x, groups);
-  else
-    lowbit_detail::fp6_pack_kernel<false><<<grid, kThreads, 0, stream>>>(out, x, groups);
-  return cudaGetLastError();
+  return launch(aligned_to(x, 16) && aligned_to(out, 4), lowbit_detail::fp6_pack_kernel<true>,
+                lowbit_detail::fp6_pack_kernel<false>, grid, stream, out, x, groups);
 }
 
 }  // namespace
@@ -30,11 +35,8 @@ cudaError_t fp6_pack_raw(uint8_t* out, const uint8_t* x, int64_t groups, cudaStr
 cudaError_t fp6_unpack(uint8_t* out, const uint8_t* packed, int64_t groups, cudaStream_t stream) {
   if (groups <= 0) return cudaSuccess;
   const unsigned grid = grid_for((groups + 3) / 4);
-  if (aligned_to(out, 16) && aligned_to(packed, 4))
-    lowbit_detail::fp6_unpack_kernel<true><<<grid, kThreads, 0, stream>>>(out, packed, groups);
-  else
-    lowbit_detail::fp6_unpack_kernel<false><<<grid, kThreads, 0, stream>>>(out, packed, groups);
-  return cudaGetLastError();
+  return launch(aligned_to(out, 16) && aligned_to(packed, 4), lowbit_detail::fp6_unpack_kernel<true>,
+                lowbit_detail::fp6_unpack_kernel<false>, grid, stream, out, packed, groups);
 }
 
 namespace {
@@ -48,13 +50,9 @@ cudaError_t quantize_fp6_block_typed(uint8_t* packed, float* scales, const T* w,
     return cudaErrorInvalidValue;
   const int64_t tiles = ((rows + block_rows - 1) / block_rows) * ((cols + block_cols - 1) / block_cols);
   const unsigned grid = unsigned(std::min<int64_t>(tiles, kMaxBlocks));
-  if (aligned_to(w, 4 * int(sizeof(T))))
-    lowbit_detail::quantize_fp6_block_kernel<T, true>
-        <<<grid, kThreads, 0, stream>>>(packed, scales, w, rows, cols, block_rows, block_cols);
-  else
-    lowbit_detail::quantize_fp6_block_kernel<T, false>
-        <<<grid, kThreads, 0, stream>>>(packed, scales, w, rows, cols, block_rows, block_cols);
-  return cudaGetLastError();
+  return launch(aligned_to(w, 4 * int(sizeof(T))), lowbit_detail::quantize_fp6_block_kernel<T, true>,
+                lowbit_detail::quantize_fp6_block_kernel<T, false>, grid, stream, packed, scales, w, rows, cols,
+                block_rows, block_cols);
 }
 
 template <typename T>
@@ -64,13 +62,9 @@ cudaError_t dequantize_fp6_block_typed(T* out, const uint8_t* packed, const floa
   if (cols % 4 != 0 || block_rows <= 0 || block_cols <= 0 || block_cols % 4 != 0)
     return cudaErrorInvalidValue;
   const unsigned grid = grid_for(rows * (cols / 4));
-  if (aligned_to(out, 4 * int(sizeof(T))))
-    lowbit_detail::dequantize_fp6_block_kernel<T, true>
-        <<<grid, kThreads, 0, stream>>>(out, packed, scales, rows, cols, block_rows, block_cols);
-  else
-    lowbit_detail::dequantize_fp6_block_kernel<T, false>
-        <<<grid, kThreads, 0, stream>>>(out, packed, scales, rows, cols, block_rows, block_cols);
-  return cudaGetLastError();
+  return launch(aligned_to(out, 4 * int(sizeof(T))), lowbit_detail::dequantize_fp6_block_kernel<T, true>,
+                lowbit_detail::dequantize_fp6_block_kernel<T, false>, grid, stream, out, packed, scales, rows, cols,
+                block_rows, block_cols);
 }
 
 template <typename T>
@@ -94,13 +88,9 @@ cudaError_t quantize_nvfp4_typed(uint8_t* packed, uint8_t* block_scales, const T
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   if (cols % 16 != 0) return cudaErrorInvalidValue;
   const int64_t items = (rows + 127) / 128 * 128 * ((cols / 16 + 3) / 4 * 4);
-  if (aligned_to(x, 16) && aligned_to(packed, 8))
-    lowbit_detail::quantize_nvfp4_kernel<T, true><<<grid_for(items), kThreads, 0, stream>>>(
-        packed, block_scales, x, per_tensor_scale, rows, cols, hi_first);
-  else
-    lowbit_detail::quantize_nvfp4_kernel<T, false><<<grid_for(items), kThreads, 0, stream>>>(
-        packed, block_scales, x, per_tensor_scale, rows, cols, hi_first);
-  return cudaGetLastError();
+  return launch(aligned_to(x, 16) && aligned_to(packed, 8), lowbit_detail::quantize_nvfp4_kernel<T, true>,
+                lowbit_detail::quantize_nvfp4_kernel<T, false>, grid_for(items), stream, packed, block_scales, x,
+                per_tensor_scale, rows, cols, hi_first);
 }
 
 }  // namespace
@@ -112,13 +102,9 @@ cudaError_t dequantize_nvfp4(T* out, const uint8_t* packed, const uint8_t* block
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   if (cols % 16 != 0) return cudaErrorInvalidValue;
   const int64_t items = rows * (cols / 16);
-  if (aligned_to(out, 16) && aligned_to(packed, 8))
-    lowbit_detail::dequantize_nvfp4_kernel<T, true><<<grid_for(items), kThreads, 0, stream>>>(
-        out, packed, block_scales, per_tensor_scale, rows, cols, hi_first);
-  else
-    lowbit_detail::dequantize_nvfp4_kernel<T, false><<<grid_for(items), kThreads, 0, stream>>>(
-        out, packed, block_scales, per_tensor_scale, rows, cols, hi_first);
-  return cudaGetLastError();
+  return launch(aligned_to(out, 16) && aligned_to(packed, 8), lowbit_detail::dequantize_nvfp4_kernel<T, true>,
+                lowbit_detail::dequantize_nvfp4_kernel<T, false>, grid_for(items), stream, out, packed, block_scales,
+                per_tensor_scale, rows, cols, hi_first);
 }
 
 template cudaError_t dequantize_nvfp4<float>(float*, const uint8_t*, const uint8_t*, const float*, int64_t, int64_t,

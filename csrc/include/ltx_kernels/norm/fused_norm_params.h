@@ -37,4 +37,27 @@ struct FusedNormParams {
   float eps;
 };
 
+// The params as a backend's typed argument struct A holds them (the CPU backend's and the CUDA
+// kernels' Args: fields out, out_stride, res_out, res_out_stride, x, x_stride, x2, x2_stride,
+// weight, bias, gate, scale, shift, eps); the sizes each backend sets itself.
+template <typename T, class A>
+inline A fused_norm_args(const FusedNormParams& p) {
+  A a{};
+  a.out = p.out.ptr<T>();
+  a.out_stride = p.out.layout.stride;
+  a.res_out = p.residual_out.ptr<T>();
+  a.res_out_stride = p.residual_out.layout.stride;
+  a.x = p.x.ptr<T>();
+  a.x_stride = p.x.layout.stride;
+  a.x2 = p.x2.ptr<T>();
+  a.x2_stride = p.x2.layout.stride;
+  a.weight = static_cast<const T*>(p.weight);
+  a.bias = static_cast<const T*>(p.bias);
+  a.gate = typed<T>(p.gate);
+  a.scale = typed<T>(p.scale);
+  a.shift = typed<T>(p.shift);
+  a.eps = p.eps;
+  return a;
+}
+
 }  // namespace ltx_kernels
