@@ -135,7 +135,7 @@ SANITIZE_SUBSET = {
     "test_gemm.py": ["test_fp8_gemm_zero_blocks_exact", "test_fp8_gemm_sentinel_and_strided", "test_fp8_gemm_empty",
                      "test_cpu_backend_rounds_once"],
     "test_natten.py": ["test_na1d_na2d", "test_strided_inputs_and_out", "test_border_rule", "test_empty", "test_causal"],
-    "test_comm.py": ["test_pack_heads_matches_permute", "test_strided_inputs_and_outputs", "test_empty"],
+    "test_distributed.py": ["test_pack_heads_matches_permute", "test_strided_inputs_and_outputs", "test_empty"],
 }
 
 

@@ -53,24 +53,26 @@ def _approximate(module, default: str) -> str:
     return approximate if approximate in ("none", "tanh") else default
 
 
-class RMSNorm(torch.nn.Module):
+class _Layer(torch.nn.Module):
+    """What every layer here declares to `kernels`: its op has a fake implementation (so it runs
+    under torch.compile) and no autograd (inference kernels)."""
+
+    can_torch_compile = True
+    has_backward = False
+
+
+class RMSNorm(_Layer):
     """Drop-in forward for RMSNorm modules (torch.nn.RMSNorm, diffusers RMSNorm,
     transformers *RMSNorm of the Llama kind): weight may be absent; eps from `variance_epsilon`
     or `eps`. A weight whose dtype differs from x's is applied after the normalised row is
     rounded to x's dtype, as transformers does. Not for Gemma-style `(1 + weight)` norms."""
 
-    can_torch_compile = True  # the op has a fake implementation
-    has_backward = False  # inference kernel: no autograd
-
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return _rms_norm_forward(self, hidden_states)
 
 
-class SiluAndMul(torch.nn.Module):
+class SiluAndMul(_Layer):
     """SwiGLU: `silu(x[..., :d]) * x[..., d:]`, x `[..., 2d]` -> `[..., d]`."""
-
-    can_torch_compile = True
-    has_backward = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = _half(x)
@@ -78,11 +80,8 @@ class SiluAndMul(torch.nn.Module):
         return out
 
 
-class MulAndSilu(torch.nn.Module):
+class MulAndSilu(_Layer):
     """`x[..., :d] * silu(x[..., d:])`, x `[..., 2d]` -> `[..., d]`."""
-
-    can_torch_compile = True
-    has_backward = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = _half(x)
@@ -90,12 +89,9 @@ class MulAndSilu(torch.nn.Module):
         return out
 
 
-class GeluAndMul(torch.nn.Module):
+class GeluAndMul(_Layer):
     """`gelu(x[..., :d]) * x[..., d:]`; erf GELU unless the replaced module has
     `approximate == "tanh"`."""
-
-    can_torch_compile = True
-    has_backward = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = _half(x)
@@ -103,11 +99,8 @@ class GeluAndMul(torch.nn.Module):
         return out
 
 
-class GeluTanhAndMul(torch.nn.Module):
+class GeluTanhAndMul(_Layer):
     """`gelu_tanh(x[..., :d]) * x[..., d:]`."""
-
-    can_torch_compile = True
-    has_backward = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = _half(x)
@@ -115,11 +108,8 @@ class GeluTanhAndMul(torch.nn.Module):
         return out
 
 
-class Silu(torch.nn.Module):
+class Silu(_Layer):
     """`x * sigmoid(x)`."""
-
-    can_torch_compile = True
-    has_backward = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -127,11 +117,8 @@ class Silu(torch.nn.Module):
         return out
 
 
-class Gelu(torch.nn.Module):
+class Gelu(_Layer):
     """Erf GELU, or tanh GELU when the replaced module has `approximate == "tanh"` (nn.GELU)."""
-
-    can_torch_compile = True
-    has_backward = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -142,11 +129,8 @@ class Gelu(torch.nn.Module):
         return out
 
 
-class GeluTanh(torch.nn.Module):
+class GeluTanh(_Layer):
     """Tanh GELU: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`."""
-
-    can_torch_compile = True
-    has_backward = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
