@@ -30,6 +30,13 @@ ALL_DEVICES = [
 ]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
+
+def device_backends(*cuda_backends):
+    """(device, backend) parameters: the CPU's "auto" and "torch", then each named CUDA backend
+    (skipped without a GPU, reported as skipped)."""
+    cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+    return [("cpu", "auto"), ("cpu", "torch")] + [pytest.param("cuda", b, marks=cuda) for b in cuda_backends]
+
 # ---- error bounds ---------------------------------------------------------------------------
 # Kernels compute in fp32 and round once to the output dtype T; oracles (ltx_kernels.reference)
 # compute the exact result in float64 from the same inputs. Each test bounds the kernel's fp32

@@ -34,7 +34,7 @@ def _rms_norm_forward(module, x: torch.Tensor) -> torch.Tensor:
         eps = getattr(module, "eps", None)
     if eps is None:  # torch.nn.RMSNorm(eps=None): torch uses the input dtype's epsilon
         eps = torch.finfo(x.dtype).eps if isinstance(module, torch.nn.RMSNorm) else 1e-6
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    out = _like(x)
     if weight is not None and weight.dtype != x.dtype:
         # transformers: `self.weight * normed.to(input_dtype)`: the normalised row is rounded
         # to x's dtype, then multiplied in the promoted dtype (e.g. an fp32 weight -> fp32 out).
@@ -46,6 +46,16 @@ def _rms_norm_forward(module, x: torch.Tensor) -> torch.Tensor:
 
 def _half(x: torch.Tensor) -> torch.Tensor:
     return torch.empty((*x.shape[:-1], x.shape[-1] // 2), dtype=x.dtype, device=x.device)
+
+
+def _like(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+def _into(out: torch.Tensor, op, x: torch.Tensor, *args) -> torch.Tensor:
+    """Runs the out-variant op(out, x, *args) and returns out."""
+    op(out, x, *args)
+    return out
 
 
 def _approximate(module, default: str) -> str:
@@ -75,18 +85,14 @@ class SiluAndMul(_Layer):
     """SwiGLU: `silu(x[..., :d]) * x[..., d:]`, x `[..., 2d]` -> `[..., d]`."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = _half(x)
-        ops.silu_and_mul(out, x, True)
-        return out
+        return _into(_half(x), ops.silu_and_mul, x, True)
 
 
 class MulAndSilu(_Layer):
     """`x[..., :d] * silu(x[..., d:])`, x `[..., 2d]` -> `[..., d]`."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = _half(x)
-        ops.silu_and_mul(out, x, False)
-        return out
+        return _into(_half(x), ops.silu_and_mul, x, False)
 
 
 class GeluAndMul(_Layer):
@@ -94,48 +100,35 @@ class GeluAndMul(_Layer):
     `approximate == "tanh"`."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = _half(x)
-        ops.gelu_and_mul(out, x, _approximate(self, "none"), True)
-        return out
+        return _into(_half(x), ops.gelu_and_mul, x, _approximate(self, "none"), True)
 
 
 class GeluTanhAndMul(_Layer):
     """`gelu_tanh(x[..., :d]) * x[..., d:]`."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = _half(x)
-        ops.gelu_and_mul(out, x, "tanh", True)
-        return out
+        return _into(_half(x), ops.gelu_and_mul, x, "tanh", True)
 
 
 class Silu(_Layer):
     """`x * sigmoid(x)`."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        ops.silu(out, x)
-        return out
+        return _into(_like(x), ops.silu, x)
 
 
 class Gelu(_Layer):
     """Erf GELU, or tanh GELU when the replaced module has `approximate == "tanh"` (nn.GELU)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        if _approximate(self, "none") == "tanh":
-            ops.gelu_tanh(out, x)
-        else:
-            ops.gelu(out, x)
-        return out
+        return _into(_like(x), ops.gelu_tanh if _approximate(self, "none") == "tanh" else ops.gelu, x)
 
 
 class GeluTanh(_Layer):
     """Tanh GELU: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        ops.gelu_tanh(out, x)
-        return out
+        return _into(_like(x), ops.gelu_tanh, x)
 
 
 # Hub names used by transformers' activations (`@use_kernel_forward_from_hub(...)`) and by
