@@ -31,6 +31,11 @@ ALL_DEVICES = [
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 
+# A two-layer Llama small enough for the CPU (transformers config arguments; vocabulary of 100).
+TINY_LLAMA = dict(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5)
+
+
 def device_backends(*cuda_backends):
     """(device, backend) parameters: the CPU's "auto" and "torch", then each named CUDA backend
     (skipped without a GPU, reported as skipped)."""
