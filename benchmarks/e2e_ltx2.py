@@ -5,7 +5,7 @@
 Model: diffusers' LTX2VideoTransformer3DModel with its diffusers 0.42.1 defaults (the LTX-2
 19B transformer: 48 layers, video 32 heads x 128 = 4096, audio 32 x 64 = 2048, caption 3840 from
 the Gemma connector, text cross-attention 4096 / 2048) and split RoPE (LTX-2's default,
-docs/semantics.md "Norms, RoPE and DiT glue"; `--rope-type interleaved` for the constructor's default). `--gated-attn` adds
+docs/semantics.md, section "Norms, RoPE and DiT glue"; `--rope-type interleaved` for the constructor's default). `--gated-attn` adds
 LTX-2.3's per-head attention gates and prompt modulation. Random weights unless `--checkpoint`.
 No VAEs, no text encoder: random video latents of the real shape (VAE 8x / 32x, 128 channels),
 audio latents for the clip's duration (16 kHz, hop 160, 4x temporal compression -> 25 latents/s,

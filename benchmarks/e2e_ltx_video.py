@@ -9,7 +9,7 @@ What runs: diffusers' LTXVideoTransformer3DModel in bf16 (fp32 on CPU) with the 
 2B transformer config (`LTXVideoTransformer3DModel`'s defaults in diffusers 0.42.1, which are
 the Lightricks/LTX-Video 0.9.x `transformer/config.json` values: 28 layers, 32 heads x 64,
 cross-attention 2048, caption channels 4096 (T5-XXL), gelu-approximate, RMSNorm without weight,
-eps 1e-6; docs/semantics.md lists the same module facts). Weights come from
+eps 1e-6; docs/semantics.md, section "Norms, RoPE and DiT glue", lists the same module facts). Weights come from
 `--checkpoint DIR` (a diffusers `transformer/` folder, read offline) or are random (it says so).
 No VAE and no text encoder: random latents and prompt embeddings of the real shapes (VAE 8x
 temporal / 32x spatial compression, 128 latent channels; 128 T5 tokens with a padded tail),

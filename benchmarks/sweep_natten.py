@@ -1,9 +1,9 @@
 """Sweep of the neighborhood-attention kernels' configurations on LTX-2 decoder stage shapes
-(d = 64, bf16): the automatic choice, each forced box (LTX_NATTEN_TILE: the portable kernel's
+(d = 64, bf16): the automatic choice, each forced box (LTX_KERNELS_NATTEN_TILE: the portable kernel's
 0-5, the sm_90 kernel's 6-8) and extra environment settings given as NAME=VALUE, each timed by
 CUDA-graph replay over rotated inputs (benchmarks/common.py). Prints one line per (shape,
 setting) and, with --json, writes them.
-  python3 benchmarks/sweep_natten.py [--tiles 6,7,8] [--env LTX_NATTEN_SM90=0 ...] [--json F]"""
+  python3 benchmarks/sweep_natten.py [--tiles 6,7,8] [--env LTX_KERNELS_NATTEN_SM90=0 ...] [--json F]"""
 
 import argparse
 import json
@@ -19,12 +19,12 @@ from common import n_copies, time_graph
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tiles", default="6,7,8", help="forced LTX_NATTEN_TILE values besides auto")
+    ap.add_argument("--tiles", default="6,7,8", help="forced LTX_KERNELS_NATTEN_TILE values besides auto")
     ap.add_argument("--env", nargs="*", default=[], help="extra settings NAME=VALUE, each swept alone")
     ap.add_argument("--shapes", default="1,2,3,4", help="indices into bench_natten.SHAPES")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    settings = [("auto", {})] + [(f"tile {t}", {"LTX_NATTEN_TILE": t}) for t in args.tiles.split(",") if t]
+    settings = [("auto", {})] + [(f"tile {t}", {"LTX_KERNELS_NATTEN_TILE": t}) for t in args.tiles.split(",") if t]
     settings += [(e, dict([e.split("=", 1)])) for e in args.env]
     rows = []
     for idx in [int(i) for i in args.shapes.split(",")]:

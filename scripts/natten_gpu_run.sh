@@ -20,7 +20,7 @@ C="$O/checks.log"
     echo "exit ${PIPESTATUS[0]}"
   done
 } > "$C" 2>&1
-timeout 240 python3 benchmarks/sweep_natten.py --shapes 2,3 --tiles 0,6,7,8 --env LTX_NATTEN_SM90=0 \
+timeout 240 python3 benchmarks/sweep_natten.py --shapes 2,3 --tiles 0,6,7,8 --env LTX_KERNELS_NATTEN_SM90=0 \
   --json "$O/sweep_natten.json" > "$O/sweep.log" 2>&1
 cat "$O/sweep.log" >> "$C"; rm -f "$O/sweep.log"
 rm -rf "$O/res"

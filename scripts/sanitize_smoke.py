@@ -34,8 +34,6 @@ for dtype in [torch.float32, torch.float16, torch.bfloat16]:  # activation famil
         lk.gated_attention(x[:, 1 : heads * hd + 1], g)
         y = x[:, : heads * hd].contiguous()
         lk.gated_attention(y, g, out=y)
-# @family:activation
-# @family:fused_norm
 # fused norms: warp / block / looping kernels, vector and scalar (misaligned) paths,
 # per-sample and per-token tables, in place
 for dtype in [torch.float32, torch.float16, torch.bfloat16]:
@@ -76,10 +74,8 @@ for dtype in [torch.float32, torch.float16, torch.bfloat16]:
             x2 = x.clone()
             lk.apply_rope(x2, cs, ss, False, out=x2)
             lk.rms_norm_split_rope(x2, cs, ss, w, out=x2)
-# @family:rope
 # fp8 / lowbit (guarded: a build without CUDA registration for them skips this part)
 if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("quantize_fp8_block"), "CUDA"):
-    # @family:fp8
     # fp8: per-token groups (register path for several group widths, loop path, scalar/misaligned),
     # both scale layouts, block tiles (regs NV 8/16, loop, ragged edges), per tensor (computed and
     # given scale, vector and scalar), and the dequantizers
@@ -100,7 +96,6 @@ if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("qu
                 q, s = lk.quantize_fp8_per_tensor(x, fp8_dtype=f8)
                 lk.quantize_fp8_per_tensor(x, torch.tensor(0.5, device=dev), f8)
                 lk.dequantize_fp8_per_tensor(q, s, dtype)
-    # @family:lowbit
     # lowbit: fp6 pack/unpack (vector + tail + misaligned scalar), per-block FP6 (ragged tiles,
     # aligned and misaligned), OCP FP6 codecs, NVFP4 (padded scale tiles, both nibble orders,
     # vector and scalar paths)
@@ -127,9 +122,6 @@ if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("qu
                     p, s = lk.quantize_nvfp4(xx, st, hi_first=hf)
                     lk.dequantize_nvfp4(p, s, st, k, dtype, hi_first=hf)
                     lk.dequantize_nvfp4(torch.cat([p.new_zeros(1), p.view(-1)])[1:].view(rows, k // 2), s, st, k, dtype, hi_first=hf)
-# @family:gemm_sm89
-# @family:comm
-# @family:fused_fp8
 # ops with FP8 output: warp-per-row (NV 4) and block-per-row (NV 4, 16) shapes, groups of
 # 4..32 lanes, both scale layouts, strided / misaligned inputs (copied), in-place h_out
 if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("rms_norm_fp8"), "CUDA"):
@@ -222,9 +214,6 @@ else:
     print("sanitize smoke: sm89 GEMM not available here, skipped")
 torch.cuda.synchronize()
 print("sanitize smoke: done")
-# @family:gemm
-# @family:gemm_sm90
-# @family:natten
 # neighborhood attention: scripts/sanitize_natten.py (also run alone, for the natten kernels only)
 import runpy as _runpy  # noqa: E402
 import os as _os  # noqa: E402

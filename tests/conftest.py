@@ -30,6 +30,18 @@ ALL_DEVICES = [
 ]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
+
+# A two-layer Llama small enough for the CPU (transformers config arguments; vocabulary of 100).
+TINY_LLAMA = dict(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5)
+
+
+def device_backends(*cuda_backends):
+    """(device, backend) parameters: the CPU's "auto" and "torch", then each named CUDA backend
+    (skipped without a GPU, reported as skipped)."""
+    cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+    return [("cpu", "auto"), ("cpu", "torch")] + [pytest.param("cuda", b, marks=cuda) for b in cuda_backends]
+
 # ---- error bounds ---------------------------------------------------------------------------
 # Kernels compute in fp32 and round once to the output dtype T; oracles (ltx_kernels.reference)
 # compute the exact result in float64 from the same inputs. Each test bounds the kernel's fp32
@@ -135,7 +147,7 @@ SANITIZE_SUBSET = {
     "test_gemm.py": ["test_fp8_gemm_zero_blocks_exact", "test_fp8_gemm_sentinel_and_strided", "test_fp8_gemm_empty",
                      "test_cpu_backend_rounds_once"],
     "test_natten.py": ["test_na1d_na2d", "test_strided_inputs_and_out", "test_border_rule", "test_empty", "test_causal"],
-    "test_comm.py": ["test_pack_heads_matches_permute", "test_strided_inputs_and_outputs", "test_empty"],
+    "test_distributed.py": ["test_pack_heads_matches_permute", "test_strided_inputs_and_outputs", "test_empty"],
 }
 
 

@@ -26,15 +26,10 @@ import torch
 import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
-from conftest import HAS_CUDA
+from conftest import HAS_CUDA, device_backends
 
 CUDA = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
-DEV_BACKENDS = [
-    ("cpu", "auto"),
-    ("cpu", "torch"),
-    pytest.param("cuda", "auto", marks=CUDA),
-    pytest.param("cuda", "torch", marks=CUDA),
-]
+DEV_BACKENDS = device_backends("auto", "torch")
 U = {torch.bfloat16: 2.0**-9, torch.float16: 2.0**-12, torch.float32: 2.0**-21}
 
 

@@ -1,4 +1,4 @@
-"""The build's contract: kernel-builder layout, metadata digest,
+"""The build's contract (the Hugging Face kernel-builder's): variant layout, metadata digest,
 loading through `kernels`, the ABI check, build.toml agreeing with the sources, and the
 Hub rules on the Python package."""
 

@@ -24,19 +24,10 @@ import torch
 import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
-from conftest import HAS_CUDA, expect_error, has_cuda_kernel
+from conftest import HAS_CUDA, device_backends, expect_error, has_cuda_kernel
 
 CUDA = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
-DEV_BACKENDS = [
-    ("cpu", "auto"),
-    ("cpu", "torch"),
-    pytest.param("cuda", "auto", marks=CUDA),
-    pytest.param("cuda", "skinny", marks=CUDA),
-    pytest.param("cuda", "sm90", marks=CUDA),
-    pytest.param("cuda", "sm89", marks=CUDA),
-    pytest.param("cuda", "sm90_cutlass", marks=CUDA),
-    pytest.param("cuda", "torch", marks=CUDA),
-]
+DEV_BACKENDS = device_backends("auto", "skinny", "sm90", "sm89", "sm90_cutlass", "torch")
 KERNELS = ("skinny", "sm90", "sm89", "sm90_cutlass")
 ALL_DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 CALC_DIFF_MAX = 1e-5
@@ -390,13 +381,7 @@ def test_compile_fullgraph(device):
 
 
 # ---- FP6 weights (LTX-2 packed): B = e4m3(unpack(b_packed)) * scale
-FP6_DEV_BACKENDS = [
-    ("cpu", "auto"),
-    ("cpu", "torch"),
-    pytest.param("cuda", "auto", marks=CUDA),
-    pytest.param("cuda", "sm89", marks=CUDA),
-    pytest.param("cuda", "torch", marks=CUDA),
-]
+FP6_DEV_BACKENDS = device_backends("auto", "sm89", "torch")
 
 
 @pytest.mark.parametrize("device,backend", FP6_DEV_BACKENDS)
@@ -474,13 +459,7 @@ def test_cpu_backend_rounds_once():
 
 
 # ---- NVFP4 (operands from quantize_nvfp4; alpha = s_a * s_w on the device)
-NVFP4_DEV_BACKENDS = [
-    ("cpu", "auto"),
-    ("cpu", "torch"),
-    pytest.param("cuda", "auto", marks=CUDA),
-    pytest.param("cuda", "cublaslt", marks=CUDA),
-    pytest.param("cuda", "torch", marks=CUDA),
-]
+NVFP4_DEV_BACKENDS = device_backends("auto", "cublaslt", "torch")
 
 
 def nvfp4_operands(m, n, k, device, leading=None):

@@ -25,25 +25,15 @@ import ltx_kernels as lk
 from ltx_kernels.integrations import transformers as lk_tf
 
 from bounds import U, norm_rel
-from conftest import ALL_DEVICES, UNIT, assert_no_worse, assert_within, needs_cuda
+from conftest import ALL_DEVICES, TINY_LLAMA, UNIT, assert_no_worse, assert_within, needs_cuda
 
 transformers = pytest.importorskip("transformers")
 
-VOCAB = 100
+VOCAB = TINY_LLAMA["vocab_size"]
 
 
 def _config(arch, **over):
-    common = dict(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        rms_norm_eps=1e-5,
-        tie_word_embeddings=False,
-    )
+    common = dict(TINY_LLAMA, tie_word_embeddings=False)
     common.update(over)
     if arch == "llama":
         return transformers.LlamaConfig(**common)

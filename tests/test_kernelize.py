@@ -19,10 +19,10 @@ from ltx_kernels import layers
 from ltx_kernels import reference as ref
 
 from bounds import U, and_mul_e32, gelu_e32, gelu_tanh_e32, norm_rel, silu_e32
-from conftest import ALL_DEVICES, DTYPES, UNIT, assert_close_to, assert_no_worse, assert_within, needs_cuda
+from conftest import ALL_DEVICES, DTYPES, TINY_LLAMA, UNIT, assert_close_to, assert_no_worse, assert_within, needs_cuda
 
 PKG = Path(lk.__file__).resolve().parent  # the variant folder holding layers/ (build/<variant>/)
-VOCAB = 100
+VOCAB = TINY_LLAMA["vocab_size"]
 
 
 def _and_mul(act, act_e32, act_first):
@@ -122,17 +122,7 @@ def test_rmsnorm_layer_weight_dtype_promotes_like_transformers(device):
 
 def _tiny_llama(device, dtype):
     transformers = pytest.importorskip("transformers")
-    cfg = transformers.LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        rms_norm_eps=1e-5,
-        hidden_act="silu",
-    )
+    cfg = transformers.LlamaConfig(**TINY_LLAMA, hidden_act="silu")
     torch.manual_seed(4321)
     model = transformers.LlamaForCausalLM(cfg)
     with torch.no_grad():

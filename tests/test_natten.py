@@ -17,8 +17,8 @@ from ltx_kernels import reference as ref
 from bounds import natten_e32
 from conftest import ALL_DEVICES, HAS_CUDA, UNIT, assert_close_to, assert_within, expect_error
 
-NUM_TILES = 6  # natten_problem.h kNaNumTiles: query boxes of the portable mma.sync kernel
-NUM_SM90_BOXES = 3  # kNaSm90Boxes: boxes of the sm_90 TMA kernel, forced as NUM_TILES + i
+NUM_TILES = 6  # natten_heuristics.h kNattenNumTiles: query boxes of the portable mma.sync kernel
+NUM_SM90_BOXES = 3  # kNattenSm90Boxes: boxes of the sm_90 TMA kernel, forced as NUM_TILES + i
 IS_SM90 = HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
 
 
@@ -216,12 +216,12 @@ def test_strided_inputs_and_out(device):
 @pytest.mark.parametrize("tile", range(NUM_TILES + NUM_SM90_BOXES))
 @pytest.mark.parametrize("d", [32, 64, 128])
 def test_cuda_every_tile(tile, d, monkeypatch):
-    """Each query-box configuration the dispatcher can pick, forced through LTX_NATTEN_TILE, on
+    """Each query-box configuration the dispatcher can pick, forced through LTX_KERNELS_NATTEN_TILE, on
     3-D, 2-D and 1-D grids with partial boxes, borders and causal/dilated axes. Tiles >= NUM_TILES
     are the sm_90 TMA kernel (head dim 64; forcing it elsewhere is an error, tested below)."""
     if tile >= NUM_TILES and not (IS_SM90 and d == 64):
         pytest.skip("the sm_90 kernel takes head dim 64 on an sm_90 GPU")
-    monkeypatch.setenv("LTX_NATTEN_TILE", str(tile))
+    monkeypatch.setenv("LTX_KERNELS_NATTEN_TILE", str(tile))
     dtype = torch.bfloat16 if d != 64 else torch.float16
     cases = [
         ((2, 5, 13, 17, 2, d), dict(kernel_size=(3, 7, 7))),
@@ -273,13 +273,13 @@ def test_cuda_sm90_kernel(dtype, monkeypatch):
         q, k, v = qkv(shape, "cuda", dtype)
         y = lk.na3d(q, k, v, kernel, **kw)  # automatic choice (the portable kernel for w windows > 9)
         check(y, q, k, v, kernel, None, kw.get("is_causal"), kw.get("scale"), device="cuda")
-        monkeypatch.setenv("LTX_NATTEN_TILE", str(NUM_TILES))  # the sm_90 kernel, box 0
+        monkeypatch.setenv("LTX_KERNELS_NATTEN_TILE", str(NUM_TILES))  # the sm_90 kernel, box 0
         y_sm90 = lk.na3d(q, k, v, kernel, **kw)
-        monkeypatch.delenv("LTX_NATTEN_TILE")
+        monkeypatch.delenv("LTX_KERNELS_NATTEN_TILE")
         check(y_sm90, q, k, v, kernel, None, kw.get("is_causal"), kw.get("scale"), device="cuda")
-        monkeypatch.setenv("LTX_NATTEN_SM90", "0")
+        monkeypatch.setenv("LTX_KERNELS_NATTEN_SM90", "0")
         y_portable = lk.na3d(q, k, v, kernel, **kw)
-        monkeypatch.delenv("LTX_NATTEN_SM90")
+        monkeypatch.delenv("LTX_KERNELS_NATTEN_SM90")
         check(y_portable, q, k, v, kernel, None, kw.get("is_causal"), kw.get("scale"), device="cuda", what="portable")
     B, T, H, W, heads, d = 1, 4, 10, 12, 3, 64
     qp, kp, vp = (torch.randn(B, heads, T, H, W, d, device="cuda").to(dtype).permute(0, 2, 3, 4, 1, 5)
@@ -290,7 +290,7 @@ def test_cuda_sm90_kernel(dtype, monkeypatch):
 @pytest.mark.skipif(not IS_SM90, reason="needs an sm_90 GPU")
 def test_cuda_sm90_forced_outside_envelope(monkeypatch):
     """Forcing the sm_90 kernel on a problem it does not take is a clear error, not a fallback."""
-    monkeypatch.setenv("LTX_NATTEN_TILE", str(NUM_TILES))
+    monkeypatch.setenv("LTX_KERNELS_NATTEN_TILE", str(NUM_TILES))
     q, k, v = qkv((1, 3, 8, 8, 1, 32), "cuda", torch.bfloat16)
     with pytest.raises(RuntimeError, match="forces the sm_90 kernel"):
         lk.na3d(q, k, v, (3, 5, 5))
@@ -300,7 +300,7 @@ def test_cuda_sm90_forced_outside_envelope(monkeypatch):
     q, k, v = qkv((1, 3, 8, 8, 1, 64), "cuda", torch.bfloat16)  # it tracks maxima of raw scores
     with pytest.raises(RuntimeError, match="forces the sm_90 kernel"):
         lk.na3d(q, k, v, (3, 5, 5), scale=-0.125)
-    monkeypatch.delenv("LTX_NATTEN_TILE")
+    monkeypatch.delenv("LTX_KERNELS_NATTEN_TILE")
     check(lk.na3d(q, k, v, (3, 5, 5), scale=-0.125), q, k, v, (3, 5, 5), scale=-0.125, device="cuda")
 
 
@@ -335,9 +335,9 @@ def test_bad_input_errors(device):
         (lambda: lk.na3d(q, k, v, 3, out=torch.empty(1, 3, 7, 7, 2, 31, device=device, dtype=q.dtype)),
          "out must have the shape of q"),
         (lambda: lk.na3d(q, k, v, 3, out=k), "out must not overlap q, k or v"),
-        (lambda: lk.ops.na_forward(torch.empty_like(q), q, k, v, [3, 3], [1, 1, 1], [False] * 3, 1.0),
+        (lambda: lk.ops.natten_forward(torch.empty_like(q), q, k, v, [3, 3], [1, 1, 1], [False] * 3, 1.0),
          "one entry per spatial dim"),
-        (lambda: lk.ops.na_forward(q[0, 0, 0], q[0, 0, 0], q[0, 0, 0], q[0, 0, 0], [], [], [], 1.0),
+        (lambda: lk.ops.natten_forward(q[0, 0, 0], q[0, 0, 0], q[0, 0, 0], q[0, 0, 0], [], [], [], 1.0),
          "q must be [B, L, heads, d]"),
     ]
     if device == "cuda":
@@ -348,7 +348,7 @@ def test_bad_input_errors(device):
         other = "cpu" if device == "cuda" else "cuda"
         bad.append((lambda: lk.na3d(q, k.to(other), v, 3), "must be on the same device"))
     for fn, msg in bad:
-        expect_error("na_forward", fn, msg)
+        expect_error("natten_forward", fn, msg)
     expect_error("na3d", lambda: lk.na3d(q, k, v, (3, 3)), "")
     expect_error("na2d", lambda: lk.na2d(q, k, v, 3), "q must have 5 dims")
 
@@ -359,9 +359,9 @@ def test_opcheck(device):
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
     q, k, v = qkv((1, 3, 6, 7, 2, 32), device, dtype)
     out = torch.empty_like(q)
-    torch.library.opcheck(lk.ops.na_forward.default, (out, q, k, v, [3, 5, 5], [1, 1, 1], [False] * 3, 0.2))
+    torch.library.opcheck(lk.ops.natten_forward.default, (out, q, k, v, [3, 5, 5], [1, 1, 1], [False] * 3, 0.2))
     q, k, v = qkv((2, 12, 1, 32), device, dtype)
-    torch.library.opcheck(lk.ops.na_forward.default, (torch.empty_like(q), q, k, v, [3], [2], [True], 0.2))
+    torch.library.opcheck(lk.ops.natten_forward.default, (torch.empty_like(q), q, k, v, [3], [2], [True], 0.2))
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)

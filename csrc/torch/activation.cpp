@@ -1,160 +1,67 @@
-// Torch adapter for the activation family: checks, row layouts, dtype dispatch, then the CPU
-// backend or the CUDA core. One function per op, registered for both dispatch keys.
-#include <algorithm>
+// Torch adapter for the activation family: checks, then one params struct (activation/
+// activation_params.h) for the CPU backend (cpu/ops.h) or the CUDA core
+// (cuda/ops.h).
 #include <string>
 #include <vector>
 
 #include "common.h"
-#include "ltx_kernels/cpu/activation.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/activation/activation.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {
 using namespace ltx_kernels;
 using namespace ltx_kernels::torch_adapter;
 
-enum class Act { kGelu, kGeluTanh, kSilu };
-
-// out = act(x), elementwise, same shape and dtype.
-void elementwise(at::Tensor& out, const at::Tensor& x, Act act, const char* op) {
+// gelu, gelu_tanh, silu: out = act(x), elementwise, same shape and dtype.
+Prepared<ActivationParams> make_activation_params(at::Tensor& out, const at::Tensor& x, const char* op) {
   check_float_type(x, op, "x");
   LTX_CHECK(x.dim() >= 1, op, "x must have at least one dimension (got a scalar)");
   check_same_dtype(out, x, op, "out", "x");
   check_same_device(out, x, op, "out", "x");
   LTX_CHECK(out.sizes() == x.sizes(), op, "out must have the shape of x (got ", out.sizes(),
             " and ", x.sizes(), ")");
-  if (x.numel() == 0) return;
-  at::Tensor xh;
-  const RowLayout xl = input_rows(x, xh);
-  check_no_partial_overlap(out, xh, op, "x");
-  const RowLayout ol = output_rows(out, op);
-  check_rows_fit(xl, op);
-
-  if (x.is_cpu()) {
-    LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-      auto* o = reinterpret_cast<scalar_t*>(out.data_ptr());
-      auto* xp = reinterpret_cast<const scalar_t*>(xh.data_ptr());
-      const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(xl.cols, 1));
-      at::parallel_for(0, xl.rows, grain, [&](int64_t b, int64_t e) {
-        switch (act) {
-          case Act::kGelu: cpu::gelu<scalar_t>(o, ol.stride, xp, xl.stride, b, e, xl.cols); break;
-          case Act::kGeluTanh:
-            cpu::gelu_tanh<scalar_t>(o, ol.stride, xp, xl.stride, b, e, xl.cols);
-            break;
-          case Act::kSilu: cpu::silu<scalar_t>(o, ol.stride, xp, xl.stride, b, e, xl.cols); break;
-        }
-      });
-    });
-    return;
-  }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(x, op);
-  const cudaStream_t stream = scope.stream;
-  LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-    auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
-    auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
-    cudaError_t err = cudaSuccess;
-    switch (act) {
-      case Act::kGelu:
-        err = ltx_kernels::gelu<cuda_t>(o, ol.stride, xp, xl.stride, xl.rows, xl.cols, stream);
-        break;
-      case Act::kGeluTanh:
-        err = ltx_kernels::gelu_tanh<cuda_t>(o, ol.stride, xp, xl.stride, xl.rows, xl.cols, stream);
-        break;
-      case Act::kSilu:
-        err = ltx_kernels::silu<cuda_t>(o, ol.stride, xp, xl.stride, xl.rows, xl.cols, stream);
-        break;
-    }
-    check_cuda(err, op);
-  });
-#else
-  no_cuda_backend(x, op);
-#endif
+  Prepared<ActivationParams> pr;
+  if (x.numel() == 0) return pr;
+  set_rows(pr, pr.emplace(), out, x, op);
+  return pr;
 }
 
-// out[..., d] = act(a) * b with (a, b) the halves of x[..., 2d] in the order act_first says.
-void and_mul(at::Tensor& out, const at::Tensor& x, Act act, bool act_first, const char* op) {
+// gelu_and_mul, silu_and_mul: out[..., d] = act(a) * b, (a, b) the halves of x[..., 2d].
+Prepared<AndMulParams> make_and_mul_params(at::Tensor& out, const at::Tensor& x, bool act_first,
+                                           bool tanh_approx, const char* op) {
   check_float_type(x, op, "x");
   LTX_CHECK(x.dim() >= 1, op, "x must have at least one dimension (got a scalar)");
   check_same_dtype(out, x, op, "out", "x");
   check_same_device(out, x, op, "out", "x");
   const int64_t two_d = x.size(-1);
   LTX_CHECK(two_d % 2 == 0, op, "x's last dimension must be even, [..., 2d] (got ", two_d, ")");
-  const int64_t d = two_d / 2;
   std::vector<int64_t> want(x.sizes().begin(), x.sizes().end());
-  want.back() = d;
+  want.back() = two_d / 2;
   LTX_CHECK(out.sizes() == at::IntArrayRef(want), op,
             "out must have shape x.shape[:-1] + [x.shape[-1] / 2] = ", at::IntArrayRef(want),
             " (got ", out.sizes(), ")");
-  if (out.numel() == 0) return;
-  at::Tensor xh;
-  const RowLayout xl = input_rows(x, xh);
-  check_no_partial_overlap(out, xh, op, "x");
-  const RowLayout ol = output_rows(out, op);
-  check_rows_fit(xl, op);
-  const bool tanh_approx = act == Act::kGeluTanh;
-
-  if (x.is_cpu()) {
-    LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-      auto* o = reinterpret_cast<scalar_t*>(out.data_ptr());
-      auto* xp = reinterpret_cast<const scalar_t*>(xh.data_ptr());
-      const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(d, 1));
-      at::parallel_for(0, xl.rows, grain, [&](int64_t b, int64_t e) {
-        if (act == Act::kSilu)
-          cpu::silu_and_mul<scalar_t>(o, ol.stride, xp, xl.stride, b, e, d, act_first);
-        else
-          cpu::gelu_and_mul<scalar_t>(o, ol.stride, xp, xl.stride, b, e, d, tanh_approx, act_first);
-      });
-    });
-    return;
-  }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(x, op);
-  const cudaStream_t stream = scope.stream;
-  LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-    auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
-    auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
-    const cudaError_t err =
-        act == Act::kSilu
-            ? ltx_kernels::silu_and_mul<cuda_t>(o, ol.stride, xp, xl.stride, xl.rows, d, act_first,
-                                                stream)
-            : ltx_kernels::gelu_and_mul<cuda_t>(o, ol.stride, xp, xl.stride, xl.rows, d,
-                                                tanh_approx, act_first, stream);
-    check_cuda(err, op);
-  });
-#else
-  no_cuda_backend(x, op);
-#endif
+  Prepared<AndMulParams> pr;
+  if (out.numel() == 0) return pr;
+  AndMulParams& p = pr.emplace();
+  set_rows(pr, p, out, x, op);
+  p.act_first = act_first;
+  p.tanh_approx = tanh_approx;
+  return pr;
 }
 
-}  // namespace
-
-void gelu(at::Tensor& out, const at::Tensor& x) { elementwise(out, x, Act::kGelu, "gelu"); }
-
-void gelu_tanh(at::Tensor& out, const at::Tensor& x) {
-  elementwise(out, x, Act::kGeluTanh, "gelu_tanh");
-}
-
-void silu(at::Tensor& out, const at::Tensor& x) { elementwise(out, x, Act::kSilu, "silu"); }
-
-void gelu_and_mul(at::Tensor& out, const at::Tensor& x, c10::string_view approximate,
-                  bool act_first) {
-  constexpr const char* op = "gelu_and_mul";
+bool gelu_tanh_approx(c10::string_view approximate, const char* op) {
   LTX_CHECK(approximate == "none" || approximate == "tanh", op,
             "approximate must be 'none' or 'tanh' (got '", std::string(approximate), "')");
-  and_mul(out, x, approximate == "tanh" ? Act::kGeluTanh : Act::kGelu, act_first, op);
+  return approximate == "tanh";
 }
 
-void silu_and_mul(at::Tensor& out, const at::Tensor& x, bool act_first) {
-  and_mul(out, x, Act::kSilu, act_first, "silu_and_mul");
-}
-
-void gated_attention(at::Tensor& out, const at::Tensor& x, const at::Tensor& gate_logits) {
+Prepared<GatedAttentionParams> make_gated_attention_params(at::Tensor& out, const at::Tensor& x,
+                                                           const at::Tensor& g) {
   constexpr const char* op = "gated_attention";
-  const at::Tensor& g = gate_logits;
   check_float_type(x, op, "x");
   LTX_CHECK(x.dim() >= 1, op, "x must have at least one dimension (got a scalar)");
   check_same_dtype(out, x, op, "out", "x");
@@ -171,41 +78,67 @@ void gated_attention(at::Tensor& out, const at::Tensor& x, const at::Tensor& gat
   LTX_CHECK(heads > 0 ? cols % heads == 0 : cols == 0, op,
             "x's last dimension must be a multiple of the number of heads gate_logits.shape[-1] (got ",
             cols, " and ", heads, ")");
-  if (x.numel() == 0) return;
-  const int64_t head_dim = cols / heads;
-  at::Tensor xh, gh;
-  const RowLayout xl = input_rows(x, xh);
-  const RowLayout gl = input_rows(g, gh);
+  Prepared<GatedAttentionParams> pr;
+  if (x.numel() == 0) return pr;
+  const at::Tensor& xh = pr.rows_source(x);
+  const at::Tensor& gh = pr.rows_source(g);
   check_no_partial_overlap(out, xh, op, "x");
   check_no_partial_overlap(out, gh, op, "gate_logits");
-  const RowLayout ol = output_rows(out, op);
-  check_rows_fit(xl, op);
-
-  if (x.is_cpu()) {
-    LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-      auto* o = reinterpret_cast<scalar_t*>(out.data_ptr());
-      auto* xp = reinterpret_cast<const scalar_t*>(xh.data_ptr());
-      auto* gp = reinterpret_cast<const scalar_t*>(gh.data_ptr());
-      const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 14) / cols);
-      at::parallel_for(0, xl.rows, grain, [&](int64_t b, int64_t e) {
-        cpu::gated_attention<scalar_t>(o, ol.stride, xp, xl.stride, gp, gl.stride, b, e, heads,
-                                       head_dim);
-      });
-    });
-    return;
-  }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(x, op);
-  const cudaStream_t stream = scope.stream;
-  LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-    auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
-    auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
-    auto* gp = reinterpret_cast<const cuda_t*>(gh.data_ptr());
-    check_cuda(ltx_kernels::gated_attention<cuda_t>(o, ol.stride, xp, xl.stride, gp, gl.stride,
-                                                    xl.rows, heads, head_dim, stream),
-               op);
-  });
-#else
-  no_cuda_backend(x, op);
-#endif
+  GatedAttentionParams& p = pr.emplace();
+  p.dtype = dtype_of(x);
+  p.x = in_rows(xh);
+  p.gate = in_rows(gh);
+  p.out = out_rows(out, op);
+  check_rows_fit(p.x.layout, op);
+  p.heads = heads;
+  p.head_dim = cols / heads;
+  return pr;
 }
+
+}  // namespace
+
+void gelu_cpu(at::Tensor& out, const at::Tensor& x) { run_cpu(make_activation_params(out, x, "gelu"), cpu::gelu); }
+void gelu_tanh_cpu(at::Tensor& out, const at::Tensor& x) {
+  run_cpu(make_activation_params(out, x, "gelu_tanh"), cpu::gelu_tanh);
+}
+void silu_cpu(at::Tensor& out, const at::Tensor& x) { run_cpu(make_activation_params(out, x, "silu"), cpu::silu); }
+
+void gelu_and_mul_cpu(at::Tensor& out, const at::Tensor& x, c10::string_view approximate, bool act_first) {
+  const bool tanh_approx = gelu_tanh_approx(approximate, "gelu_and_mul");
+  run_cpu(make_and_mul_params(out, x, act_first, tanh_approx, "gelu_and_mul"), cpu::gelu_and_mul);
+}
+
+void silu_and_mul_cpu(at::Tensor& out, const at::Tensor& x, bool act_first) {
+  run_cpu(make_and_mul_params(out, x, act_first, false, "silu_and_mul"), cpu::silu_and_mul);
+}
+
+void gated_attention_cpu(at::Tensor& out, const at::Tensor& x, const at::Tensor& gate_logits) {
+  run_cpu(make_gated_attention_params(out, x, gate_logits), cpu::gated_attention);
+}
+
+#ifdef LTX_KERNELS_WITH_CUDA
+void gelu_cuda(at::Tensor& out, const at::Tensor& x) {
+  run_cuda(make_activation_params(out, x, "gelu"), x, "gelu", ltx_kernels::gelu);
+}
+void gelu_tanh_cuda(at::Tensor& out, const at::Tensor& x) {
+  run_cuda(make_activation_params(out, x, "gelu_tanh"), x, "gelu_tanh", ltx_kernels::gelu_tanh);
+}
+void silu_cuda(at::Tensor& out, const at::Tensor& x) {
+  run_cuda(make_activation_params(out, x, "silu"), x, "silu", ltx_kernels::silu);
+}
+
+void gelu_and_mul_cuda(at::Tensor& out, const at::Tensor& x, c10::string_view approximate, bool act_first) {
+  const bool tanh_approx = gelu_tanh_approx(approximate, "gelu_and_mul");
+  run_cuda(make_and_mul_params(out, x, act_first, tanh_approx, "gelu_and_mul"), x, "gelu_and_mul",
+           ltx_kernels::gelu_and_mul);
+}
+
+void silu_and_mul_cuda(at::Tensor& out, const at::Tensor& x, bool act_first) {
+  run_cuda(make_and_mul_params(out, x, act_first, false, "silu_and_mul"), x, "silu_and_mul",
+           ltx_kernels::silu_and_mul);
+}
+
+void gated_attention_cuda(at::Tensor& out, const at::Tensor& x, const at::Tensor& gate_logits) {
+  run_cuda(make_gated_attention_params(out, x, gate_logits), x, "gated_attention", ltx_kernels::gated_attention);
+}
+#endif

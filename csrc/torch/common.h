@@ -1,5 +1,11 @@
-// The only C++ (with the op adapters) that sees at::Tensor: argument checks that name the op
-// and the rule, row layouts, dtype dispatch, device guard and stream.
+// What every torch adapter shares: argument checks that name the op and the rule, tensors as
+// row layouts, the DType of a tensor, the Prepared<Params> a make_<op>_params returns, and
+// running a core on the CPU (at::parallel_for) or on CUDA (device guard, current stream,
+// error check). With the adapters, the only C++ that sees at::Tensor.
+//
+// An adapter file holds, per op: make_<op>_params (every check, in the order the error
+// messages are tested, then ONE params struct) and two thin impls, <op>_cpu and <op>_cuda,
+// registered per dispatch key in torch-ext/torch_binding.cpp.
 #pragma once
 
 #include <ATen/Parallel.h>
@@ -7,11 +13,14 @@
 #include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
 
+#include <forward_list>
 #include <optional>
 #include <string>
 
+#include "ltx_kernels/common/dtype.h"
 #include "ltx_kernels/common/host_types.h"
 #include "ltx_kernels/common/rows.h"
+#include "ltx_kernels/cpu/parallel.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -19,6 +28,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+#include "ltx_kernels/common/device.h"
 #endif
 
 // TORCH_CHECK with the op's name in front: "ltx_kernels.rms_norm: <rule> (got <values>)".
@@ -138,26 +149,77 @@ inline void check_rows_fit(const RowLayout& l, const char* op) {
             l.cols, ")");
 }
 
+// The DType of a float32, float16 or bfloat16 tensor (checked before with check_float_type).
+inline DType dtype_of(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kHalf: return DType::kFloat16;
+    case at::kBFloat16: return DType::kBFloat16;
+    case at::kFloat: return DType::kFloat32;
+    default: TORCH_CHECK(false, "ltx_kernels: no DType for ", t.scalar_type());
+  }
+}
+
+// The rows of a tensor `as_rows` accepted (a checked input, or a tensor input_rows kept).
+inline InRows in_rows(const at::Tensor& t) { return InRows{t.data_ptr(), *as_rows(t)}; }
+
+// An output's rows; the rule output_rows checks.
+inline OutRows out_rows(const at::Tensor& out, const char* op) {
+  return OutRows{out.data_ptr(), output_rows(out, op)};
+}
+
+// What make_<op>_params returns: the params of one call (none when the problem is empty and
+// every check passed: nothing to run), and the tensors the adapter made for it (contiguous or
+// aligned copies of inputs), kept alive until the core returns.
+template <class P>
+struct Prepared {
+  std::optional<P> params;
+  std::forward_list<at::Tensor> held;
+
+  // Keeps t alive with the params; returns it.
+  const at::Tensor& keep(at::Tensor t) { return held.emplace_front(std::move(t)); }
+  // Input rows: t itself when row-addressable, else a contiguous copy kept here.
+  const at::Tensor& rows_source(const at::Tensor& t) { return keep(as_rows(t) ? t : t.contiguous()); }
+  P& emplace() { return params.emplace(); }
+};
+
+// The common start of a row-wise op's params: x read as rows (x itself when row-addressable,
+// else a contiguous copy kept in pr), out written as rows (exactly x, or disjoint from it), rows
+// of at most 2^31-1 elements. Fills p.dtype, p.out and p.x.
+template <class P, class Params>
+void set_rows(Prepared<P>& pr, Params& p, const at::Tensor& out, const at::Tensor& x, const char* op) {
+  const at::Tensor& xh = pr.rows_source(x);
+  check_no_partial_overlap(out, xh, op, "x");
+  p.dtype = dtype_of(x);
+  p.out = out_rows(out, op);
+  p.x = in_rows(xh);
+  check_rows_fit(p.x.layout, op);
+}
+
+// The CPU backend's ParallelFor on ATen's thread pool.
+inline void torch_parallel_for(int64_t n, int64_t grain, const cpu::RangeFn& body) {
+  at::parallel_for(0, n, grain, [&](int64_t b, int64_t e) { body(b, e); });
+}
+
+// <op>_cpu: the CPU backend on the prepared params, if there is anything to do.
+template <class P>
+void run_cpu(const Prepared<P>& pr, void (*core)(const P&, const cpu::ParallelFor&)) {
+  if (pr.params) core(*pr.params, torch_parallel_for);
+}
+
 #ifdef LTX_KERNELS_WITH_CUDA
 inline void check_cuda(cudaError_t err, const char* op) {
   LTX_CHECK(err == cudaSuccess, op, "CUDA error: ", cudaGetErrorString(err));
 }
 
 // Compute capability of the tensor's device as major * 10 + minor (90 = sm_90).
-inline int device_cc(const at::Tensor& t) {
-  int major = 0, minor = 0;
-  const int dev = t.device().index();
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return major * 10 + minor;
-}
+inline int device_cc(const at::Tensor& t) { return device_props(t.device().index()).cc; }
 
 inline const at::Tensor& checked_cuda(const at::Tensor& t, const char* op) {
   LTX_CHECK(t.is_cuda(), op, "x must be a CPU or CUDA tensor (got ", t.device(), ")");
   return t;
 }
 
-// For the CUDA branch of an adapter: checks the tensor is on a CUDA device, makes that device
+// For a CUDA impl: checks the tensor is on a CUDA device, makes that device
 // current for the scope, and names the stream to launch on (PyTorch's current stream).
 struct CudaScope {
   c10::cuda::CUDAGuard guard;
@@ -166,43 +228,24 @@ struct CudaScope {
       : guard(checked_cuda(t, op).device()),
         stream(c10::cuda::getCurrentCUDAStream(t.device().index()).stream()) {}
 };
-#endif
 
-// The non-CPU branch of an adapter in a build without CUDA.
+// <op>_cuda: the CUDA core on the prepared params, if there is anything to do, on `on`'s device
+// and current stream; a launch error raises naming the op.
+template <class P>
+void run_cuda(const Prepared<P>& pr, const at::Tensor& on, const char* op,
+              cudaError_t (*core)(const P&, cudaStream_t)) {
+  if (!pr.params) return;
+  const CudaScope scope(on, op);
+  check_cuda(core(*pr.params, scope.stream), op);
+}
+#else
+// The CUDA branch of an adapter that serves both dispatch keys (the gemm family), in a build
+// without CUDA.
 [[noreturn]] inline void no_cuda_backend(const at::Tensor& t, const char* op) {
   LTX_CHECK(false, op, "this build has no CUDA backend (got a tensor on ", t.device(), ")");
   throw;  // unreachable: LTX_CHECK(false, ...) throws
 }
+#endif
 
 }  // namespace torch_adapter
 }  // namespace ltx_kernels
-
-// Dispatch the three float dtypes. Inside the body, `scalar_t` is the CPU storage type
-// (float, half_t, bfloat16_t) and `cuda_t` the CUDA type (float, __half, __nv_bfloat16).
-#ifdef LTX_KERNELS_WITH_CUDA
-#define LTX_CUDA_TYPE_H using cuda_t = __half;
-#define LTX_CUDA_TYPE_B using cuda_t = __nv_bfloat16;
-#define LTX_CUDA_TYPE_F using cuda_t = float;
-#else
-#define LTX_CUDA_TYPE_H
-#define LTX_CUDA_TYPE_B
-#define LTX_CUDA_TYPE_F
-#endif
-
-#define LTX_DISPATCH_FLOAT(stype, op, ...)                                                    \
-  switch (stype) {                                                                            \
-    case at::kFloat: {                                                                        \
-      using scalar_t = float;                                                                 \
-      LTX_CUDA_TYPE_F __VA_ARGS__ break;                                                      \
-    }                                                                                         \
-    case at::kHalf: {                                                                         \
-      using scalar_t = ::ltx_kernels::half_t;                                                 \
-      LTX_CUDA_TYPE_H __VA_ARGS__ break;                                                      \
-    }                                                                                         \
-    case at::kBFloat16: {                                                                     \
-      using scalar_t = ::ltx_kernels::bfloat16_t;                                             \
-      LTX_CUDA_TYPE_B __VA_ARGS__ break;                                                      \
-    }                                                                                         \
-    default:                                                                                  \
-      TORCH_CHECK(false, "ltx_kernels.", op, ": unsupported dtype ", stype);                  \
-  }

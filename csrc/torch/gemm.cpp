@@ -25,7 +25,7 @@
 #include <thread>
 
 #include "common.h"
-#include "ltx_kernels/cpu/fp8.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "ltx_kernels/cpu/gemm.h"
 #include "ltx_kernels/cpu/lowbit.h"
 #include "ltx_kernels/gemm/gemm_params.h"
@@ -35,7 +35,7 @@
 #include <ATen/cuda/CUDAContext.h>
 
 #include "ltx_kernels/gemm/gemm.h"
-#include "ltx_kernels/quant/fp8.h"
+#include "ltx_kernels/cuda/ops.h"
 #include "ltx_kernels/quant/lowbit.h"
 #if defined(CUDART_VERSION) && CUDART_VERSION >= 12080
 #include <cublasLt.h>
@@ -398,21 +398,21 @@ void run_torch(Call& c, const at::Tensor& b_values /* [N, K] e4m3 or bf16 */) {
     return;
   }
   y = y.contiguous();
-  auto* qp = reinterpret_cast<uint8_t*>(c.out2.data_ptr());
-  if (y.is_cpu()) {
-    const float* yp = y.data_ptr<float>();
-    at::parallel_for(0, p.M, kCpuGrain, [&](int64_t b, int64_t e) {
-      cpu::quantize_fp8_per_token_group<float>(qp, p.ldd, p.d_scales, p.ds_stride_m, p.ds_stride_g, yp, p.N, b, e, p.N,
-                                               kGroup, Fp8Format::E4M3);
-    });
-    return;
-  }
+  // y [M, N] fp32 through the per-token-group quantizer into out2 and d_scales.
+  Fp8QuantizeParams q{};
+  q.dtype = DType::kFloat32;
+  q.format = Fp8Format::E4M3;
+  q.q = OutRows{c.out2.data_ptr(), RowLayout{p.M, p.N, p.ldd}};
+  q.x = InRows{y.data_ptr(), RowLayout{p.M, p.N, p.N}};
+  q.scales = p.d_scales;
+  q.s_row = p.ds_stride_m;
+  q.s_col = p.ds_stride_g;
+  q.block_rows = 1;
+  q.block_cols = kGroup;
+  if (y.is_cpu()) return cpu::quantize_fp8_per_token_group(q, torch_parallel_for);
 #ifdef LTX_KERNELS_WITH_CUDA
   const CudaScope scope(y, c.op);
-  check_cuda(ltx_kernels::quantize_fp8_per_token_group<float>(qp, p.ldd, p.d_scales, p.ds_stride_m, p.ds_stride_g,
-                                                              y.data_ptr<float>(), p.N, p.M, p.N, kGroup,
-                                                              Fp8Format::E4M3, scope.stream),
-             c.op);
+  check_cuda(ltx_kernels::quantize_fp8_per_token_group(q, scope.stream), c.op);
 #endif
 }
 

@@ -1,7 +1,7 @@
 // Torch adapter for the low-bit family (LTX-2 FP6, OCP FP6, NVFP4): checks that name the op
-// and the rule, contiguous layouts, dtype dispatch, then the CPU backend or the CUDA core.
-// Inputs of any layout are read through a contiguous copy when needed; outputs must be
-// contiguous (the Python wrappers allocate them so).
+// and the rule, then one params struct (quant/lowbit_params.h) for the CPU backend
+// (cpu/lowbit.h) or the CUDA core (quant/lowbit.h). Inputs of any layout are read through a
+// contiguous copy when needed; outputs must be contiguous (the Python wrappers allocate them so).
 #include "common.h"
 #include "ltx_kernels/cpu/lowbit.h"
 #include "torch_binding.h"
@@ -13,9 +13,6 @@
 namespace {
 using namespace ltx_kernels;
 using namespace ltx_kernels::torch_adapter;
-
-constexpr int64_t kCpuGrain = 1 << 14;  // elements / groups per CPU task
-constexpr int64_t kCpuRowGrain = 16;    // rows per CPU task
 
 void check_dtype(const at::Tensor& t, at::ScalarType want, const char* op, const char* name) {
   LTX_CHECK(t.scalar_type() == want, op, name, " must be ", want, " (got ", t.scalar_type(), ")");
@@ -38,14 +35,6 @@ std::vector<int64_t> with_last(const at::Tensor& t, int64_t last) {
   return s;
 }
 
-void check_device(const at::Tensor& x, const char* op) {
-  LTX_CHECK(x.is_cpu() || x.is_cuda(), op, "tensors must be on a CPU or CUDA device (got ",
-            x.device(), ")");
-#ifndef LTX_KERNELS_WITH_CUDA
-  LTX_CHECK(x.is_cpu(), op, "this build has no CUDA backend (got a tensor on ", x.device(), ")");
-#endif
-}
-
 int parse_fp6_fmt(c10::string_view fmt, const char* op) {
   if (fmt == "e2m3") return 0;
   if (fmt == "e3m2") return 1;
@@ -59,12 +48,16 @@ void check_block(int64_t br, int64_t bc, const char* op) {
             ", ", bc, "))");
 }
 
-const uint8_t* u8(const at::Tensor& t) { return static_cast<const uint8_t*>(t.data_ptr()); }
-uint8_t* u8(at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
+// packed [rows, 3 cols / 4] and scales [ceil(rows / br), ceil(cols / bc)] of a block-FP6 weight.
+void check_fp6_block_shapes(const at::Tensor& packed, const at::Tensor& scales, int64_t rows, int64_t cols,
+                            int64_t br, int64_t bc, const char* op) {
+  check_shape(packed, {rows, cols / 4 * 3}, op, "packed");
+  check_shape(scales, {(rows + br - 1) / br, (cols + bc - 1) / bc}, op, "scales");
+}
 
-}  // namespace
+uint8_t* u8(const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
 
-void fp6_pack(at::Tensor& out, const at::Tensor& x) {
+Prepared<Fp6PackParams> make_fp6_pack_params(at::Tensor& out, const at::Tensor& x) {
   constexpr const char* op = "fp6_pack";
   check_dtype(x, at::kFloat8_e4m3fn, op, "x");
   check_dtype(out, at::kByte, op, "out");
@@ -73,23 +66,13 @@ void fp6_pack(at::Tensor& out, const at::Tensor& x) {
   LTX_CHECK(n % 4 == 0, op, "x.shape[-1] must be a multiple of 4 (got ", n, ")");
   check_out(out, x, op, "out");
   check_shape(out, with_last(x, n / 4 * 3), op, "out");
-  check_device(x, op);
-  if (x.numel() == 0) return;
-  const at::Tensor xc = x.contiguous();
-  const int64_t groups = xc.numel() / 4;
-  if (x.is_cpu()) {
-    at::parallel_for(0, groups, kCpuGrain, [&](int64_t b, int64_t e) {
-      cpu::fp6_pack(u8(out), u8(xc), b, e);
-    });
-    return;
-  }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(x, op);
-  check_cuda(ltx_kernels::fp6_pack(u8(out), u8(xc), groups, scope.stream), op);
-#endif
+  Prepared<Fp6PackParams> pr;
+  if (x.numel() == 0) return pr;
+  pr.emplace() = Fp6PackParams{u8(pr.keep(x.contiguous())), u8(out), x.numel() / 4};
+  return pr;
 }
 
-void fp6_unpack(at::Tensor& out, const at::Tensor& packed) {
+Prepared<Fp6PackParams> make_fp6_unpack_params(at::Tensor& out, const at::Tensor& packed) {
   constexpr const char* op = "fp6_unpack";
   check_dtype(packed, at::kByte, op, "packed");
   check_dtype(out, at::kFloat8_e4m3fn, op, "out");
@@ -101,24 +84,14 @@ void fp6_unpack(at::Tensor& out, const at::Tensor& packed) {
             " for n = ", n, " (got ", packed.size(-1), ")");
   check_out(out, packed, op, "out");
   check_shape(out, with_last(packed, n), op, "out");
-  check_device(packed, op);
-  if (packed.numel() == 0) return;
-  const at::Tensor pc = packed.contiguous();
-  const int64_t groups = out.numel() / 4;
-  if (packed.is_cpu()) {
-    at::parallel_for(0, groups, kCpuGrain, [&](int64_t b, int64_t e) {
-      cpu::fp6_unpack(u8(out), u8(pc), b, e);
-    });
-    return;
-  }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(packed, op);
-  check_cuda(ltx_kernels::fp6_unpack(u8(out), u8(pc), groups, scope.stream), op);
-#endif
+  Prepared<Fp6PackParams> pr;
+  if (packed.numel() == 0) return pr;
+  pr.emplace() = Fp6PackParams{u8(out), u8(pr.keep(packed.contiguous())), out.numel() / 4};
+  return pr;
 }
 
-void quantize_fp6_block(at::Tensor& packed, at::Tensor& scales, const at::Tensor& w,
-                        int64_t block_rows, int64_t block_cols) {
+Prepared<Fp6BlockParams> make_quantize_fp6_block_params(at::Tensor& packed, at::Tensor& scales,
+                                                        const at::Tensor& w, int64_t block_rows, int64_t block_cols) {
   constexpr const char* op = "quantize_fp6_block";
   check_float_type(w, op, "w");
   LTX_CHECK(w.dim() == 2, op, "w must be 2-D [N, K] (got shape ", shape_str(w.sizes()), ")");
@@ -129,37 +102,17 @@ void quantize_fp6_block(at::Tensor& packed, at::Tensor& scales, const at::Tensor
   check_dtype(scales, at::kFloat, op, "scales");
   check_out(packed, w, op, "packed");
   check_out(scales, w, op, "scales");
-  const int64_t nbr = (rows + block_rows - 1) / block_rows;
-  const int64_t nbc = (cols + block_cols - 1) / block_cols;
-  check_shape(packed, {rows, cols / 4 * 3}, op, "packed");
-  check_shape(scales, {nbr, nbc}, op, "scales");
-  check_device(w, op);
-  if (w.numel() == 0) return;
-  const at::Tensor wc = w.contiguous();
-  const int br = int(block_rows), bc = int(block_cols);
-  if (w.is_cpu()) {
-    LTX_DISPATCH_FLOAT(w.scalar_type(), op, {
-      auto* wp = reinterpret_cast<const scalar_t*>(wc.data_ptr());
-      at::parallel_for(0, nbr, 1, [&](int64_t b, int64_t e) {
-        cpu::quantize_fp6_block<scalar_t>(u8(packed), scales.data_ptr<float>(), wp, rows, cols,
-                                          br, bc, b, e);
-      });
-    });
-    return;
-  }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(w, op);
-  LTX_DISPATCH_FLOAT(w.scalar_type(), op, {
-    auto* wp = reinterpret_cast<const cuda_t*>(wc.data_ptr());
-    check_cuda(ltx_kernels::quantize_fp6_block<cuda_t>(u8(packed), scales.data_ptr<float>(), wp,
-                                                       rows, cols, br, bc, scope.stream),
-               op);
-  });
-#endif
+  check_fp6_block_shapes(packed, scales, rows, cols, block_rows, block_cols, op);
+  Prepared<Fp6BlockParams> pr;
+  if (w.numel() == 0) return pr;
+  pr.emplace() = Fp6BlockParams{dtype_of(w), pr.keep(w.contiguous()).data_ptr(), u8(packed), scales.data_ptr<float>(),
+                                rows, cols, int(block_rows), int(block_cols)};
+  return pr;
 }
 
-void dequantize_fp6_block(at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
-                          int64_t block_rows, int64_t block_cols) {
+Prepared<Fp6BlockParams> make_dequantize_fp6_block_params(at::Tensor& out, const at::Tensor& packed,
+                                                          const at::Tensor& scales, int64_t block_rows,
+                                                          int64_t block_cols) {
   constexpr const char* op = "dequantize_fp6_block";
   check_float_type(out, op, "out");
   check_dtype(packed, at::kByte, op, "packed");
@@ -170,94 +123,41 @@ void dequantize_fp6_block(at::Tensor& out, const at::Tensor& packed, const at::T
   LTX_CHECK(cols % 4 == 0, op, "n = out.shape[1] must be a multiple of 4 (got ", cols, ")");
   check_same_device(scales, packed, op, "scales", "packed");
   check_out(out, packed, op, "out");
-  const int64_t nbr = (rows + block_rows - 1) / block_rows;
-  const int64_t nbc = (cols + block_cols - 1) / block_cols;
-  check_shape(packed, {rows, cols / 4 * 3}, op, "packed");
-  check_shape(scales, {nbr, nbc}, op, "scales");
-  check_device(packed, op);
-  if (out.numel() == 0) return;
-  const at::Tensor pc = packed.contiguous(), sc = scales.contiguous();
-  const int br = int(block_rows), bc = int(block_cols);
-  if (packed.is_cpu()) {
-    LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
-      auto* o = reinterpret_cast<scalar_t*>(out.data_ptr());
-      at::parallel_for(0, rows, kCpuRowGrain, [&](int64_t b, int64_t e) {
-        cpu::dequantize_fp6_block<scalar_t>(o, u8(pc), sc.data_ptr<float>(), rows, cols, br, bc,
-                                            b, e);
-      });
-    });
-    return;
-  }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(packed, op);
-  LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
-    auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
-    check_cuda(ltx_kernels::dequantize_fp6_block<cuda_t>(o, u8(pc), sc.data_ptr<float>(), rows,
-                                                         cols, br, bc, scope.stream),
-               op);
-  });
-#endif
+  check_fp6_block_shapes(packed, scales, rows, cols, block_rows, block_cols, op);
+  Prepared<Fp6BlockParams> pr;
+  if (out.numel() == 0) return pr;
+  pr.emplace() = Fp6BlockParams{dtype_of(out), out.data_ptr(), u8(pr.keep(packed.contiguous())),
+                                pr.keep(scales.contiguous()).data_ptr<float>(), rows, cols, int(block_rows),
+                                int(block_cols)};
+  return pr;
 }
 
-void quantize_fp6(at::Tensor& out, const at::Tensor& x, c10::string_view fmt) {
+Prepared<Fp6Params> make_quantize_fp6_params(at::Tensor& out, const at::Tensor& x, c10::string_view fmt) {
   constexpr const char* op = "quantize_fp6";
   const int f = parse_fp6_fmt(fmt, op);
   check_float_type(x, op, "x");
   check_dtype(out, at::kByte, op, "out");
   check_out(out, x, op, "out");
   check_shape(out, x.sizes(), op, "out");
-  check_device(x, op);
-  if (x.numel() == 0) return;
-  const at::Tensor xc = x.contiguous();
-  const int64_t n = xc.numel();
-  if (x.is_cpu()) {
-    LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-      auto* xp = reinterpret_cast<const scalar_t*>(xc.data_ptr());
-      at::parallel_for(0, n, kCpuGrain, [&](int64_t b, int64_t e) {
-        cpu::quantize_fp6<scalar_t>(u8(out), xp, f, b, e);
-      });
-    });
-    return;
-  }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(x, op);
-  LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-    auto* xp = reinterpret_cast<const cuda_t*>(xc.data_ptr());
-    check_cuda(ltx_kernels::quantize_fp6<cuda_t>(u8(out), xp, n, f, scope.stream), op);
-  });
-#endif
+  Prepared<Fp6Params> pr;
+  if (x.numel() == 0) return pr;
+  pr.emplace() = Fp6Params{dtype_of(x), pr.keep(x.contiguous()).data_ptr(), u8(out), x.numel(), f};
+  return pr;
 }
 
-void dequantize_fp6(at::Tensor& out, const at::Tensor& codes, c10::string_view fmt) {
+Prepared<Fp6Params> make_dequantize_fp6_params(at::Tensor& out, const at::Tensor& codes, c10::string_view fmt) {
   constexpr const char* op = "dequantize_fp6";
   const int f = parse_fp6_fmt(fmt, op);
   check_dtype(codes, at::kByte, op, "codes");
   check_float_type(out, op, "out");
   check_out(out, codes, op, "out");
   check_shape(out, codes.sizes(), op, "out");
-  check_device(codes, op);
-  if (codes.numel() == 0) return;
-  const at::Tensor cc = codes.contiguous();
-  const int64_t n = cc.numel();
-  if (codes.is_cpu()) {
-    LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
-      auto* o = reinterpret_cast<scalar_t*>(out.data_ptr());
-      at::parallel_for(0, n, kCpuGrain, [&](int64_t b, int64_t e) {
-        cpu::dequantize_fp6<scalar_t>(o, u8(cc), f, b, e);
-      });
-    });
-    return;
-  }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(codes, op);
-  LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
-    auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
-    check_cuda(ltx_kernels::dequantize_fp6<cuda_t>(o, u8(cc), n, f, scope.stream), op);
-  });
-#endif
+  Prepared<Fp6Params> pr;
+  if (codes.numel() == 0) return pr;
+  pr.emplace() = Fp6Params{dtype_of(out), out.data_ptr(), u8(pr.keep(codes.contiguous())), codes.numel(), f};
+  return pr;
 }
 
-namespace {
 void check_tensor_scale(const at::Tensor& s, const at::Tensor& x, const char* op) {
   check_dtype(s, at::kFloat, op, "per_tensor_scale");
   LTX_CHECK(s.numel() == 1, op, "per_tensor_scale must hold one element (got shape ",
@@ -268,10 +168,9 @@ void check_tensor_scale(const at::Tensor& s, const at::Tensor& x, const char* op
 std::vector<int64_t> nvfp4_scale_shape(int64_t rows, int64_t cols) {
   return {(rows + 127) / 128 * 128, (cols / 16 + 3) / 4 * 4};
 }
-}  // namespace
 
-void quantize_nvfp4(at::Tensor& packed, at::Tensor& block_scales, const at::Tensor& x,
-                    const at::Tensor& per_tensor_scale, bool hi_first) {
+Prepared<Nvfp4Params> make_quantize_nvfp4_params(at::Tensor& packed, at::Tensor& block_scales, const at::Tensor& x,
+                                                const at::Tensor& per_tensor_scale, bool hi_first) {
   constexpr const char* op = "quantize_nvfp4";
   check_float_type(x, op, "x");
   LTX_CHECK(x.dim() >= 1, op, "x must have at least one dimension (got a scalar)");
@@ -285,36 +184,16 @@ void quantize_nvfp4(at::Tensor& packed, at::Tensor& block_scales, const at::Tens
   check_out(block_scales, x, op, "block_scales");
   check_shape(packed, with_last(x, cols / 2), op, "packed");
   check_shape(block_scales, nvfp4_scale_shape(rows, cols), op, "block_scales");
-  check_device(x, op);
-  if (x.numel() == 0) return;
-  const at::Tensor xc = x.contiguous();
-  if (x.is_cpu()) {
-    const float s_t = per_tensor_scale.item<float>();
-    const int64_t prows = (rows + 127) / 128 * 128;
-    LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-      auto* xp = reinterpret_cast<const scalar_t*>(xc.data_ptr());
-      at::parallel_for(0, prows, kCpuRowGrain, [&](int64_t b, int64_t e) {
-        cpu::quantize_nvfp4<scalar_t>(u8(packed), u8(block_scales), xp, s_t, rows, cols,
-                                      hi_first, b, e);
-      });
-    });
-    return;
-  }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(x, op);
-  const at::Tensor st = per_tensor_scale.contiguous();
-  LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-    auto* xp = reinterpret_cast<const cuda_t*>(xc.data_ptr());
-    check_cuda(ltx_kernels::quantize_nvfp4<cuda_t>(u8(packed), u8(block_scales), xp,
-                                                   st.data_ptr<float>(), rows, cols, hi_first,
-                                                   scope.stream),
-               op);
-  });
-#endif
+  Prepared<Nvfp4Params> pr;
+  if (x.numel() == 0) return pr;
+  pr.emplace() = Nvfp4Params{dtype_of(x), pr.keep(x.contiguous()).data_ptr(), u8(packed), u8(block_scales),
+                             pr.keep(per_tensor_scale.contiguous()).data_ptr<float>(), rows, cols, hi_first};
+  return pr;
 }
 
-void dequantize_nvfp4(at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
-                      const at::Tensor& per_tensor_scale, bool hi_first) {
+Prepared<Nvfp4Params> make_dequantize_nvfp4_params(at::Tensor& out, const at::Tensor& packed,
+                                                  const at::Tensor& block_scales, const at::Tensor& per_tensor_scale,
+                                                  bool hi_first) {
   constexpr const char* op = "dequantize_nvfp4";
   check_float_type(out, op, "out");
   check_dtype(packed, at::kByte, op, "packed");
@@ -330,27 +209,90 @@ void dequantize_nvfp4(at::Tensor& out, const at::Tensor& packed, const at::Tenso
             shape_str(packed.sizes()), ")");
   check_shape(packed, with_last(out, cols / 2), op, "packed");
   check_shape(block_scales, nvfp4_scale_shape(rows, cols), op, "block_scales");
-  check_device(packed, op);
-  if (out.numel() == 0) return;
-  const at::Tensor pc = packed.contiguous(), sc = block_scales.contiguous();
-  if (packed.is_cpu()) {
-    const float s_t = per_tensor_scale.item<float>();
-    LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
-      auto* o = reinterpret_cast<scalar_t*>(out.data_ptr());
-      at::parallel_for(0, rows, kCpuRowGrain, [&](int64_t b, int64_t e) {
-        cpu::dequantize_nvfp4<scalar_t>(o, u8(pc), u8(sc), s_t, cols, hi_first, b, e);
-      });
-    });
-    return;
-  }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(packed, op);
-  const at::Tensor st = per_tensor_scale.contiguous();
-  LTX_DISPATCH_FLOAT(out.scalar_type(), op, {
-    auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
-    check_cuda(ltx_kernels::dequantize_nvfp4<cuda_t>(o, u8(pc), u8(sc), st.data_ptr<float>(),
-                                                     rows, cols, hi_first, scope.stream),
-               op);
-  });
-#endif
+  Prepared<Nvfp4Params> pr;
+  if (out.numel() == 0) return pr;
+  pr.emplace() = Nvfp4Params{dtype_of(out), out.data_ptr(), u8(pr.keep(packed.contiguous())),
+                             u8(pr.keep(block_scales.contiguous())),
+                             pr.keep(per_tensor_scale.contiguous()).data_ptr<float>(), rows, cols, hi_first};
+  return pr;
 }
+
+}  // namespace
+
+void fp6_pack_cpu(at::Tensor& out, const at::Tensor& x) {
+  run_cpu(make_fp6_pack_params(out, x), cpu::fp6_pack);
+}
+
+void fp6_unpack_cpu(at::Tensor& out, const at::Tensor& packed) {
+  run_cpu(make_fp6_unpack_params(out, packed), cpu::fp6_unpack);
+}
+
+void quantize_fp6_block_cpu(at::Tensor& packed, at::Tensor& scales, const at::Tensor& w, int64_t block_rows,
+                            int64_t block_cols) {
+  run_cpu(make_quantize_fp6_block_params(packed, scales, w, block_rows, block_cols), cpu::quantize_fp6_block);
+}
+
+void dequantize_fp6_block_cpu(at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
+                              int64_t block_rows, int64_t block_cols) {
+  run_cpu(make_dequantize_fp6_block_params(out, packed, scales, block_rows, block_cols), cpu::dequantize_fp6_block);
+}
+
+void quantize_fp6_cpu(at::Tensor& out, const at::Tensor& x, c10::string_view fmt) {
+  run_cpu(make_quantize_fp6_params(out, x, fmt), cpu::quantize_fp6);
+}
+
+void dequantize_fp6_cpu(at::Tensor& out, const at::Tensor& codes, c10::string_view fmt) {
+  run_cpu(make_dequantize_fp6_params(out, codes, fmt), cpu::dequantize_fp6);
+}
+
+void quantize_nvfp4_cpu(at::Tensor& packed, at::Tensor& block_scales, const at::Tensor& x,
+                        const at::Tensor& per_tensor_scale, bool hi_first) {
+  run_cpu(make_quantize_nvfp4_params(packed, block_scales, x, per_tensor_scale, hi_first), cpu::quantize_nvfp4);
+}
+
+void dequantize_nvfp4_cpu(at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
+                          const at::Tensor& per_tensor_scale, bool hi_first) {
+  run_cpu(make_dequantize_nvfp4_params(out, packed, block_scales, per_tensor_scale, hi_first), cpu::dequantize_nvfp4);
+}
+
+#ifdef LTX_KERNELS_WITH_CUDA
+void fp6_pack_cuda(at::Tensor& out, const at::Tensor& x) {
+  run_cuda(make_fp6_pack_params(out, x), x, "fp6_pack", ltx_kernels::fp6_pack);
+}
+
+void fp6_unpack_cuda(at::Tensor& out, const at::Tensor& packed) {
+  run_cuda(make_fp6_unpack_params(out, packed), packed, "fp6_unpack", ltx_kernels::fp6_unpack);
+}
+
+void quantize_fp6_block_cuda(at::Tensor& packed, at::Tensor& scales, const at::Tensor& w, int64_t block_rows,
+                             int64_t block_cols) {
+  run_cuda(make_quantize_fp6_block_params(packed, scales, w, block_rows, block_cols), w,
+           "quantize_fp6_block", ltx_kernels::quantize_fp6_block);
+}
+
+void dequantize_fp6_block_cuda(at::Tensor& out, const at::Tensor& packed, const at::Tensor& scales,
+                               int64_t block_rows, int64_t block_cols) {
+  run_cuda(make_dequantize_fp6_block_params(out, packed, scales, block_rows, block_cols), packed,
+           "dequantize_fp6_block", ltx_kernels::dequantize_fp6_block);
+}
+
+void quantize_fp6_cuda(at::Tensor& out, const at::Tensor& x, c10::string_view fmt) {
+  run_cuda(make_quantize_fp6_params(out, x, fmt), x, "quantize_fp6", ltx_kernels::quantize_fp6);
+}
+
+void dequantize_fp6_cuda(at::Tensor& out, const at::Tensor& codes, c10::string_view fmt) {
+  run_cuda(make_dequantize_fp6_params(out, codes, fmt), codes, "dequantize_fp6", ltx_kernels::dequantize_fp6);
+}
+
+void quantize_nvfp4_cuda(at::Tensor& packed, at::Tensor& block_scales, const at::Tensor& x,
+                         const at::Tensor& per_tensor_scale, bool hi_first) {
+  run_cuda(make_quantize_nvfp4_params(packed, block_scales, x, per_tensor_scale, hi_first), x,
+           "quantize_nvfp4", ltx_kernels::quantize_nvfp4);
+}
+
+void dequantize_nvfp4_cuda(at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
+                           const at::Tensor& per_tensor_scale, bool hi_first) {
+  run_cuda(make_dequantize_nvfp4_params(out, packed, block_scales, per_tensor_scale, hi_first), packed,
+           "dequantize_nvfp4", ltx_kernels::dequantize_nvfp4);
+}
+#endif

@@ -1,32 +1,35 @@
-// Torch adapter for neighborhood attention: checks, dilation (each dilated axis is split into its
-// residue groups, strided views that the dilation-1 core runs on), then the CPU backend or the
-// CUDA core on the current stream.
+// Torch adapter for neighborhood attention (natten_forward): checks, the CUDA path's copies of
+// inputs it cannot address, the kernel knobs, then one NattenParams (natten/natten_params.h)
+// for the CPU backend or the CUDA core (natten_forward in cpu/ops.h / cuda/ops.h).
+//
+// Knobs (read here only, passed through the params):
+//   LTX_KERNELS_NATTEN_TILE=i   force query box i (tests, sweeps): 0 .. kNattenNumTiles - 1 the
+//                               portable kernel's, kNattenNumTiles + j the sm_90 kernel's box j
+//   LTX_KERNELS_NATTEN_SM90=0   keep the automatic choice on the portable kernel (benchmarks)
 #include <cmath>
 #include <cstdlib>
 #include <string>
-#include <type_traits>
-#include <vector>
 
 #include <ATen/ops/empty_like.h>
 
 #include "common.h"
-#include "ltx_kernels/attention/natten_problem.h"
-#include "ltx_kernels/cpu/natten.h"
+#include "ltx_kernels/cpu/ops.h"
+#include "ltx_kernels/natten/natten_heuristics.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/attention/natten.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {
 using namespace ltx_kernels;
 using namespace ltx_kernels::torch_adapter;
 
-constexpr int64_t kCpuGrain = 16;  // queries per CPU task
+constexpr const char* kOp = "natten_forward";
 
 // [B, S0, S1, S2, heads, d] strides of a 6-D view.
-NaStrides strides6(const at::Tensor& t) {
-  return NaStrides{t.stride(0), t.stride(1), t.stride(2), t.stride(3), t.stride(4)};
+NattenStrides strides6(const at::Tensor& t) {
+  return NattenStrides{t.stride(0), t.stride(1), t.stride(2), t.stride(3), t.stride(4)};
 }
 
 // 1-D / 2-D problems as 3-D ones with leading spatial extents of 1.
@@ -36,7 +39,8 @@ at::Tensor as6d(const at::Tensor& t) {
   return r;
 }
 
-#ifdef LTX_KERNELS_WITH_CUDA
+// What the CUDA kernels address directly: innermost stride 1, 16-byte aligned, strides of whole
+// 8-element multiples.
 bool cuda_friendly(const at::Tensor& t) {
   if (t.stride(-1) != 1 || !(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0)) return false;
   for (int64_t d = 0; d + 1 < t.dim(); ++d)
@@ -44,27 +48,27 @@ bool cuda_friendly(const at::Tensor& t) {
   return true;
 }
 
-#ifdef LTX_KERNELS_HAS_SM90
-// LTX_NATTEN_SM90=0 keeps the automatic choice on the portable mma.sync kernel (benchmarks).
-bool sm90_enabled() {
-  const char* s = std::getenv("LTX_NATTEN_SM90");
-  return s == nullptr || std::string(s) != "0";
-}
-#endif
-
-int tile_override() {
-  const char* s = std::getenv("LTX_NATTEN_TILE");  // tests force each tile configuration
+int tile_knob() {
+  const char* s = std::getenv("LTX_KERNELS_NATTEN_TILE");
   if (s == nullptr || *s == '\0') return -1;
   return std::atoi(s);
 }
-#endif
 
-}  // namespace
+bool sm90_knob() {
+  const char* s = std::getenv("LTX_KERNELS_NATTEN_SM90");
+  return s == nullptr || std::string(s) != "0";
+}
 
-void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, const c10::List<bool>& is_causal,
-                double scale) {
-  constexpr const char* op = "na_forward";
+// The params, and on CUDA the output the kernels write when `out` is not addressable by them
+// (copied back after the launch).
+struct NattenPrepared : Prepared<NattenParams> {
+  at::Tensor staged_out;
+};
+
+NattenPrepared make_natten_params(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                  c10::IntArrayRef kernel_size, c10::IntArrayRef dilation,
+                                  const c10::List<bool>& is_causal, double scale) {
+  constexpr const char* op = kOp;
   check_float_type(q, op, "q");
   const int64_t nd = q.dim() - 3;
   LTX_CHECK(nd >= 1 && nd <= 3, op,
@@ -91,7 +95,8 @@ void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
     LTX_CHECK(dilation[a] >= 1, op, "dilation must be >= 1 on every axis (got ", shape_str(dilation), ")");
   }
   LTX_CHECK(std::isfinite(scale), op, "scale must be finite (got ", scale, ")");
-  if (q.numel() == 0) return;
+  NattenPrepared pr;
+  if (q.numel() == 0) return pr;
   for (int64_t a = 0; a < nd; ++a) {
     LTX_CHECK(q.size(1 + a) >= kernel_size[a] * dilation[a], op,
               "every spatial extent must be >= kernel_size * dilation (got extents ",
@@ -108,15 +113,16 @@ void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
   at::Tensor kh = k.stride(-1) == 1 ? k : k.contiguous();
   at::Tensor vh = v.stride(-1) == 1 ? v : v.contiguous();
   at::Tensor oh = out;
-#ifdef LTX_KERNELS_WITH_CUDA
-  int cc = 0;  // compute capability of q's device
+  int tile = -1;
   if (q.is_cuda()) {
     LTX_CHECK(q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16, op,
               "the CUDA kernel takes float16 or bfloat16 (got ", q.scalar_type(), ")");
     LTX_CHECK(d == 32 || d == 64 || d == 128, op, "the CUDA kernel takes head dim 32, 64 or 128 (got ", d, ")");
-    cc = device_cc(q);
+#ifdef LTX_KERNELS_WITH_CUDA
+    const int cc = device_cc(q);
     LTX_CHECK(cc >= 80, op, "the CUDA kernel needs compute capability 8.0 or newer (got ", cc / 10, ".", cc % 10,
               ")");
+#endif
     for (int64_t a = 0; a < nd; ++a)
       LTX_CHECK(kernel_size[a] <= 511, op, "the CUDA kernel takes kernel sizes <= 511 (got ",
                 shape_str(kernel_size), ")");
@@ -125,87 +131,61 @@ void na_forward(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
     if (!cuda_friendly(qh)) qh = q.clone(at::MemoryFormat::Contiguous);
     if (!cuda_friendly(kh)) kh = k.clone(at::MemoryFormat::Contiguous);
     if (!cuda_friendly(vh)) vh = v.clone(at::MemoryFormat::Contiguous);
-    if (!cuda_friendly(oh)) oh = at::empty_like(q, at::MemoryFormat::Contiguous);
+    if (!cuda_friendly(oh)) oh = pr.staged_out = at::empty_like(q, at::MemoryFormat::Contiguous);
+    tile = tile_knob();
+    LTX_CHECK(tile >= -1 && tile < kNattenNumTiles + kNattenSm90Boxes, op,
+              "LTX_KERNELS_NATTEN_TILE must be in [0, ", kNattenNumTiles + kNattenSm90Boxes, ") (got ", tile, ")");
   }
-#endif
-  at::Tensor q6 = as6d(qh), k6 = as6d(kh), v6 = as6d(vh), o6 = as6d(oh);
-  int dil[3] = {1, 1, 1}, ker[3] = {1, 1, 1};
-  bool causal[3] = {false, false, false};
-  for (int64_t a = 0; a < nd; ++a) {
-    dil[3 - nd + a] = int(dilation[a]);
-    ker[3 - nd + a] = int(kernel_size[a]);
-    causal[3 - nd + a] = is_causal[a];
+  const at::Tensor& q6 = pr.keep(as6d(qh));
+  const at::Tensor& k6 = pr.keep(as6d(kh));
+  const at::Tensor& v6 = pr.keep(as6d(vh));
+  const at::Tensor o6 = as6d(oh);
+  NattenParams& p = pr.emplace();
+  p.dtype = dtype_of(q);
+  p.out = o6.data_ptr();
+  p.q = q6.data_ptr();
+  p.k = k6.data_ptr();
+  p.v = v6.data_ptr();
+  p.os = strides6(o6);
+  p.qs = strides6(q6);
+  p.ks = strides6(k6);
+  p.vs = strides6(v6);
+  p.problem.batch = q6.size(0);
+  p.problem.heads = q6.size(4);
+  for (int a = 0; a < 3; ++a) {  // leading axes of a 1-D / 2-D problem: extent 1, kernel 1
+    const int64_t src = a - (3 - nd);
+    p.problem.size[a] = int(q6.size(1 + a));
+    p.problem.kernel[a] = src >= 0 ? int(kernel_size[src]) : 1;
+    p.problem.causal[a] = src >= 0 ? bool(is_causal[src]) : false;
+    p.dilation[a] = src >= 0 ? int(dilation[src]) : 1;
   }
-  // One dilation-1 problem per residue group (g0, g1, g2): positions g, g + dil, g + 2 dil, ...
-  for (int g0 = 0; g0 < dil[0]; ++g0)
-    for (int g1 = 0; g1 < dil[1]; ++g1)
-      for (int g2 = 0; g2 < dil[2]; ++g2) {
-        const int g[3] = {g0, g1, g2};
-        auto group = [&](const at::Tensor& t) {
-          at::Tensor r = t;
-          for (int a = 0; a < 3; ++a)
-            if (dil[a] > 1) r = r.slice(1 + a, g[a], c10::nullopt, dil[a]);
-          return r;
-        };
-        at::Tensor qg = group(q6), kg = group(k6), vg = group(v6), og = group(o6);
-        NaProblem p{};
-        p.batch = qg.size(0);
-        p.heads = qg.size(4);
-        for (int a = 0; a < 3; ++a) {
-          p.size[a] = int(qg.size(1 + a));
-          p.kernel[a] = ker[a];
-          p.causal[a] = causal[a];
-        }
-        p.dim = int(d);
-        p.scale = float(scale);
-        const NaStrides qs = strides6(qg), ks = strides6(kg), vs = strides6(vg), os = strides6(og);
-        if (q.is_cpu()) {
-          const int64_t total = p.batch * p.heads * int64_t(p.size[0]) * p.size[1] * p.size[2];
-          LTX_DISPATCH_FLOAT(q.scalar_type(), op, {
-            auto* o = reinterpret_cast<scalar_t*>(og.data_ptr());
-            auto* qp = reinterpret_cast<const scalar_t*>(qg.data_ptr());
-            auto* kp = reinterpret_cast<const scalar_t*>(kg.data_ptr());
-            auto* vp = reinterpret_cast<const scalar_t*>(vg.data_ptr());
-            at::parallel_for(0, total, kCpuGrain, [&](int64_t b, int64_t e) {
-              cpu::na_forward<scalar_t>(o, os, qp, qs, kp, ks, vp, vs, p, b, e);
-            });
-          });
-          continue;
-        }
-#ifdef LTX_KERNELS_WITH_CUDA
-        const CudaScope scope(q, op);
-        const int tile = tile_override();
-        LTX_CHECK(tile >= -1 && tile < kNaNumTiles + kNaSm90Boxes, op, "LTX_NATTEN_TILE must be in [0, ",
-                  kNaNumTiles + kNaSm90Boxes, ") (got ", tile, ")");
-        auto run = [&](auto* type_tag) {
-          using T = std::remove_pointer_t<decltype(type_tag)>;
-          T* o = reinterpret_cast<T*>(og.data_ptr());
-          const T* qp = reinterpret_cast<const T*>(qg.data_ptr());
-          const T* kp = reinterpret_cast<const T*>(kg.data_ptr());
-          const T* vp = reinterpret_cast<const T*>(vg.data_ptr());
-#ifdef LTX_KERNELS_HAS_SM90
-          if (tile >= kNaNumTiles || (tile == -1 && sm90_enabled())) {
-            const cudaError_t err =
-                cc == 90
-                    ? na_forward_sm90<T>(o, os, qp, qs, kp, ks, vp, vs, p, tile >= 0 ? tile - kNaNumTiles : -1,
-                                         scope.stream)
-                    : cudaErrorNotSupported;
-            if (err != cudaErrorNotSupported) return check_cuda(err, op);
-          }
-#endif
-          LTX_CHECK(tile < kNaNumTiles, op, "LTX_NATTEN_TILE=", tile,
-                    " forces the sm_90 kernel, which does not take this problem (it needs an sm_90 GPU and a "
-                    "build with sm_90a, head dim 64, a w window <= 25, scale > 0 and TMA-compatible strides)");
-          check_cuda(ltx_kernels::na_forward<T>(o, os, qp, qs, kp, ks, vp, vs, p, tile, scope.stream), op);
-        };
-        if (q.scalar_type() == at::kHalf) {
-          run(static_cast<__half*>(nullptr));
-        } else {
-          run(static_cast<__nv_bfloat16*>(nullptr));
-        }
-#else
-        no_cuda_backend(q, op);
-#endif
-      }
-  if (!oh.is_same(out)) out.copy_(oh);
+  p.problem.dim = int(d);
+  p.problem.scale = float(scale);
+  p.tile = tile;
+  p.allow_sm90 = sm90_knob();
+  return pr;
 }
+
+}  // namespace
+
+void natten_forward_cpu(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                        c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, const c10::List<bool>& is_causal,
+                        double scale) {
+  run_cpu(make_natten_params(out, q, k, v, kernel_size, dilation, is_causal, scale), cpu::natten_forward);
+}
+
+#ifdef LTX_KERNELS_WITH_CUDA
+void natten_forward_cuda(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         c10::IntArrayRef kernel_size, c10::IntArrayRef dilation, const c10::List<bool>& is_causal,
+                         double scale) {
+  const NattenPrepared pr = make_natten_params(out, q, k, v, kernel_size, dilation, is_causal, scale);
+  if (!pr.params) return;
+  const CudaScope scope(q, kOp);
+  const cudaError_t err = ltx_kernels::natten_forward(*pr.params, scope.stream);
+  LTX_CHECK(err != cudaErrorNotSupported, kOp, "LTX_KERNELS_NATTEN_TILE=", pr.params->tile,
+            " forces the sm_90 kernel, which does not take this problem (it needs an sm_90 GPU and a "
+            "build with sm_90a, head dim 64, a w window <= 25, scale > 0 and TMA-compatible strides)");
+  check_cuda(err, kOp);
+  if (pr.staged_out.defined()) out.copy_(pr.staged_out);
+}
+#endif

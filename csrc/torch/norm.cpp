@@ -1,23 +1,22 @@
-// Torch adapter for the norm family: checks, row layouts, dtype dispatch, then the CPU
-// backend or the CUDA core. One function per op, registered for both dispatch keys.
+// Torch adapter for the norm family (rms_norm): checks, then one RmsNormParams for the CPU
+// backend (cpu/ops.h) or the CUDA core (cuda/ops.h).
 #include "common.h"
-#include "ltx_kernels/cpu/norm.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/norm/rms_norm.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {
 using namespace ltx_kernels;
 using namespace ltx_kernels::torch_adapter;
 
-constexpr int64_t kCpuGrain = 16;  // rows per CPU task
-}  // namespace
+constexpr const char* kRmsNorm = "rms_norm";
 
-void rms_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight,
-              double eps) {
-  constexpr const char* op = "rms_norm";
+Prepared<RmsNormParams> make_rms_norm_params(at::Tensor& out, const at::Tensor& x,
+                                             const std::optional<at::Tensor>& weight, double eps) {
+  constexpr const char* op = kRmsNorm;
   check_float_type(x, op, "x");
   LTX_CHECK(x.dim() >= 1, op, "x must have at least one dimension (got a scalar)");
   check_same_dtype(out, x, op, "out", "x");
@@ -34,39 +33,28 @@ void rms_norm(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tens
               "weight must be 1-D with x.shape[-1] = ", cols, " elements (got shape ", shape_str(w.sizes()),
               ")");
   }
-  if (x.numel() == 0) return;
-  at::Tensor xh;
-  const RowLayout xl = input_rows(x, xh);
-  check_no_partial_overlap(out, xh, op, "x");
-  const RowLayout ol = output_rows(out, op);
-  check_rows_fit(xl, op);
-  at::Tensor wc = weight.has_value() ? weight->contiguous() : at::Tensor();
-  if (wc.defined()) check_no_partial_overlap(out, wc, op, "weight");
-  const float feps = static_cast<float>(eps);
-
-  if (x.is_cpu()) {
-    LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-      auto* o = reinterpret_cast<scalar_t*>(out.data_ptr());
-      auto* xp = reinterpret_cast<const scalar_t*>(xh.data_ptr());
-      auto* wp = wc.defined() ? reinterpret_cast<const scalar_t*>(wc.data_ptr()) : nullptr;
-      at::parallel_for(0, xl.rows, kCpuGrain, [&](int64_t b, int64_t e) {
-        cpu::rms_norm<scalar_t>(o, ol.stride, xp, xl.stride, wp, b, e, xl.cols, feps);
-      });
-    });
-    return;
+  Prepared<RmsNormParams> pr;
+  if (x.numel() == 0) return pr;
+  RmsNormParams& p = pr.emplace();
+  set_rows(pr, p, out, x, op);
+  p.weight = nullptr;
+  if (weight.has_value()) {
+    const at::Tensor& wc = pr.keep(weight->contiguous());
+    check_no_partial_overlap(out, wc, op, "weight");
+    p.weight = wc.data_ptr();
   }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(x, op);
-  const cudaStream_t stream = scope.stream;
-  LTX_DISPATCH_FLOAT(x.scalar_type(), op, {
-    auto* o = reinterpret_cast<cuda_t*>(out.data_ptr());
-    auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
-    auto* wp = wc.defined() ? reinterpret_cast<const cuda_t*>(wc.data_ptr()) : nullptr;
-    check_cuda(ltx_kernels::rms_norm<cuda_t>(o, ol.stride, xp, xl.stride, wp, xl.rows, xl.cols,
-                                             feps, stream),
-               op);
-  });
-#else
-  no_cuda_backend(x, op);
-#endif
+  p.eps = static_cast<float>(eps);
+  return pr;
 }
+
+}  // namespace
+
+void rms_norm_cpu(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps) {
+  run_cpu(make_rms_norm_params(out, x, weight, eps), cpu::rms_norm);
+}
+
+#ifdef LTX_KERNELS_WITH_CUDA
+void rms_norm_cuda(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps) {
+  run_cuda(make_rms_norm_params(out, x, weight, eps), x, kRmsNorm, ltx_kernels::rms_norm);
+}
+#endif

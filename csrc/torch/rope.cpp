@@ -1,6 +1,6 @@
-// Torch adapter for the RoPE family: checks, row and table layouts, dtype dispatch (x's dtype
-// T, and the cos/sin dtype TT = float32 or T), then the CPU backend or the CUDA core. One
-// function per op, registered for both dispatch keys.
+// Torch adapter for the RoPE family: checks, row and table layouts, then one RopeParams
+// (rope/rope_params.h; cos/sin float32 or x's dtype) for the CPU backend (cpu/ops.h) or the
+// CUDA core (cuda/ops.h).
 //
 // Table conventions (the Python docstrings in ltx_kernels/rope.py say the same):
 //   rms_norm_rope:        x [B, S, C], cos/sin [B or 1, S, C]              (interleaved, whole row)
@@ -13,19 +13,16 @@
 // costs one contiguous copy of the table.
 #include "common.h"
 #include "rope_common.h"
-#include "ltx_kernels/common/rope_util.h"
-#include "ltx_kernels/cpu/rope.h"
+#include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include "ltx_kernels/rope/rope.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {
 using namespace ltx_kernels;
 using namespace ltx_kernels::torch_adapter;
-
-constexpr int64_t kCpuGrain = 16;  // rows per CPU task
 
 void check_x_out(const at::Tensor& out, const at::Tensor& x, const char* op) {
   check_float_type(x, op, "x");
@@ -36,98 +33,43 @@ void check_x_out(const at::Tensor& out, const at::Tensor& x, const char* op) {
 }
 
 // x3 / out3: [B, S, C] views (4-D x flattened); everything else already checked.
-void run(const char* op, at::Tensor& out3, const at::Tensor& x3, const at::Tensor& cos0,
-         const at::Tensor& sin0, bool per_head, const std::optional<at::Tensor>& weight,
-         bool norm, double eps, const RopeShape& shape) {
-  at::Tensor xh;
-  const RowLayout xl = input_rows(x3, xh);
-  check_no_partial_overlap(out3, xh, op, "x");
-  const RowLayout ol = output_rows(out3, op);
-  check_rows_fit(xl, op);
+Prepared<RopeParams> make_rope_params(const char* op, at::Tensor& out3, const at::Tensor& x3, const at::Tensor& cos0,
+                                      const at::Tensor& sin0, bool per_head, const std::optional<at::Tensor>& weight,
+                                      bool norm, double eps, const RopeShape& shape) {
+  Prepared<RopeParams> pr;
+  RopeParams& p = pr.emplace();
+  set_rows(pr, p, out3, x3, op);
   const Table ct = table_of(cos0, per_head);
   const Table sn = table_of(sin0, per_head);
+  pr.keep(ct.t);
+  pr.keep(sn.t);
   check_no_partial_overlap(out3, ct.t, op, "cos");
   check_no_partial_overlap(out3, sn.t, op, "sin");
-  at::Tensor wc = (norm && weight.has_value()) ? weight->contiguous() : at::Tensor();
-  if (wc.defined()) check_no_partial_overlap(out3, wc, op, "weight");
-  const float feps = static_cast<float>(eps);
-  const bool f32_table = ct.t.scalar_type() == at::kFloat;
-
-  if (x3.is_cpu()) {
-    LTX_DISPATCH_FLOAT(x3.scalar_type(), op, {
-      auto* o = reinterpret_cast<scalar_t*>(out3.data_ptr());
-      auto* xp = reinterpret_cast<const scalar_t*>(xh.data_ptr());
-      auto* wp = wc.defined() ? reinterpret_cast<const scalar_t*>(wc.data_ptr()) : nullptr;
-      auto go = [&](auto* tab_tag) {
-        using tab_t = std::remove_pointer_t<decltype(tab_tag)>;
-        auto* cp = reinterpret_cast<const tab_t*>(ct.t.data_ptr());
-        auto* sp = reinterpret_cast<const tab_t*>(sn.t.data_ptr());
-        at::parallel_for(0, xl.rows, kCpuGrain, [&](int64_t b, int64_t e) {
-          cpu::rope_rows<scalar_t, tab_t>(o, ol.stride, xp, xl.stride, wp, norm, feps, cp, ct.st,
-                                          sp, sn.st, shape, b, e);
-        });
-      };
-      if (f32_table) go(static_cast<float*>(nullptr));
-      else go(static_cast<scalar_t*>(nullptr));
-    });
-    return;
+  p.tables = rope_tables(ct, sn);
+  p.weight = nullptr;
+  if (norm && weight.has_value()) {
+    const at::Tensor& wc = pr.keep(weight->contiguous());
+    check_no_partial_overlap(out3, wc, op, "weight");
+    p.weight = wc.data_ptr();
   }
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(x3, op);
-  const cudaStream_t stream = scope.stream;
-  LTX_DISPATCH_FLOAT(x3.scalar_type(), op, {
-    auto* o = reinterpret_cast<cuda_t*>(out3.data_ptr());
-    auto* xp = reinterpret_cast<const cuda_t*>(xh.data_ptr());
-    auto* wp = wc.defined() ? reinterpret_cast<const cuda_t*>(wc.data_ptr()) : nullptr;
-    auto go = [&](auto* tab_tag) {
-      using tab_t = std::remove_pointer_t<decltype(tab_tag)>;
-      auto* cp = reinterpret_cast<const tab_t*>(ct.t.data_ptr());
-      auto* sp = reinterpret_cast<const tab_t*>(sn.t.data_ptr());
-      cudaError_t err;
-      if (!norm)
-        err = ltx_kernels::apply_rope<cuda_t, tab_t>(o, ol.stride, xp, xl.stride, cp, ct.st, sp,
-                                                     sn.st, shape, stream);
-      else if (shape.split)
-        err = ltx_kernels::rms_norm_split_rope<cuda_t, tab_t>(
-            o, ol.stride, xp, xl.stride, wp, cp, ct.st, sp, sn.st, shape.batch, shape.seq,
-            shape.cols, shape.head_dim, feps, stream);
-      else
-        err = ltx_kernels::rms_norm_rope<cuda_t, tab_t>(o, ol.stride, xp, xl.stride, wp, cp,
-                                                        ct.st, sp, sn.st, shape.batch, shape.seq,
-                                                        shape.cols, feps, stream);
-      check_cuda(err, op);
-    };
-    if (f32_table) go(static_cast<float*>(nullptr));
-    else go(static_cast<cuda_t*>(nullptr));
-  });
-#else
-  no_cuda_backend(x3, op);
-#endif
+  p.shape = shape;
+  p.eps = static_cast<float>(eps);
+  return pr;
 }
 
-}  // namespace
-
-void rms_norm_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos,
-                   const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps) {
-  constexpr const char* op = "rms_norm_rope";
+// rms_norm_rope (split false) and rms_norm_split_rope (split true).
+Prepared<RopeParams> make_norm_rope_params(const char* op, bool split, at::Tensor& out, const at::Tensor& x,
+                                           const at::Tensor& cos, const at::Tensor& sin,
+                                           const std::optional<at::Tensor>& weight, double eps) {
   check_x_out(out, x, op);
-  const RopeShape shape = check_norm_rope(x, cos, sin, weight, eps, op);
-  if (x.numel() == 0) return;
-  run(op, out, x, cos, sin, false, weight, true, eps, shape);
+  const RopeShape shape = split ? check_norm_split_rope(x, cos, sin, weight, eps, op)
+                                : check_norm_rope(x, cos, sin, weight, eps, op);
+  if (x.numel() == 0) return {};
+  return make_rope_params(op, out, x, cos, sin, split, weight, true, eps, shape);
 }
 
-void rms_norm_split_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos,
-                         const at::Tensor& sin, const std::optional<at::Tensor>& weight,
-                         double eps) {
-  constexpr const char* op = "rms_norm_split_rope";
-  check_x_out(out, x, op);
-  const RopeShape shape = check_norm_split_rope(x, cos, sin, weight, eps, op);
-  if (x.numel() == 0) return;
-  run(op, out, x, cos, sin, true, weight, true, eps, shape);
-}
-
-void apply_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                bool interleaved) {
+Prepared<RopeParams> make_apply_rope_params(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos,
+                                            const at::Tensor& sin, bool interleaved) {
   constexpr const char* op = "apply_rope";
   check_x_out(out, x, op);
   LTX_CHECK(x.dim() == 3 || x.dim() == 4, op,
@@ -163,7 +105,7 @@ void apply_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, con
             want_w, "] (w = ", interleaved ? "d" : "d/2", " with d = ", d, ", ",
             interleaved ? "interleaved" : "split", ") (got shape ", cos.sizes(), ")");
   check_table_batch(cos, B, op);
-  if (x.numel() == 0) return;
+  if (x.numel() == 0) return {};
   const at::Tensor x3 = x.dim() == 4 ? x.flatten(2) : x;
   at::Tensor out3 = out;
   if (out.dim() == 4) {
@@ -171,6 +113,41 @@ void apply_rope(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, con
     LTX_CHECK(out3.is_alias_of(out) && out3.data_ptr() == out.data_ptr(), op,
               "out's last two dimensions must be contiguous (got strides ", out.strides(), ")");
   }
-  run(op, out3, x3, cos, sin, per_head, std::nullopt, false, 0.0,
-      RopeShape{B, S, C, d, !interleaved});
+  return make_rope_params(op, out3, x3, cos, sin, per_head, std::nullopt, false, 0.0,
+                          RopeShape{B, S, C, d, !interleaved});
 }
+
+}  // namespace
+
+void rms_norm_rope_cpu(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                       const std::optional<at::Tensor>& weight, double eps) {
+  run_cpu(make_norm_rope_params("rms_norm_rope", false, out, x, cos, sin, weight, eps), cpu::rms_norm_rope);
+}
+
+void rms_norm_split_rope_cpu(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                             const std::optional<at::Tensor>& weight, double eps) {
+  run_cpu(make_norm_rope_params("rms_norm_split_rope", true, out, x, cos, sin, weight, eps), cpu::rms_norm_split_rope);
+}
+
+void apply_rope_cpu(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                    bool interleaved) {
+  run_cpu(make_apply_rope_params(out, x, cos, sin, interleaved), cpu::apply_rope);
+}
+
+#ifdef LTX_KERNELS_WITH_CUDA
+void rms_norm_rope_cuda(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                        const std::optional<at::Tensor>& weight, double eps) {
+  run_cuda(make_norm_rope_params("rms_norm_rope", false, out, x, cos, sin, weight, eps), x, "rms_norm_rope", ltx_kernels::rms_norm_rope);
+}
+
+void rms_norm_split_rope_cuda(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                              const std::optional<at::Tensor>& weight, double eps) {
+  run_cuda(make_norm_rope_params("rms_norm_split_rope", true, out, x, cos, sin, weight, eps), x, "rms_norm_split_rope",
+           ltx_kernels::rms_norm_split_rope);
+}
+
+void apply_rope_cuda(at::Tensor& out, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                     bool interleaved) {
+  run_cuda(make_apply_rope_params(out, x, cos, sin, interleaved), x, "apply_rope", ltx_kernels::apply_rope);
+}
+#endif

@@ -23,6 +23,11 @@ inline Table table_of(const at::Tensor& t0, bool per_head) {
   return Table{t, RopeTableStrides{sb, 0, t.stride(1)}};
 }
 
+// The params' view of a cos / sin pair (tensors kept alive by the caller).
+inline RopeTables rope_tables(const Table& cos, const Table& sin) {
+  return RopeTables{cos.t.data_ptr(), sin.t.data_ptr(), cos.st, sin.st, cos.t.scalar_type() == at::kFloat};
+}
+
 inline void check_tables(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                   const char* op) {
   check_same_device(cos, x, op, "cos", "x");

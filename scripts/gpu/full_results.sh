@@ -47,7 +47,7 @@ elif ! git rev-parse HEAD >/dev/null 2>&1; then
 fi
 
 # cheap families first, then the long ones; a family not named here (a new bench_*.py) runs too
-PREFERRED="norm rope activation fused_norm fp8 fused_fp8 lowbit comm natten gemm"
+PREFERRED="norm rope activation fused_norm fp8 fused_fp8 lowbit distributed natten gemm"
 ALL=$(python3 benchmarks/run.py --list)
 ORDER=""
 for f in $PREFERRED; do echo "$ALL" | grep -qx "$f" && ORDER="$ORDER $f"; done

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ltx_kernels/common/host_types.h"
-#include "ltx_kernels/cpu/norm.h"
+#include "ltx_kernels/cpu/ops.h"
 
 using namespace ltx_kernels;
 
@@ -91,7 +91,9 @@ TEST(CpuNorm, RmsNormMatchesDoubleReference) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c) x[r * stride + c] = nd(rng);
     for (auto& v : w) v = nd(rng);
-    cpu::rms_norm<float>(out.data(), stride, x.data(), stride, w.data(), 0, rows, cols, 1e-6f);
+    cpu::rms_norm(RmsNormParams{DType::kFloat32, OutRows{out.data(), RowLayout{rows, cols, stride}},
+                                InRows{x.data(), RowLayout{rows, cols, stride}}, w.data(), 1e-6f},
+                  cpu::serial_for);
     for (int64_t r = 0; r < rows; ++r) {
       double ss = 0;
       for (int64_t c = 0; c < cols; ++c) ss += double(x[r * stride + c]) * x[r * stride + c];
@@ -114,7 +116,9 @@ TEST(CpuNorm, RmsNormInPlaceBf16) {
     xf[c] = to_float(x[c]);
     w[c] = bfloat16_from_float(0.5f);
   }
-  cpu::rms_norm<bfloat16_t>(x.data(), cols, x.data(), cols, w.data(), 0, 1, cols, 0.f);
+  cpu::rms_norm(RmsNormParams{DType::kBFloat16, OutRows{x.data(), RowLayout{1, cols, cols}},
+                              InRows{x.data(), RowLayout{1, cols, cols}}, w.data(), 0.f},
+                cpu::serial_for);
   double ss = 0;
   for (float v : xf) ss += double(v) * v;
   const double rstd = 1.0 / std::sqrt(ss / cols);

@@ -13,29 +13,20 @@ from .norm import *  # noqa: F401,F403
 from .norm import __all__ as _norm_all
 from .activation import *  # noqa: F401,F403
 from .activation import __all__ as _activation_all
-# @family:activation
-# @family:fused_norm
 from .fused_norm import *  # noqa: F401,F403
 from .fused_norm import __all__ as _fused_norm_all
 from .rope import *  # noqa: F401,F403
 from .rope import __all__ as _rope_all
-# @family:rope
-# @family:fp8
 from .fp8 import *  # noqa: F401,F403
 from .fp8 import __all__ as _fp8_all
-# @family:lowbit
 from .lowbit import *  # noqa: F401,F403
 from .lowbit import __all__ as _lowbit_all
-# @family:gemm
-# @family:comm
-# @family:natten
-# @family:fused_fp8
 from .fused_fp8 import *  # noqa: F401,F403
 from .fused_fp8 import __all__ as _fused_fp8_all
 from .natten import *  # noqa: F401,F403
 from .natten import __all__ as _natten_all
 from .distributed import *  # noqa: F401,F403
-from .distributed import __all__ as _comm_all
+from .distributed import __all__ as _distributed_all
 from .gemm import *  # noqa: F401,F403
 from .gemm import __all__ as _gemm_all
 from .attention import *  # noqa: F401,F403
@@ -46,20 +37,11 @@ from . import layers
 
 __all__ = ["ops", "add_op_namespace_prefix", "layers", "reference", *_norm_all]
 __all__ += _activation_all
-# @family-all:activation
-# @family-all:fused_norm
 __all__ += _fused_norm_all
 __all__ += _rope_all
-# @family-all:rope
-# @family-all:fp8
 __all__ += _fp8_all
-# @family-all:lowbit
 __all__ += _lowbit_all
-# @family-all:gemm
-# @family-all:comm
-# @family-all:natten
-# @family-all:fused_fp8
 __all__ += _fused_fp8_all
 __all__ += _natten_all
-__all__ += _comm_all
+__all__ += _distributed_all
 __all__ += _gemm_all + _quantization_all + _attention_all

@@ -18,6 +18,13 @@ def out_like(x: torch.Tensor, out: Optional[torch.Tensor], shape=None, dtype=Non
     )
 
 
+def call_out(op, x: torch.Tensor, out: Optional[torch.Tensor], *args) -> torch.Tensor:
+    """Runs the out-variant op(out, x, *args) into `out` (a fresh tensor like x when None); returns out."""
+    out = out_like(x, out)
+    op(out, x, *args)
+    return out
+
+
 def register_fake(op_name: str):
     """torch.library.register_fake for this build's op, tolerating a second import of the
     same build (once through `import ltx_kernels`, once through `kernels.get_local_kernel`)."""

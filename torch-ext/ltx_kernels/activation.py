@@ -29,7 +29,7 @@ from typing import Optional
 
 import torch
 
-from ._common import out_like, register_fake
+from ._common import call_out, out_like, register_fake
 from ._ops import ops
 from . import fused_fp8 as _fp8
 
@@ -40,19 +40,11 @@ def gelu(x: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Exact GELU: `0.5 x (1 + erf(x / sqrt(2)))`, computed as `0.5 x erfc(-x / sqrt(2))` (no
     cancellation for x << 0; special values and accuracy in the module docstring). `out` may be
     `x` itself (in place)."""
-    out = out_like(x, out)
-    ops.gelu(out, x)
-    return out
+    return call_out(ops.gelu, x, out)
 
 
-def gelu_tanh(
-    x: torch.Tensor,
-    out: Optional[torch.Tensor] = None,
-    *,
-    out_dtype: Optional[torch.dtype] = None,
-    group_size: int = 128,
-    scale_layout: str = "row",
-):
+def gelu_tanh(x: torch.Tensor, out: Optional[torch.Tensor] = None, *, out_dtype: Optional[torch.dtype] = None,
+              group_size: int = 128, scale_layout: str = "row"):
     """Tanh GELU: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` (F.gelu(approximate="tanh")),
     computed as `x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3)))` (special values and accuracy
     in the module docstring).
@@ -63,33 +55,22 @@ def gelu_tanh(
     """
     if _fp8.wants_fp8("gelu_tanh", x, out_dtype, out):
         return _fp8.gelu_tanh_fp8(x, group_size, scale_layout)
-    out = out_like(x, out)
-    ops.gelu_tanh(out, x)
-    return out
+    return call_out(ops.gelu_tanh, x, out)
 
 
 def silu(x: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """SiLU: `x * sigmoid(x)` = `x / (1 + exp(-x))` (special values and accuracy in the module
     docstring). `out` may be `x` itself (in place)."""
-    out = out_like(x, out)
-    ops.silu(out, x)
-    return out
+    return call_out(ops.silu, x, out)
 
 
 def _half_shape(x: torch.Tensor):
     return (*x.shape[:-1], x.shape[-1] // 2) if x.dim() >= 1 else x.shape
 
 
-def gelu_and_mul(
-    x: torch.Tensor,
-    approximate: str = "none",
-    act_first: bool = True,
-    out: Optional[torch.Tensor] = None,
-    *,
-    out_dtype: Optional[torch.dtype] = None,
-    group_size: int = 128,
-    scale_layout: str = "row",
-):
+def gelu_and_mul(x: torch.Tensor, approximate: str = "none", act_first: bool = True,
+                 out: Optional[torch.Tensor] = None, *, out_dtype: Optional[torch.dtype] = None,
+                 group_size: int = 128, scale_layout: str = "row"):
     """Gated GELU over x `[..., 2d]` -> `[..., d]`.
 
     act_first=True (vLLM / kernels-community): `gelu(x[..., :d]) * x[..., d:]`.
@@ -107,15 +88,8 @@ def gelu_and_mul(
     return out
 
 
-def silu_and_mul(
-    x: torch.Tensor,
-    act_first: bool = True,
-    out: Optional[torch.Tensor] = None,
-    *,
-    out_dtype: Optional[torch.dtype] = None,
-    group_size: int = 128,
-    scale_layout: str = "row",
-):
+def silu_and_mul(x: torch.Tensor, act_first: bool = True, out: Optional[torch.Tensor] = None, *,
+                 out_dtype: Optional[torch.dtype] = None, group_size: int = 128, scale_layout: str = "row"):
     """SwiGLU over x `[..., 2d]` -> `[..., d]`: `silu(x[..., :d]) * x[..., d:]` (act_first) or
     `x[..., :d] * silu(x[..., d:])`.
 
@@ -130,15 +104,8 @@ def silu_and_mul(
     return out
 
 
-def gated_attention(
-    x: torch.Tensor,
-    gate_logits: torch.Tensor,
-    out: Optional[torch.Tensor] = None,
-    *,
-    out_dtype: Optional[torch.dtype] = None,
-    group_size: int = 128,
-    scale_layout: str = "row",
-):
+def gated_attention(x: torch.Tensor, gate_logits: torch.Tensor, out: Optional[torch.Tensor] = None, *,
+                    out_dtype: Optional[torch.dtype] = None, group_size: int = 128, scale_layout: str = "row"):
     """LTX-2's per-head attention gate: `x * 2 * sigmoid(gate_logits)` broadcast over the head
     dimension. x `[..., H * D]`, gate_logits `[..., H]` with the same leading shape and dtype.
     `out` may be `x` itself (in place).
@@ -149,9 +116,7 @@ def gated_attention(
     """
     if _fp8.wants_fp8("gated_attention", x, out_dtype, out):
         return _fp8.gated_attention_fp8(x, gate_logits, group_size, scale_layout)
-    out = out_like(x, out)
-    ops.gated_attention(out, x, gate_logits)
-    return out
+    return call_out(ops.gated_attention, x, out, gate_logits)
 
 
 def _fake_same_shape(op):

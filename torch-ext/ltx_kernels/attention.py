@@ -107,22 +107,11 @@ def _prepare(q, k, v, scale, kv_lengths, attn_mask, q_descale, k_descale, v_desc
     return out, float(scale), bias, k_block
 
 
-def attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    q_descale: Optional[torch.Tensor] = None,
-    k_descale: Optional[torch.Tensor] = None,
-    v_descale: Optional[torch.Tensor] = None,
-    *,
-    scale: Optional[float] = None,
-    kv_lengths: Optional[torch.Tensor] = None,
-    attn_mask: Optional[torch.Tensor] = None,
-    layout: str = "bshd",
-    out: Optional[torch.Tensor] = None,
-    out_dtype: Optional[torch.dtype] = None,
-    backend: str = "auto",
-) -> torch.Tensor:
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: Optional[torch.Tensor] = None,
+              k_descale: Optional[torch.Tensor] = None, v_descale: Optional[torch.Tensor] = None, *,
+              scale: Optional[float] = None, kv_lengths: Optional[torch.Tensor] = None,
+              attn_mask: Optional[torch.Tensor] = None, layout: str = "bshd", out: Optional[torch.Tensor] = None,
+              out_dtype: Optional[torch.dtype] = None, backend: str = "auto") -> torch.Tensor:
     """Attention forward; see the module docstring. ``scale`` defaults to ``D ** -0.5``.
 
     q ``[B, Sq, H, D]``, k and v ``[B, Skv, Hkv, D]`` (``layout="bshd"``; ``"bhsd"`` swaps the S
@@ -137,10 +126,8 @@ def attention(
     return out
 
 
-def attention_backend(
-    q, k, v, q_descale=None, k_descale=None, v_descale=None, *, scale=None, kv_lengths=None, attn_mask=None,
-    layout: str = "bshd", out_dtype=None, backend: str = "auto",
-) -> str:
+def attention_backend(q, k, v, q_descale=None, k_descale=None, v_descale=None, *, scale=None, kv_lengths=None, attn_mask=None,
+                      layout: str = "bshd", out_dtype=None, backend: str = "auto") -> str:
     """Which backend ``attention`` would run for these arguments: "cpu", "torch" or "sm90"."""
     out, scale, bias, k_block = _prepare(q, k, v, scale, kv_lengths, attn_mask, q_descale, k_descale, v_descale,
                                          layout, None, out_dtype)
@@ -167,15 +154,8 @@ def _e4m3(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
     return torch.where(s == 0, x, x / safe).to(torch.float8_e4m3fn)
 
 
-def quantize_attention_fp8(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    *,
-    layout: str = "bshd",
-    smooth_k: bool = True,
-    k_block: int = 128,
-) -> AttentionFp8Operands:
+def quantize_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, layout: str = "bshd",
+                           smooth_k: bool = True, k_block: int = 128) -> AttentionFp8Operands:
     """FP8 E4M3 operands for ``attention`` from bf16/fp16/fp32 q, k, v (same layouts).
 
     q: one factor per token and head (``amax / 448`` over the head's D values). k: its mean over

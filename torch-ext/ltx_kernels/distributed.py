@@ -1,4 +1,4 @@
-"""Sequence parallel (Ulysses) communication: LTX-2's `all2all` (docs/semantics.md,
+"""Sequence parallel (Ulysses) communication: LTX-2's `all2all` (docs/semantics.md, section
 "Sequence-parallel all-to-all").
 
     comm = SequenceParallelComm(group, max_tokens, hidden, dtype, transport="auto")
@@ -236,10 +236,16 @@ class SequenceParallelComm:
     def _use_ipc(self, x: torch.Tensor) -> bool:
         return self._ipc_id is not None and x.is_cuda
 
-    def _ipc_prologue(self, op: str):
+    def _ipc_exchange(self, op: str, ipc_op, out: torch.Tensor, x: torch.Tensor, tokens: List[int]) -> torch.Tensor:
+        """One IPC op into `out`, refused on a communicator an earlier timeout broke; the status
+        word is read after it (unless check=False or a CUDA graph is being captured)."""
         if self._broken:
             raise RuntimeError(f"ltx_kernels.{op}: this communicator is unusable after an earlier timeout "
                                f"({self._broken}); create a new one")
+        ipc_op(out, self._status, x, self._ipc_id, tokens, self.timeout_s)
+        if self.check and not torch.cuda.is_current_stream_capturing():
+            self.check_status(op)
+        return out
 
     def check_status(self, op: str = "send_recv_heads"):
         """Raises if an earlier IPC op timed out (reads the device status word: a host sync)."""
@@ -250,10 +256,6 @@ class SequenceParallelComm:
             msg = f"rank {st - 1} did not arrive within {self.timeout_s} s"
             self._broken = msg
             raise RuntimeError(f"ltx_kernels.{op}: {msg}")
-
-    def _ipc_epilogue(self, op: str):
-        if self.check and not torch.cuda.is_current_stream_capturing():
-            self.check_status(op)
 
     # -- the three exchanges
     def send_recv_heads(self, x: torch.Tensor, tokens: Optional[Sequence[int]] = None) -> torch.Tensor:
@@ -269,10 +271,7 @@ class SequenceParallelComm:
         tt, hl = sum(tokens), h // W
         out = torch.empty((b, tt, hl, d), dtype=x.dtype, device=x.device)
         if self._use_ipc(x):
-            self._ipc_prologue(op)
-            ops.sp_ipc_send_recv_heads(out, self._status, x, self._ipc_id, tokens, self.timeout_s)
-            self._ipc_epilogue(op)
-            return out
+            return self._ipc_exchange(op, ops.sp_ipc_send_recv_heads, out, x, tokens)
         send = sp_pack_heads(x, W)
         recv = torch.empty(b * tt * hl * d, dtype=x.dtype, device=x.device)
         row = b * hl * d * x.element_size()
@@ -300,10 +299,7 @@ class SequenceParallelComm:
         t = tokens[self.rank]
         out = torch.empty((b, t, hl * W, d), dtype=y.dtype, device=y.device)
         if self._use_ipc(y):
-            self._ipc_prologue(op)
-            ops.sp_ipc_gather_heads(out, self._status, y, self._ipc_id, tokens, self.timeout_s)
-            self._ipc_epilogue(op)
-            return out
+            return self._ipc_exchange(op, ops.sp_ipc_gather_heads, out, y, tokens)
         send = sp_pack_tokens(y, tokens)
         recv = torch.empty(W * b * t * hl * d, dtype=y.dtype, device=y.device)
         row = b * hl * d * y.element_size()
@@ -323,10 +319,7 @@ class SequenceParallelComm:
         W = self.world
         out = torch.empty((b, sum(tokens), *rest), dtype=x.dtype, device=x.device)
         if self._use_ipc(x):
-            self._ipc_prologue(op)
-            ops.sp_ipc_all_gather(out, self._status, x, self._ipc_id, tokens, self.timeout_s)
-            self._ipc_epilogue(op)
-            return out
+            return self._ipc_exchange(op, ops.sp_ipc_all_gather, out, x, tokens)
         tmax = max(tokens)
         if t == tmax:
             send = x.contiguous()

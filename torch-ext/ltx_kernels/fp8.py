@@ -15,7 +15,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from ._common import register_fake
+from ._common import out_like, register_fake
 from ._ops import ops
 
 __all__ = [
@@ -43,13 +43,10 @@ def mn_major_scales(m: int, groups: int, device=None) -> torch.Tensor:
     return torch.zeros(groups, m_pad, dtype=torch.float32, device=device).t()[:m]
 
 
-def quantize_fp8_per_token_group(
-    x: torch.Tensor,
-    group_size: int = 128,
-    scale_layout: str = "row",
-    fp8_dtype: torch.dtype = torch.float8_e4m3fn,
-    out: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
-) -> Tuple[torch.Tensor, torch.Tensor]:
+def quantize_fp8_per_token_group(x: torch.Tensor, group_size: int = 128, scale_layout: str = "row",
+                                 fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                                 out: Optional[Tuple[torch.Tensor,
+                                 torch.Tensor]] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """x [..., K] (fp32/fp16/bf16; leading dims flattened to M), K % group_size == 0.
 
     Returns (q of x's shape in fp8_dtype, scales fp32 [M, K / group_size]). scale_layout "row":
@@ -75,12 +72,9 @@ def quantize_fp8_per_token_group(
     return q, scales
 
 
-def quantize_fp8_block(
-    w: torch.Tensor,
-    block: Tuple[int, int] = (128, 128),
-    fp8_dtype: torch.dtype = torch.float8_e4m3fn,
-    out: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
-) -> Tuple[torch.Tensor, torch.Tensor]:
+def quantize_fp8_block(w: torch.Tensor, block: Tuple[int, int] = (128, 128),
+                       fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                       out: Optional[Tuple[torch.Tensor, torch.Tensor]] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """w [N, K] -> (q [N, K] fp8, scales fp32 [ceil(N / bn), ceil(K / bk)] row-major); one
     scale per (bn x bk) tile, tiles at the edges cover what exists."""
     _check_fp8_dtype("quantize_fp8_block", fp8_dtype)
@@ -97,12 +91,10 @@ def quantize_fp8_block(
     return q, scales
 
 
-def quantize_fp8_per_tensor(
-    x: torch.Tensor,
-    scale: Optional[torch.Tensor] = None,
-    fp8_dtype: torch.dtype = torch.float8_e4m3fn,
-    out: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
-) -> Tuple[torch.Tensor, torch.Tensor]:
+def quantize_fp8_per_tensor(x: torch.Tensor, scale: Optional[torch.Tensor] = None,
+                            fp8_dtype: torch.dtype = torch.float8_e4m3fn,
+                            out: Optional[Tuple[torch.Tensor,
+                            torch.Tensor]] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """x (any shape) -> (q fp8 of x's shape, scale fp32 0-dim). scale None: amax / fmax (0 for
     an all-zero x); otherwise the given fp32 one-element tensor is used as is (and returned)."""
     _check_fp8_dtype("quantize_fp8_per_tensor", fp8_dtype)
@@ -115,43 +107,27 @@ def quantize_fp8_per_tensor(
     return q, s
 
 
-def dequantize_fp8_per_token_group(
-    q: torch.Tensor,
-    scales: torch.Tensor,
-    group_size: int = 128,
-    out_dtype: torch.dtype = torch.bfloat16,
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def dequantize_fp8_per_token_group(q: torch.Tensor, scales: torch.Tensor, group_size: int = 128,
+                                   out_dtype: torch.dtype = torch.bfloat16,
+                                   out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """q [..., K] fp8, scales [M, K / group_size] (either layout) -> decode(q) * s in out_dtype."""
-    if out is None:
-        out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
+    out = out_like(q, out, dtype=out_dtype)
     ops.dequantize_fp8_per_token_group(out, q, scales, int(group_size))
     return out
 
 
-def dequantize_fp8_block(
-    q: torch.Tensor,
-    scales: torch.Tensor,
-    block: Tuple[int, int] = (128, 128),
-    out_dtype: torch.dtype = torch.bfloat16,
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def dequantize_fp8_block(q: torch.Tensor, scales: torch.Tensor, block: Tuple[int, int] = (128, 128),
+                         out_dtype: torch.dtype = torch.bfloat16, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """q [N, K] fp8, scales [ceil(N / bn), ceil(K / bk)] -> decode(q) * s in out_dtype."""
-    if out is None:
-        out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
+    out = out_like(q, out, dtype=out_dtype)
     ops.dequantize_fp8_block(out, q, scales, int(block[0]), int(block[1]))
     return out
 
 
-def dequantize_fp8_per_tensor(
-    q: torch.Tensor,
-    scale: torch.Tensor,
-    out_dtype: torch.dtype = torch.bfloat16,
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def dequantize_fp8_per_tensor(q: torch.Tensor, scale: torch.Tensor, out_dtype: torch.dtype = torch.bfloat16,
+                              out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """q fp8 (any shape), scale one fp32 element -> decode(q) * scale in out_dtype."""
-    if out is None:
-        out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
+    out = out_like(q, out, dtype=out_dtype)
     ops.dequantize_fp8_per_tensor(out, q, scale)
     return out
 

@@ -11,7 +11,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from ._common import out_like, register_fake
+from ._common import call_out, out_like, register_fake
 from ._ops import ops
 from . import fused_fp8 as _fp8
 
@@ -24,14 +24,9 @@ __all__ = [
 ]
 
 
-def add_rms_norm(
-    x: torch.Tensor,
-    residual: torch.Tensor,
-    weight: Optional[torch.Tensor] = None,
-    eps: float = 1e-6,
-    out: Optional[torch.Tensor] = None,
-    residual_out: Optional[torch.Tensor] = None,
-) -> Tuple[torch.Tensor, torch.Tensor]:
+def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6,
+                 out: Optional[torch.Tensor] = None,
+                 residual_out: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """Residual add + RMSNorm in one pass: returns `(y, residual_out)`.
 
     `residual_out = x + residual`, summed in fp32 and rounded once to x's dtype (what PyTorch
@@ -46,86 +41,47 @@ def add_rms_norm(
     return out, residual_out
 
 
-def layer_norm(
-    x: torch.Tensor,
-    weight: Optional[torch.Tensor] = None,
-    bias: Optional[torch.Tensor] = None,
-    eps: float = 1e-5,
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+               eps: float = 1e-5, out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """LayerNorm over the last dimension: `(x - mean) * rsqrt(var + eps) * weight + bias`.
 
     Biased variance, computed in fp32 in two passes over the row held in registers (mean
     first, then the sum of squared deviations). `out` may be `x` (in place).
     """
-    out = out_like(x, out)
-    ops.layer_norm(out, x, weight, bias, float(eps))
-    return out
+    return call_out(ops.layer_norm, x, out, weight, bias, float(eps))
 
 
-def adaln_rms_norm(
-    x: torch.Tensor,
-    scale: torch.Tensor,
-    shift: torch.Tensor,
-    weight: Optional[torch.Tensor] = None,
-    eps: float = 1e-6,
-    out: Optional[torch.Tensor] = None,
-    *,
-    out_dtype: Optional[torch.dtype] = None,
-    group_size: int = 128,
-    scale_layout: str = "row",
-):
+def adaln_rms_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor] = None,
+                   eps: float = 1e-6, out: Optional[torch.Tensor] = None, *, out_dtype: Optional[torch.dtype] = None,
+                   group_size: int = 128, scale_layout: str = "row"):
     """AdaLN with RMSNorm: `rms_norm(x, weight) * (1 + scale) + shift`, one pass, fp32 inside.
 
     x: `[B, ..., C]` (at least 2-D); scale, shift: `[B, C]` (per sample) or x.shape (per token,
     e.g. `[B, S, C]`), independently. `out` may be `x` (in place).
 
-    FP8 output: `out_dtype=torch.float8_e4m3fn` returns `(q, scales)`: the fp32 result (NOT
-    rounded to x's dtype first) quantized per token per `group_size` columns (x.shape[-1] a
-    multiple of it): scales fp32 `[M, C / group_size]` = amax / 448, q = e4m3(y / scale);
-    scale_layout "row" (row-major) or "mn_major" (strides (1, M_pad), M_pad = M rounded up to 4,
-    padding 0). out_dtype None or x.dtype: the plain result.
+    FP8 output: `out_dtype=torch.float8_e4m3fn` returns `(q, scales)` of the fp32 result (not
+    rounded to x's dtype first), as `rms_norm(..., out_dtype=torch.float8_e4m3fn)` does.
     """
     if _fp8.wants_fp8("adaln_rms_norm", x, out_dtype, out):
         return _fp8.adaln_rms_norm_fp8(x, scale, shift, weight, eps, group_size, scale_layout)
-    out = out_like(x, out)
-    ops.adaln_rms_norm(out, x, scale, shift, weight, float(eps))
-    return out
+    return call_out(ops.adaln_rms_norm, x, out, scale, shift, weight, float(eps))
 
 
-def adaln_layer_norm(
-    x: torch.Tensor,
-    scale: torch.Tensor,
-    shift: torch.Tensor,
-    weight: Optional[torch.Tensor] = None,
-    bias: Optional[torch.Tensor] = None,
-    eps: float = 1e-6,
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def adaln_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, weight: Optional[torch.Tensor] = None,
+                     bias: Optional[torch.Tensor] = None, eps: float = 1e-6,
+                     out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """AdaLN with LayerNorm: `layer_norm(x, weight, bias) * (1 + scale) + shift`, one pass.
 
     Shapes as in `adaln_rms_norm`. LayerNorm statistics as in `layer_norm` (two-pass, fp32).
     """
-    out = out_like(x, out)
-    ops.adaln_layer_norm(out, x, scale, shift, weight, bias, float(eps))
-    return out
+    return call_out(ops.adaln_layer_norm, x, out, scale, shift, weight, bias, float(eps))
 
 
-def gated_residual_adaln_rms_norm(
-    h: torch.Tensor,
-    y: torch.Tensor,
-    gate: torch.Tensor,
-    scale: torch.Tensor,
-    shift: torch.Tensor,
-    weight: Optional[torch.Tensor] = None,
-    eps: float = 1e-6,
-    out: Optional[torch.Tensor] = None,
-    h_out: Optional[torch.Tensor] = None,
-    *,
-    out_dtype: Optional[torch.dtype] = None,
-    group_size: int = 128,
-    scale_layout: str = "row",
-):
+def gated_residual_adaln_rms_norm(h: torch.Tensor, y: torch.Tensor, gate: torch.Tensor, scale: torch.Tensor,
+                                  shift: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6,
+                                  out: Optional[torch.Tensor] = None, h_out: Optional[torch.Tensor] = None, *,
+                                  out_dtype: Optional[torch.dtype] = None, group_size: int = 128,
+                                  scale_layout: str = "row"):
     """Gated residual + next AdaLN RMSNorm in one pass: returns `(h_new, out)`.
 
     `h_new = h + y * gate` (fp32 product and sum, rounded once to h's dtype) and

@@ -96,22 +96,12 @@ def _check_epilogue(op: str, epilogue: str) -> None:
         raise RuntimeError(f"ltx_kernels.{op}: epilogue must be 'none', 'gelu_tanh' or 'gated_residual' (got {epilogue!r})")
 
 
-def fp8_blockwise_gemm(
-    a: torch.Tensor,
-    a_scales: torch.Tensor,
-    b: torch.Tensor,
-    b_scales: torch.Tensor,
-    bias: Optional[torch.Tensor] = None,
-    out_dtype: torch.dtype = torch.bfloat16,
-    out: Optional[torch.Tensor] = None,
-    backend: str = "auto",
-    *,
-    epilogue: str = "none",
-    residual: Optional[torch.Tensor] = None,
-    gate: Optional[torch.Tensor] = None,
-    out_scales: Optional[torch.Tensor] = None,
-    scale_layout: str = "mn_major",
-) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+def fp8_blockwise_gemm(a: torch.Tensor, a_scales: torch.Tensor, b: torch.Tensor, b_scales: torch.Tensor,
+                       bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.bfloat16,
+                       out: Optional[torch.Tensor] = None, backend: str = "auto", *, epilogue: str = "none",
+                       residual: Optional[torch.Tensor] = None, gate: Optional[torch.Tensor] = None,
+                       out_scales: Optional[torch.Tensor] = None,
+                       scale_layout: str = "mn_major") -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
     """a e4m3 [..., K], a_scales fp32 [M, K/128], b e4m3 [N, K] (N % 8 == 0), b_scales fp32
     [ceil(N/128), K/128], bias fp32 or out's dtype [N] or None -> out [..., N] in out_dtype
     (bf16 / fp16), or (q e4m3 [..., N], scales fp32 [M, N/128]) for out_dtype=torch.float8_e4m3fn
@@ -124,20 +114,11 @@ def fp8_blockwise_gemm(
     return (out, out_scales) if out.dtype == _F8 else out
 
 
-def bf16_gemm(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    bias: Optional[torch.Tensor] = None,
-    *,
-    epilogue: str = "none",
-    residual: Optional[torch.Tensor] = None,
-    gate: Optional[torch.Tensor] = None,
-    out: Optional[torch.Tensor] = None,
-    out_dtype: Optional[torch.dtype] = None,
-    out_scales: Optional[torch.Tensor] = None,
-    scale_layout: str = "mn_major",
-    backend: str = "auto",
-) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+def bf16_gemm(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None, *, epilogue: str = "none",
+              residual: Optional[torch.Tensor] = None, gate: Optional[torch.Tensor] = None,
+              out: Optional[torch.Tensor] = None, out_dtype: Optional[torch.dtype] = None,
+              out_scales: Optional[torch.Tensor] = None, scale_layout: str = "mn_major",
+              backend: str = "auto") -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
     """a bf16 [..., K] @ b bf16 [N, K]^T (fp32 accumulation) + bias (fp32 or out's dtype [N]), then
     the epilogue (module docstring). out_dtype: bf16 (default), fp16, or torch.float8_e4m3fn for
     (q, scales) per 128 columns. backend "auto" | "sm90" | "torch" | "cpu"."""
@@ -156,19 +137,10 @@ def _plan(op, a, a_scales, b, b_scales, bias, out_dtype, backend, epilogue, resi
     return list(ops.gemm_plan(op, out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residual, gate, backend))
 
 
-def fp8_gemm_backend(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    a_scales: torch.Tensor,
-    b_scales: Optional[torch.Tensor] = None,
-    bias: Optional[torch.Tensor] = None,
-    out_dtype: torch.dtype = torch.bfloat16,
-    backend: str = "auto",
-    *,
-    epilogue: str = "none",
-    residual: Optional[torch.Tensor] = None,
-    gate: Optional[torch.Tensor] = None,
-) -> str:
+def fp8_gemm_backend(a: torch.Tensor, b: torch.Tensor, a_scales: torch.Tensor,
+                     b_scales: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+                     out_dtype: torch.dtype = torch.bfloat16, backend: str = "auto", *, epilogue: str = "none",
+                     residual: Optional[torch.Tensor] = None, gate: Optional[torch.Tensor] = None) -> str:
     """Which backend fp8_blockwise_gemm(a, a_scales, b, b_scales, bias, out_dtype, backend=...,
     epilogue=...) would run with a freshly allocated out: "cpu", "torch", "sm89", "sm90", "skinny" or
     "sm90_cutlass" (raises what the GEMM would raise). b_scales None: ones of the right shape (the
@@ -180,36 +152,18 @@ def fp8_gemm_backend(
     return _BACKENDS[int(plan[0])]
 
 
-def bf16_gemm_backend(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    bias: Optional[torch.Tensor] = None,
-    out_dtype: torch.dtype = torch.bfloat16,
-    backend: str = "auto",
-    *,
-    epilogue: str = "none",
-    residual: Optional[torch.Tensor] = None,
-    gate: Optional[torch.Tensor] = None,
-) -> str:
+def bf16_gemm_backend(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                      out_dtype: torch.dtype = torch.bfloat16, backend: str = "auto", *, epilogue: str = "none",
+                      residual: Optional[torch.Tensor] = None, gate: Optional[torch.Tensor] = None) -> str:
     """Which backend bf16_gemm would run for these arguments ("cpu", "torch" or "sm90")."""
     plan = _plan("bf16_gemm", a, None, b, None, bias, out_dtype, backend, epilogue, residual, gate)
     return _BACKENDS[int(plan[0])]
 
 
-def gemm_config(
-    op: str,
-    a: torch.Tensor,
-    b: torch.Tensor,
-    a_scales: Optional[torch.Tensor] = None,
-    b_scales: Optional[torch.Tensor] = None,
-    bias: Optional[torch.Tensor] = None,
-    out_dtype: torch.dtype = torch.bfloat16,
-    backend: str = "auto",
-    *,
-    epilogue: str = "none",
-    residual: Optional[torch.Tensor] = None,
-    gate: Optional[torch.Tensor] = None,
-) -> dict:
+def gemm_config(op: str, a: torch.Tensor, b: torch.Tensor, a_scales: Optional[torch.Tensor] = None,
+                b_scales: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+                out_dtype: torch.dtype = torch.bfloat16, backend: str = "auto", *, epilogue: str = "none",
+                residual: Optional[torch.Tensor] = None, gate: Optional[torch.Tensor] = None) -> dict:
     """What `op` ("fp8_blockwise_gemm" or "bf16_gemm") would run: {"backend", "bm", "bn",
     "cluster", "group_m", "sms"} (the tile fields are those of the sm_90a kernel, 0 for other
     backends; sms 0 = every SM). LTX_KERNELS_GEMM_CONFIG, when set, is taken into account."""
@@ -223,16 +177,9 @@ def gemm_config(
     return res
 
 
-def fp6_blockwise_gemm(
-    a: torch.Tensor,
-    a_scales: torch.Tensor,
-    b_packed: torch.Tensor,
-    b_scales: torch.Tensor,
-    bias: Optional[torch.Tensor] = None,
-    out_dtype: torch.dtype = torch.bfloat16,
-    out: Optional[torch.Tensor] = None,
-    backend: str = "auto",
-) -> torch.Tensor:
+def fp6_blockwise_gemm(a: torch.Tensor, a_scales: torch.Tensor, b_packed: torch.Tensor, b_scales: torch.Tensor,
+                       bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.bfloat16,
+                       out: Optional[torch.Tensor] = None, backend: str = "auto") -> torch.Tensor:
     """fp8_blockwise_gemm with B given as LTX-2 packed FP6 (quantize_fp6_block): b_packed uint8
     [N, 3K/4], b_scales fp32 [ceil(N/128), K/128]; B's values are e4m3(unpack(b_packed)) * scale.
     backend "auto" (CUDA: the sm89 FP6 kernel, which unpacks while loading, else fp6_unpack and
@@ -244,18 +191,10 @@ def fp6_blockwise_gemm(
     return out
 
 
-def scaled_mm_nvfp4(
-    a_packed: torch.Tensor,
-    b_packed: torch.Tensor,
-    block_a: torch.Tensor,
-    block_b: torch.Tensor,
-    alpha: torch.Tensor,
-    bias: Optional[torch.Tensor] = None,
-    out_dtype: torch.dtype = torch.bfloat16,
-    out: Optional[torch.Tensor] = None,
-    hi_first: bool = True,
-    backend: str = "auto",
-) -> torch.Tensor:
+def scaled_mm_nvfp4(a_packed: torch.Tensor, b_packed: torch.Tensor, block_a: torch.Tensor, block_b: torch.Tensor,
+                    alpha: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                    out_dtype: torch.dtype = torch.bfloat16, out: Optional[torch.Tensor] = None,
+                    hi_first: bool = True, backend: str = "auto") -> torch.Tensor:
     """NVFP4 GEMM of operands from quantize_nvfp4: a_packed uint8 [..., K/2], b_packed uint8
     [N, K/2] (N % 8 == 0), block_a / block_b their swizzled E4M3 block scales, alpha fp32
     one-element tensor = s_a * s_w (stays on the device), bias fp32 [N] ->

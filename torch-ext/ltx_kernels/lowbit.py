@@ -1,13 +1,14 @@
 """Low-bit family: LTX-2 FP6 (E4M3 bytes without exponent bits 6..5, 4 values in 3 bytes),
 OCP FP6 codecs (E2M3, E3M2) and NVFP4 (E2M1 data, E4M3 block scales in the cuBLASLt layout).
-Functional wrappers and fake implementations. Bit-level contracts: docs/semantics.md, "FP6" and "NVFP4".
+Functional wrappers and fake implementations. Bit-level contracts: docs/semantics.md, sections
+"FP6" and "NVFP4".
 """
 
 from typing import Optional, Tuple
 
 import torch
 
-from ._common import register_fake
+from ._common import out_like, register_fake
 from ._ops import ops
 
 __all__ = [
@@ -52,9 +53,7 @@ def fp6_unpack(packed: torch.Tensor, n: int, out: Optional[torch.Tensor] = None)
     return out
 
 
-def quantize_fp6_block(
-    w: torch.Tensor, block: Tuple[int, int] = (128, 128)
-) -> Tuple[torch.Tensor, torch.Tensor]:
+def quantize_fp6_block(w: torch.Tensor, block: Tuple[int, int] = (128, 128)) -> Tuple[torch.Tensor, torch.Tensor]:
     """LTX-2 per-block FP6 weights: `w` [N, K] (K % 4 == 0) float32/float16/bfloat16 ->
     (packed uint8 [N, 3K/4], scales fp32 [ceil(N/br), ceil(K/bc)]).
 
@@ -70,14 +69,8 @@ def quantize_fp6_block(
     return packed, scales
 
 
-def dequantize_fp6_block(
-    packed: torch.Tensor,
-    scales: torch.Tensor,
-    n: int,
-    out_dtype: torch.dtype = torch.bfloat16,
-    block: Tuple[int, int] = (128, 128),
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def dequantize_fp6_block(packed: torch.Tensor, scales: torch.Tensor, n: int, out_dtype: torch.dtype = torch.bfloat16,
+                         block: Tuple[int, int] = (128, 128), out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """packed [N, 3n/4] + scales -> [N, n] = e4m3(code) * scale (fp32 product, one rounding)."""
     if out is None:
         out = torch.empty((packed.shape[0] if packed.dim() else 0, int(n)), dtype=out_dtype,
@@ -90,21 +83,15 @@ def quantize_fp6(x: torch.Tensor, fmt: str = "e2m3", out: Optional[torch.Tensor]
     """OCP FP6 codes (one per byte, low 6 bits, sign in bit 5): fmt "e2m3" (bias 1, max 7.5)
     or "e3m2" (bias 3, max 28). Round to nearest even, saturating (+-Inf -> +-max); NaN -> +0
     (code 0), since the formats have no NaN."""
-    if out is None:
-        out = torch.empty(x.shape, dtype=torch.uint8, device=x.device)
+    out = out_like(x, out, dtype=torch.uint8)
     ops.quantize_fp6(out, x, fmt)
     return out
 
 
-def dequantize_fp6(
-    codes: torch.Tensor,
-    fmt: str = "e2m3",
-    out_dtype: torch.dtype = torch.bfloat16,
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def dequantize_fp6(codes: torch.Tensor, fmt: str = "e2m3", out_dtype: torch.dtype = torch.bfloat16,
+                   out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """OCP FP6 codes -> values (exact in fp32, rounded once to out_dtype); bits 7..6 ignored."""
-    if out is None:
-        out = torch.empty(codes.shape, dtype=out_dtype, device=codes.device)
+    out = out_like(codes, out, dtype=out_dtype)
     ops.dequantize_fp6(out, codes, fmt)
     return out
 
@@ -125,9 +112,8 @@ def nvfp4_block_scale_shape(rows: int, k: int) -> Tuple[int, int]:
     return (-(-rows // 128) * 128, -(-(k // 16) // 4) * 4)
 
 
-def quantize_nvfp4(
-    x: torch.Tensor, per_tensor_scale: torch.Tensor, hi_first: bool = True
-) -> Tuple[torch.Tensor, torch.Tensor]:
+def quantize_nvfp4(x: torch.Tensor, per_tensor_scale: torch.Tensor,
+hi_first: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
     """NVFP4: x [..., K] (K % 16 == 0) -> (packed uint8 [..., K/2], block_scales uint8
     [roundup(rows,128), roundup(K/16,4)] in the cuBLASLt 128x4 swizzled layout, zero padded).
 
@@ -143,15 +129,9 @@ def quantize_nvfp4(
     return packed, scales
 
 
-def dequantize_nvfp4(
-    packed: torch.Tensor,
-    block_scales: torch.Tensor,
-    per_tensor_scale: torch.Tensor,
-    k: int,
-    out_dtype: torch.dtype = torch.bfloat16,
-    hi_first: bool = True,
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def dequantize_nvfp4(packed: torch.Tensor, block_scales: torch.Tensor, per_tensor_scale: torch.Tensor, k: int,
+                     out_dtype: torch.dtype = torch.bfloat16, hi_first: bool = True,
+                     out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """packed [..., k/2] -> [..., k] = (q * s_b) * s_t in fp32, rounded once to out_dtype."""
     if out is None:
         out = torch.empty(_lead(packed, int(k)) if packed.dim() else (), dtype=out_dtype,

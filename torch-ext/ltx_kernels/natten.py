@@ -48,53 +48,32 @@ def _na(n: int, q, k, v, kernel_size, dilation, is_causal, scale, out):
     if scale is None:
         scale = q.shape[-1] ** -0.5
     out = out_like(q, out)
-    ops.na_forward(out, q, k, v, ks, dil, causal, float(scale))
+    ops.natten_forward(out, q, k, v, ks, dil, causal, float(scale))
     return out
 
 
-def na1d(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    kernel_size: IntOrSeq,
-    dilation: IntOrSeq = 1,
-    is_causal: BoolOrSeq = False,
-    scale: Optional[float] = None,
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def na1d(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel_size: IntOrSeq, dilation: IntOrSeq = 1,
+         is_causal: BoolOrSeq = False, scale: Optional[float] = None,
+         out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """1-D neighborhood attention, q/k/v ``[B, L, heads, d]``."""
     return _na(1, q, k, v, kernel_size, dilation, is_causal, scale, out)
 
 
-def na2d(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    kernel_size: IntOrSeq,
-    dilation: IntOrSeq = 1,
-    is_causal: BoolOrSeq = False,
-    scale: Optional[float] = None,
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def na2d(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel_size: IntOrSeq, dilation: IntOrSeq = 1,
+         is_causal: BoolOrSeq = False, scale: Optional[float] = None,
+         out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """2-D neighborhood attention, q/k/v ``[B, H, W, heads, d]``."""
     return _na(2, q, k, v, kernel_size, dilation, is_causal, scale, out)
 
 
-def na3d(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    kernel_size: IntOrSeq,
-    dilation: IntOrSeq = 1,
-    is_causal: BoolOrSeq = False,
-    scale: Optional[float] = None,
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def na3d(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel_size: IntOrSeq, dilation: IntOrSeq = 1,
+         is_causal: BoolOrSeq = False, scale: Optional[float] = None,
+         out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """3-D neighborhood attention, q/k/v ``[B, T, H, W, heads, d]`` (LTX-2's VAE decoder:
     kernel (3, 7, 7) or (3, 5, 5), d = 64)."""
     return _na(3, q, k, v, kernel_size, dilation, is_causal, scale, out)
 
 
-@register_fake("na_forward")
-def _na_forward_fake(out, q, k, v, kernel_size, dilation, is_causal, scale):
-    torch._check(out.shape == q.shape, lambda: "ltx_kernels.na_forward: out must have the shape of q")
+@register_fake("natten_forward")
+def _natten_forward_fake(out, q, k, v, kernel_size, dilation, is_causal, scale):
+    torch._check(out.shape == q.shape, lambda: "ltx_kernels.natten_forward: out must have the shape of q")

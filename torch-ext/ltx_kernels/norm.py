@@ -4,23 +4,16 @@ from typing import Optional
 
 import torch
 
-from ._common import out_like, register_fake
+from ._common import call_out, register_fake
 from ._ops import ops
 from . import fused_fp8 as _fp8
 
 __all__ = ["rms_norm", "rmsnorm"]
 
 
-def rms_norm(
-    x: torch.Tensor,
-    weight: Optional[torch.Tensor] = None,
-    eps: float = 1e-6,
-    out: Optional[torch.Tensor] = None,
-    *,
-    out_dtype: Optional[torch.dtype] = None,
-    group_size: int = 128,
-    scale_layout: str = "row",
-):
+def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6,
+             out: Optional[torch.Tensor] = None, *, out_dtype: Optional[torch.dtype] = None, group_size: int = 128,
+             scale_layout: str = "row"):
     """RMSNorm over the last dimension: `x * rsqrt(mean(x^2, -1) + eps) * weight`.
 
     x: any leading shape, float32/float16/bfloat16, any strides (rows with a uniform stride
@@ -36,9 +29,7 @@ def rms_norm(
     """
     if _fp8.wants_fp8("rms_norm", x, out_dtype, out):
         return _fp8.rms_norm_fp8(x, weight, eps, group_size, scale_layout)
-    out = out_like(x, out)
-    ops.rms_norm(out, x, weight, float(eps))
-    return out
+    return call_out(ops.rms_norm, x, out, weight, float(eps))
 
 
 rmsnorm = rms_norm  # alias: the name some kernel collections use

@@ -78,9 +78,6 @@ def gated_attention(x: torch.Tensor, gate_logits: torch.Tensor) -> torch.Tensor:
     return (xd * (2.0 * torch.sigmoid(gate_logits.double())).unsqueeze(-1)).flatten(-2)
 
 
-# @family:activation
-
-# @family:fused_norm
 def layer_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
                eps: float = 1e-5) -> torch.Tensor:
     """(x - mean) / sqrt(var + eps) * weight + bias, biased variance, float64, two-pass."""
@@ -191,9 +188,6 @@ def rms_norm_split_rope(x, cos, sin, weight=None, eps: float = 1e-6):
     return apply_rope(rms_norm(x, weight, eps), cos, sin, interleaved=False)
 
 
-# @family:rope
-
-# @family:fp8
 # ---- FP8 (OCP E4M3 "e4m3fn" and E5M2), from the bit fields. Encoding: nearest entry of the
 # table of finite magnitudes, decided exactly in float64 against the midpoints, ties to the
 # even code, saturating (|v| >= max and +-inf give +-max), NaN -> NaN with its sign.
@@ -311,7 +305,6 @@ def dequantize_fp8_per_tensor(q: torch.Tensor, scale: torch.Tensor) -> torch.Ten
     return fp8_decode(q) * scale.float().reshape(())
 
 
-# @family:lowbit
 # ---- low-bit formats, from the bit fields. Codecs: a table of every code's magnitude built
 # from (exponent, mantissa, bias); encoding picks the nearest table entry in float64 (exact),
 # ties to the even code, saturating at the largest finite code.
@@ -491,10 +484,6 @@ def dequantize_nvfp4(packed, block_scales, s_t, k: int, out_dtype=torch.bfloat16
     return v.reshape(*packed.shape[:-1], k).to(out_dtype)
 
 
-# @family:gemm
-# @family:natten
-# @family:comm
-# @family:fused_fp8
 def fp8_group_out(y: torch.Tensor, group_size: int = 128):
     """The FP8 output of the fused ops: the op's result y (not rounded to the input dtype; a
     float64 oracle's y is rounded to fp32, the kernels' own precision) through
@@ -594,7 +583,7 @@ def neighborhood_attention(q, k, v, kernel_size, dilation=None, is_causal=None, 
     p = torch.softmax(s.flatten(-3), dim=-1).view(s.shape)
     o = torch.einsum("bthwnace,btahcwend->bthwnd", p, vw_)
     return o.reshape(q.shape)
-# ---- GEMMs, in float64 from the (dequantized) operands:
+# ---- GEMMs, in float64 from the (dequantized) operands (docs/semantics.md, "FP8 block scaling"):
 # FP8 blockwise: out = (decode(A) * sa[m, k // 128]) @ (decode(B) * sb[n // 128, k // 128])^T + bias.
 def fp8_blockwise_gemm(a, a_scales, b, b_scales, bias=None) -> torch.Tensor:
     """a e4m3 [..., K], a_scales [M, K/128], b e4m3 [N, K], b_scales [ceil(N/128), K/128] ->

@@ -26,24 +26,15 @@ from typing import Optional, Sequence, Tuple, Union
 import torch
 
 from . import fused_fp8 as _fp8
-from ._common import out_like, register_fake
+from ._common import call_out, register_fake
 from ._ops import ops
 
 __all__ = ["rms_norm_rope", "rms_norm_split_rope", "apply_rope", "ltx_video_rope_cos_sin"]
 
 
-def rms_norm_rope(
-    x: torch.Tensor,
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    weight: Optional[torch.Tensor] = None,
-    eps: float = 1e-6,
-    out: Optional[torch.Tensor] = None,
-    *,
-    out_dtype: Optional[torch.dtype] = None,
-    group_size: int = 128,
-    scale_layout: str = "row",
-):
+def rms_norm_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, weight: Optional[torch.Tensor] = None,
+                  eps: float = 1e-6, out: Optional[torch.Tensor] = None, *, out_dtype: Optional[torch.dtype] = None,
+                  group_size: int = 128, scale_layout: str = "row"):
     """RMSNorm over the whole row of x ``[B, S, C]`` (times ``weight [C]`` if given), then
     interleaved RoPE: ``o[2i] = y[2i]*cos[2i] - y[2i+1]*sin[2i]``,
     ``o[2i+1] = y[2i]*sin[2i+1] + y[2i+1]*cos[2i+1]``; cos/sin ``[B or 1, S, C]``.
@@ -56,23 +47,12 @@ def rms_norm_rope(
     16-byte vectors, at most 32)."""
     if _fp8.wants_fp8("rms_norm_rope", x, out_dtype, out):
         return _fp8.rms_norm_rope_fp8(x, cos, sin, weight, eps, group_size, scale_layout)
-    out = out_like(x, out)
-    ops.rms_norm_rope(out, x, cos, sin, weight, float(eps))
-    return out
+    return call_out(ops.rms_norm_rope, x, out, cos, sin, weight, float(eps))
 
 
-def rms_norm_split_rope(
-    x: torch.Tensor,
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    weight: Optional[torch.Tensor] = None,
-    eps: float = 1e-6,
-    out: Optional[torch.Tensor] = None,
-    *,
-    out_dtype: Optional[torch.dtype] = None,
-    group_size: int = 128,
-    scale_layout: str = "row",
-):
+def rms_norm_split_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, weight: Optional[torch.Tensor] = None,
+                        eps: float = 1e-6, out: Optional[torch.Tensor] = None, *,
+                        out_dtype: Optional[torch.dtype] = None, group_size: int = 128, scale_layout: str = "row"):
     """RMSNorm over the whole row of x ``[B, S, C]`` (times ``weight [C]`` if given), then
     split RoPE per head of width d: ``o1 = x1*cos - x2*sin``, ``o2 = x2*cos + x1*sin`` with
     ``x1 = [0, d/2)``, ``x2 = [d/2, d)``; cos/sin ``[B or 1, H, S, d/2]``, ``H * d = C``.
@@ -85,39 +65,21 @@ def rms_norm_split_rope(
     16-byte vectors, at most 32; d a multiple of 16 for 16-bit x, of 8 for float32)."""
     if _fp8.wants_fp8("rms_norm_split_rope", x, out_dtype, out):
         return _fp8.rms_norm_split_rope_fp8(x, cos, sin, weight, eps, group_size, scale_layout)
-    out = out_like(x, out)
-    ops.rms_norm_split_rope(out, x, cos, sin, weight, float(eps))
-    return out
+    return call_out(ops.rms_norm_split_rope, x, out, cos, sin, weight, float(eps))
 
 
-def apply_rope(
-    x: torch.Tensor,
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    interleaved: bool,
-    out: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, interleaved: bool,
+               out: Optional[torch.Tensor] = None) -> torch.Tensor:
     """RoPE alone (see the module docstring for the table conventions). `out` may be `x`
     itself (in place)."""
-    out = out_like(x, out)
-    ops.apply_rope(out, x, cos, sin, bool(interleaved))
-    return out
+    return call_out(ops.apply_rope, x, out, cos, sin, bool(interleaved))
 
 
-def ltx_video_rope_cos_sin(
-    num_frames: int,
-    height: int,
-    width: int,
-    dim: int = 2048,
-    theta: float = 10000.0,
-    patch_size: int = 1,
-    patch_size_t: int = 1,
-    base_num_frames: int = 20,
-    base_height: int = 2048,
-    base_width: int = 2048,
-    rope_interpolation_scale: Optional[Sequence[Union[float, torch.Tensor]]] = None,
-    device: Optional[Union[str, torch.device]] = None,
-) -> Tuple[torch.Tensor, torch.Tensor]:
+def ltx_video_rope_cos_sin(num_frames: int, height: int, width: int, dim: int = 2048, theta: float = 10000.0,
+                           patch_size: int = 1, patch_size_t: int = 1, base_num_frames: int = 20,
+                           base_height: int = 2048, base_width: int = 2048,
+                           rope_interpolation_scale: Optional[Sequence[Union[float, torch.Tensor]]] = None,
+                           device: Optional[Union[str, torch.device]] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """LTX-Video's interleaved RoPE tables for a ``(T, H, W)`` latent grid, fp32
     ``[1, T*H*W, dim]`` each (tokens in (t, h, w) order), as diffusers'
     ``LTXVideoRotaryPosEmbed`` builds them.

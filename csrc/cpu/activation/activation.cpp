@@ -1,7 +1,8 @@
+#include <algorithm>
 #include <cmath>
 
+#include "ltx_kernels/cpu/ops.h"
 #include "ltx_kernels/cpu/activation_math.h"
-#include "ltx_kernels/cpu/activation.h"
 
 namespace ltx_kernels {
 namespace cpu {
@@ -11,88 +12,74 @@ using act::GeluErf;
 using act::GeluTanh;
 using act::Silu;
 
-template <class Act, typename T>
-void elementwise(T* out, int64_t os, const T* x, int64_t xs, int64_t rb, int64_t re,
-                 int64_t cols) {
-  for (int64_t r = rb; r < re; ++r) {
-    const T* xr = x + r * xs;
-    T* orow = out + r * os;
-    for (int64_t c = 0; c < cols; ++c) orow[c] = from_float<T>(Act::f(to_float(xr[c])));
-  }
+// Rows per task: about 16K elements each.
+int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(cols, 1)); }
+
+template <class Act>
+void elementwise(const ActivationParams& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    const int64_t cols = p.x.layout.cols;
+    parallel_for(p.x.layout.rows, row_grain(cols), [&](int64_t rb, int64_t re) {
+      for (int64_t r = rb; r < re; ++r) {
+        const T* xr = p.x.ptr<T>() + r * p.x.layout.stride;
+        T* orow = p.out.ptr<T>() + r * p.out.layout.stride;
+        for (int64_t c = 0; c < cols; ++c) orow[c] = from_float<T>(Act::f(to_float(xr[c])));
+      }
+    });
+  });
 }
 
-template <class Act, typename T>
-void and_mul(T* out, int64_t os, const T* x, int64_t xs, int64_t rb, int64_t re, int64_t d,
-             bool act_first) {
-  const int64_t act_off = act_first ? 0 : d;
-  const int64_t mul_off = act_first ? d : 0;
-  for (int64_t r = rb; r < re; ++r) {
-    const T* ar = x + r * xs + act_off;
-    const T* br = x + r * xs + mul_off;
-    T* orow = out + r * os;
-    for (int64_t c = 0; c < d; ++c)
-      orow[c] = from_float<T>(Act::f(to_float(ar[c])) * to_float(br[c]));
-  }
+template <class Act>
+void and_mul(const AndMulParams& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    const int64_t d = p.out.layout.cols;
+    const int64_t act_off = p.act_first ? 0 : d;
+    const int64_t mul_off = p.act_first ? d : 0;
+    parallel_for(p.x.layout.rows, row_grain(d), [&](int64_t rb, int64_t re) {
+      for (int64_t r = rb; r < re; ++r) {
+        const T* ar = p.x.ptr<T>() + r * p.x.layout.stride + act_off;
+        const T* br = p.x.ptr<T>() + r * p.x.layout.stride + mul_off;
+        T* orow = p.out.ptr<T>() + r * p.out.layout.stride;
+        for (int64_t c = 0; c < d; ++c) orow[c] = from_float<T>(Act::f(to_float(ar[c])) * to_float(br[c]));
+      }
+    });
+  });
 }
 
 }  // namespace
 
-template <typename T>
-void gelu(T* out, int64_t os, const T* x, int64_t xs, int64_t rb, int64_t re, int64_t cols) {
-  elementwise<GeluErf>(out, os, x, xs, rb, re, cols);
-}
-template <typename T>
-void gelu_tanh(T* out, int64_t os, const T* x, int64_t xs, int64_t rb, int64_t re, int64_t cols) {
-  elementwise<GeluTanh>(out, os, x, xs, rb, re, cols);
-}
-template <typename T>
-void silu(T* out, int64_t os, const T* x, int64_t xs, int64_t rb, int64_t re, int64_t cols) {
-  elementwise<Silu>(out, os, x, xs, rb, re, cols);
+void gelu(const ActivationParams& p, const ParallelFor& parallel_for) { elementwise<GeluErf>(p, parallel_for); }
+void gelu_tanh(const ActivationParams& p, const ParallelFor& parallel_for) { elementwise<GeluTanh>(p, parallel_for); }
+void silu(const ActivationParams& p, const ParallelFor& parallel_for) { elementwise<Silu>(p, parallel_for); }
+
+void gelu_and_mul(const AndMulParams& p, const ParallelFor& parallel_for) {
+  if (p.tanh_approx) and_mul<GeluTanh>(p, parallel_for);
+  else and_mul<GeluErf>(p, parallel_for);
 }
 
-template <typename T>
-void gelu_and_mul(T* out, int64_t os, const T* x, int64_t xs, int64_t rb, int64_t re, int64_t d,
-                  bool tanh_approx, bool act_first) {
-  if (tanh_approx) and_mul<GeluTanh>(out, os, x, xs, rb, re, d, act_first);
-  else and_mul<GeluErf>(out, os, x, xs, rb, re, d, act_first);
-}
-template <typename T>
-void silu_and_mul(T* out, int64_t os, const T* x, int64_t xs, int64_t rb, int64_t re, int64_t d,
-                  bool act_first) {
-  and_mul<Silu>(out, os, x, xs, rb, re, d, act_first);
-}
+void silu_and_mul(const AndMulParams& p, const ParallelFor& parallel_for) { and_mul<Silu>(p, parallel_for); }
 
-template <typename T>
-void gated_attention(T* out, int64_t os, const T* x, int64_t xs, const T* gate, int64_t gs,
-                     int64_t rb, int64_t re, int64_t heads, int64_t head_dim) {
-  for (int64_t r = rb; r < re; ++r) {
-    const T* xr = x + r * xs;
-    const T* gr = gate + r * gs;
-    T* orow = out + r * os;
-    for (int64_t h = 0; h < heads; ++h) {
-      const float s = 2.f / (1.f + std::exp(-to_float(gr[h])));
-      for (int64_t j = 0; j < head_dim; ++j) {
-        const int64_t c = h * head_dim + j;
-        orow[c] = from_float<T>(to_float(xr[c]) * s);
+void gated_attention(const GatedAttentionParams& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    parallel_for(p.x.layout.rows, row_grain(p.x.layout.cols), [&](int64_t rb, int64_t re) {
+      for (int64_t r = rb; r < re; ++r) {
+        const T* xr = p.x.ptr<T>() + r * p.x.layout.stride;
+        const T* gr = p.gate.ptr<T>() + r * p.gate.layout.stride;
+        T* orow = p.out.ptr<T>() + r * p.out.layout.stride;
+        for (int64_t h = 0; h < p.heads; ++h) {
+          const float s = 2.f / (1.f + std::exp(-to_float(gr[h])));
+          for (int64_t j = 0; j < p.head_dim; ++j) {
+            const int64_t c = h * p.head_dim + j;
+            orow[c] = from_float<T>(to_float(xr[c]) * s);
+          }
+        }
       }
-    }
-  }
+    });
+  });
 }
-
-#define LTX_INSTANTIATE_CPU_ACTIVATION(T)                                                      \
-  template void gelu<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t, int64_t);            \
-  template void gelu_tanh<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t, int64_t);       \
-  template void silu<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t, int64_t);            \
-  template void gelu_and_mul<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t, int64_t, bool, \
-                                bool);                                                         \
-  template void silu_and_mul<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t, int64_t, bool); \
-  template void gated_attention<T>(T*, int64_t, const T*, int64_t, const T*, int64_t, int64_t,  \
-                                   int64_t, int64_t, int64_t);
-
-LTX_INSTANTIATE_CPU_ACTIVATION(float)
-LTX_INSTANTIATE_CPU_ACTIVATION(half_t)
-LTX_INSTANTIATE_CPU_ACTIVATION(bfloat16_t)
-#undef LTX_INSTANTIATE_CPU_ACTIVATION
 
 }  // namespace cpu
 }  // namespace ltx_kernels

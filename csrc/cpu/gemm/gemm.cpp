@@ -15,7 +15,7 @@
 
 #include "ltx_kernels/common/formats.h"
 #include "ltx_kernels/cpu/activation_math.h"
-#include "ltx_kernels/cpu/fp8.h"
+#include "ltx_kernels/cpu/shared_rows.h"
 
 namespace ltx_kernels {
 namespace cpu {
@@ -151,9 +151,8 @@ void gemm_rows(const GemmParams& p, int64_t row_begin, int64_t row_end) {
           const float v = static_cast<float>(yr[n]);
           row[size_t(n)] = gelu ? act::GeluTanh::f(v) : v;
         }
-        quantize_fp8_per_token_group<float>(static_cast<uint8_t*>(p.d) + m * p.ldd, p.ldd, p.d_scales + m * p.ds_stride_m,
-                                            p.ds_stride_m, p.ds_stride_g, row.data(), N, 0, 1, N, kGroup,
-                                            Fp8Format::E4M3);
+        quantize_fp8_groups<float>(static_cast<uint8_t*>(p.d) + m * p.ldd, p.d_scales + m * p.ds_stride_m,
+                                   p.ds_stride_g, row.data(), N, kGroup, Fp8Format::E4M3);
         continue;
       }
       if (p.epilogue == Epilogue::kGatedResidual) {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ltx_kernels/cpu/fused_norm.h"
+#include "ltx_kernels/cpu/ops.h"
 
 namespace ltx_kernels {
 namespace cpu {
@@ -87,98 +87,39 @@ void run_rows(const Args<T>& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
-template <typename T>
-Args<T> base_args(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T* weight,
-                  const T* bias, int64_t cols, float eps) {
-  Args<T> a{};
-  a.out = out;
-  a.out_stride = out_stride;
-  a.x = x;
-  a.x_stride = x_stride;
-  a.weight = weight;
-  a.bias = bias;
-  a.gate = a.scale = a.shift = ModTable<T>{nullptr, 0, 1};
-  a.cols = cols;
-  a.eps = eps;
-  return a;
+constexpr int64_t kGrain = 16;  // rows per task
+
+template <Prologue P, bool LAYER_NORM, bool MODULATE>
+void run(const FusedNormParams& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    Args<T> a = fused_norm_args<T, Args<T>>(p);
+    a.cols = p.x.layout.cols;
+    parallel_for(p.x.layout.rows, kGrain, [&](int64_t b, int64_t e) { run_rows<P, LAYER_NORM, MODULATE>(a, b, e); });
+  });
 }
 
 }  // namespace
 
-template <typename T>
-void add_rms_norm(T* out, int64_t out_stride, T* residual_out, int64_t residual_out_stride,
-                  const T* x, int64_t x_stride, const T* residual, int64_t residual_stride,
-                  const T* weight, int64_t row_begin, int64_t row_end, int64_t cols, float eps) {
-  Args<T> a = base_args<T>(out, out_stride, x, x_stride, weight, nullptr, cols, eps);
-  a.res_out = residual_out;
-  a.res_out_stride = residual_out_stride;
-  a.x2 = residual;
-  a.x2_stride = residual_stride;
-  run_rows<Prologue::kAdd, false, false>(a, row_begin, row_end);
+void add_rms_norm(const FusedNormParams& p, const ParallelFor& parallel_for) {
+  run<Prologue::kAdd, false, false>(p, parallel_for);
 }
 
-template <typename T>
-void layer_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T* weight,
-                const T* bias, int64_t row_begin, int64_t row_end, int64_t cols, float eps) {
-  run_rows<Prologue::kLoad, true, false>(
-      base_args<T>(out, out_stride, x, x_stride, weight, bias, cols, eps), row_begin, row_end);
+void layer_norm(const FusedNormParams& p, const ParallelFor& parallel_for) {
+  run<Prologue::kLoad, true, false>(p, parallel_for);
 }
 
-template <typename T>
-void adaln_rms_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride, ModTable<T> scale,
-                    ModTable<T> shift, const T* weight, int64_t row_begin, int64_t row_end,
-                    int64_t cols, float eps) {
-  Args<T> a = base_args<T>(out, out_stride, x, x_stride, weight, nullptr, cols, eps);
-  a.scale = scale;
-  a.shift = shift;
-  run_rows<Prologue::kLoad, false, true>(a, row_begin, row_end);
+void adaln_rms_norm(const FusedNormParams& p, const ParallelFor& parallel_for) {
+  run<Prologue::kLoad, false, true>(p, parallel_for);
 }
 
-template <typename T>
-void adaln_layer_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride,
-                      ModTable<T> scale, ModTable<T> shift, const T* weight, const T* bias,
-                      int64_t row_begin, int64_t row_end, int64_t cols, float eps) {
-  Args<T> a = base_args<T>(out, out_stride, x, x_stride, weight, bias, cols, eps);
-  a.scale = scale;
-  a.shift = shift;
-  run_rows<Prologue::kLoad, true, true>(a, row_begin, row_end);
+void adaln_layer_norm(const FusedNormParams& p, const ParallelFor& parallel_for) {
+  run<Prologue::kLoad, true, true>(p, parallel_for);
 }
 
-template <typename T>
-void gated_residual_adaln_rms_norm(T* out, int64_t out_stride, T* h_out, int64_t h_out_stride,
-                                   const T* h, int64_t h_stride, const T* y, int64_t y_stride,
-                                   ModTable<T> gate, ModTable<T> scale, ModTable<T> shift,
-                                   const T* weight, int64_t row_begin, int64_t row_end,
-                                   int64_t cols, float eps) {
-  Args<T> a = base_args<T>(out, out_stride, h, h_stride, weight, nullptr, cols, eps);
-  a.res_out = h_out;
-  a.res_out_stride = h_out_stride;
-  a.x2 = y;
-  a.x2_stride = y_stride;
-  a.gate = gate;
-  a.scale = scale;
-  a.shift = shift;
-  run_rows<Prologue::kGatedAdd, false, true>(a, row_begin, row_end);
+void gated_residual_adaln_rms_norm(const FusedNormParams& p, const ParallelFor& parallel_for) {
+  run<Prologue::kGatedAdd, false, true>(p, parallel_for);
 }
-
-#define LTX_CPU_FUSED_NORM_INSTANTIATE(T)                                                      \
-  template void add_rms_norm<T>(T*, int64_t, T*, int64_t, const T*, int64_t, const T*, int64_t, \
-                                const T*, int64_t, int64_t, int64_t, float);                   \
-  template void layer_norm<T>(T*, int64_t, const T*, int64_t, const T*, const T*, int64_t,     \
-                              int64_t, int64_t, float);                                        \
-  template void adaln_rms_norm<T>(T*, int64_t, const T*, int64_t, ModTable<T>, ModTable<T>,    \
-                                  const T*, int64_t, int64_t, int64_t, float);                 \
-  template void adaln_layer_norm<T>(T*, int64_t, const T*, int64_t, ModTable<T>, ModTable<T>,  \
-                                    const T*, const T*, int64_t, int64_t, int64_t, float);     \
-  template void gated_residual_adaln_rms_norm<T>(T*, int64_t, T*, int64_t, const T*, int64_t,  \
-                                                 const T*, int64_t, ModTable<T>, ModTable<T>,  \
-                                                 ModTable<T>, const T*, int64_t, int64_t,      \
-                                                 int64_t, float);
-
-LTX_CPU_FUSED_NORM_INSTANTIATE(float)
-LTX_CPU_FUSED_NORM_INSTANTIATE(half_t)
-LTX_CPU_FUSED_NORM_INSTANTIATE(bfloat16_t)
-#undef LTX_CPU_FUSED_NORM_INSTANTIATE
 
 }  // namespace cpu
 }  // namespace ltx_kernels

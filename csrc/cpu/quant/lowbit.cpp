@@ -1,4 +1,4 @@
-// CPU reference backend for the low-bit family; see ltx_kernels/cpu/lowbit.h.
+// CPU backend of the low-bit family; see ltx_kernels/cpu/lowbit.h.
 #include "ltx_kernels/cpu/lowbit.h"
 
 #include <algorithm>
@@ -7,8 +7,12 @@
 
 namespace ltx_kernels {
 namespace cpu {
+namespace {
 
-void fp6_pack(uint8_t* out, const uint8_t* x, int64_t group_begin, int64_t group_end) {
+constexpr int64_t kGrain = 1 << 14;  // elements / groups per task
+constexpr int64_t kRowGrain = 16;    // rows per task
+
+void fp6_pack_range(uint8_t* out, const uint8_t* x, int64_t group_begin, int64_t group_end) {
   for (int64_t g = group_begin; g < group_end; ++g) {
     uint8_t v[4];
     for (int i = 0; i < 4; ++i) v[i] = fp6_e4m3_drop(x[g * 4 + i]);
@@ -16,16 +20,8 @@ void fp6_pack(uint8_t* out, const uint8_t* x, int64_t group_begin, int64_t group
   }
 }
 
-void fp6_unpack(uint8_t* out, const uint8_t* packed, int64_t group_begin, int64_t group_end) {
-  for (int64_t g = group_begin; g < group_end; ++g) {
-    uint8_t v[4];
-    fp6_unpack4(packed + g * 3, v);
-    for (int i = 0; i < 4; ++i) out[g * 4 + i] = fp6_e4m3_restore(v[i]);
-  }
-}
-
 template <typename T>
-void quantize_fp6_block(uint8_t* packed, float* scales, const T* w, int64_t rows, int64_t cols,
+void quantize_fp6_block_rows(uint8_t* packed, float* scales, const T* w, int64_t rows, int64_t cols,
                         int block_rows, int block_cols, int64_t brow_begin, int64_t brow_end) {
   const int64_t nbc = (cols + block_cols - 1) / block_cols;
   for (int64_t br = brow_begin; br < brow_end; ++br) {
@@ -49,7 +45,7 @@ void quantize_fp6_block(uint8_t* packed, float* scales, const T* w, int64_t rows
 }
 
 template <typename T>
-void dequantize_fp6_block(T* out, const uint8_t* packed, const float* scales, int64_t rows,
+void dequantize_fp6_block_rows(T* out, const uint8_t* packed, const float* scales, int64_t rows,
                           int64_t cols, int block_rows, int block_cols, int64_t row_begin,
                           int64_t row_end) {
   (void)rows;
@@ -67,7 +63,7 @@ void dequantize_fp6_block(T* out, const uint8_t* packed, const float* scales, in
 }
 
 template <typename T>
-void quantize_fp6(uint8_t* codes, const T* x, int fmt, int64_t begin, int64_t end) {
+void quantize_fp6_range(uint8_t* codes, const T* x, int fmt, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
     const float f = to_float(x[i]);
     codes[i] = fmt == 0 ? narrow_encode<E2M3>(f) : narrow_encode<E3M2>(f);
@@ -75,7 +71,7 @@ void quantize_fp6(uint8_t* codes, const T* x, int fmt, int64_t begin, int64_t en
 }
 
 template <typename T>
-void dequantize_fp6(T* out, const uint8_t* codes, int fmt, int64_t begin, int64_t end) {
+void dequantize_fp6_range(T* out, const uint8_t* codes, int fmt, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
     const uint8_t c = uint8_t(codes[i] & 0x3f);
     out[i] = from_float<T>(fmt == 0 ? narrow_decode<E2M3>(c) : narrow_decode<E3M2>(c));
@@ -83,7 +79,7 @@ void dequantize_fp6(T* out, const uint8_t* codes, int fmt, int64_t begin, int64_
 }
 
 template <typename T>
-void quantize_nvfp4(uint8_t* packed, uint8_t* block_scales, const T* x, float s_t, int64_t rows,
+void quantize_nvfp4_rows(uint8_t* packed, uint8_t* block_scales, const T* x, float s_t, int64_t rows,
                     int64_t cols, bool hi_first, int64_t row_begin, int64_t row_end) {
   const int64_t nb = cols / 16;
   const int64_t pcols = (nb + 3) / 4 * 4;
@@ -108,6 +104,16 @@ void quantize_nvfp4(uint8_t* packed, uint8_t* block_scales, const T* x, float s_
   }
 }
 
+}  // namespace
+
+void fp6_unpack(uint8_t* out, const uint8_t* packed, int64_t group_begin, int64_t group_end) {
+  for (int64_t g = group_begin; g < group_end; ++g) {
+    uint8_t v[4];
+    fp6_unpack4(packed + g * 3, v);
+    for (int i = 0; i < 4; ++i) out[g * 4 + i] = fp6_e4m3_restore(v[i]);
+  }
+}
+
 template <typename T>
 void dequantize_nvfp4(T* out, const uint8_t* packed, const uint8_t* block_scales, float s_t,
                       int64_t cols, bool hi_first, int64_t row_begin, int64_t row_end) {
@@ -127,21 +133,75 @@ void dequantize_nvfp4(T* out, const uint8_t* packed, const uint8_t* block_scales
   }
 }
 
-#define LTX_INST(T)                                                                              \
-  template void quantize_fp6_block<T>(uint8_t*, float*, const T*, int64_t, int64_t, int, int,   \
-                                      int64_t, int64_t);                                        \
-  template void dequantize_fp6_block<T>(T*, const uint8_t*, const float*, int64_t, int64_t, int, \
-                                        int, int64_t, int64_t);                                 \
-  template void quantize_fp6<T>(uint8_t*, const T*, int, int64_t, int64_t);                      \
-  template void dequantize_fp6<T>(T*, const uint8_t*, int, int64_t, int64_t);                    \
-  template void quantize_nvfp4<T>(uint8_t*, uint8_t*, const T*, float, int64_t, int64_t, bool,   \
-                                  int64_t, int64_t);                                            \
-  template void dequantize_nvfp4<T>(T*, const uint8_t*, const uint8_t*, float, int64_t, bool,    \
-                                    int64_t, int64_t);
-LTX_INST(float)
-LTX_INST(half_t)
-LTX_INST(bfloat16_t)
-#undef LTX_INST
+template void dequantize_nvfp4<float>(float*, const uint8_t*, const uint8_t*, float, int64_t, bool, int64_t, int64_t);
+
+void fp6_pack(const Fp6PackParams& p, const ParallelFor& parallel_for) {
+  parallel_for(p.groups, kGrain, [&](int64_t b, int64_t e) { fp6_pack_range(p.packed, p.codes, b, e); });
+}
+
+void fp6_unpack(const Fp6PackParams& p, const ParallelFor& parallel_for) {
+  parallel_for(p.groups, kGrain, [&](int64_t b, int64_t e) { fp6_unpack(p.codes, p.packed, b, e); });
+}
+
+void quantize_fp6_block(const Fp6BlockParams& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    const int64_t block_rows = (p.rows + p.block_rows - 1) / p.block_rows;
+    parallel_for(block_rows, 1, [&](int64_t b, int64_t e) {
+      quantize_fp6_block_rows<T>(p.packed, p.scales, static_cast<const T*>(p.values), p.rows, p.cols, p.block_rows,
+                                 p.block_cols, b, e);
+    });
+  });
+}
+
+void dequantize_fp6_block(const Fp6BlockParams& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    parallel_for(p.rows, kRowGrain, [&](int64_t b, int64_t e) {
+      dequantize_fp6_block_rows<T>(static_cast<T*>(p.values), p.packed, p.scales, p.rows, p.cols, p.block_rows,
+                                   p.block_cols, b, e);
+    });
+  });
+}
+
+void quantize_fp6(const Fp6Params& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    parallel_for(p.n, kGrain, [&](int64_t b, int64_t e) {
+      quantize_fp6_range<T>(p.codes, static_cast<const T*>(p.values), p.format, b, e);
+    });
+  });
+}
+
+void dequantize_fp6(const Fp6Params& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    parallel_for(p.n, kGrain, [&](int64_t b, int64_t e) {
+      dequantize_fp6_range<T>(static_cast<T*>(p.values), p.codes, p.format, b, e);
+    });
+  });
+}
+
+void quantize_nvfp4(const Nvfp4Params& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    const int64_t padded_rows = (p.rows + 127) / 128 * 128;  // every scale byte is written
+    parallel_for(padded_rows, kRowGrain, [&](int64_t b, int64_t e) {
+      quantize_nvfp4_rows<T>(p.packed, p.block_scales, static_cast<const T*>(p.values), p.per_tensor_scale[0], p.rows,
+                             p.cols, p.hi_first, b, e);
+    });
+  });
+}
+
+void dequantize_nvfp4(const Nvfp4Params& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    parallel_for(p.rows, kRowGrain, [&](int64_t b, int64_t e) {
+      dequantize_nvfp4<T>(static_cast<T*>(p.values), p.packed, p.block_scales, p.per_tensor_scale[0], p.cols,
+                          p.hi_first, b, e);
+    });
+  });
+}
 
 }  // namespace cpu
 }  // namespace ltx_kernels

@@ -1,15 +1,21 @@
 #include <cmath>
 #include <vector>
 
-#include "ltx_kernels/cpu/rope.h"
+#include "ltx_kernels/cpu/ops.h"
+#include "ltx_kernels/cpu/shared_rows.h"
 
 namespace ltx_kernels {
 namespace cpu {
+namespace {
+
+constexpr int64_t kGrain = 16;  // rows per task
 
 template <typename T, typename TT>
-void rope_row_f32(float* out, float* y, const T* xr, int64_t r, const T* weight, bool norm,
-                  float eps, const TT* cos, RopeTableStrides cs, const TT* sin,
-                  RopeTableStrides ss, const RopeShape& shape) {
+void row_f32(float* out, float* y, const T* xr, int64_t r, const T* weight, bool norm, float eps,
+             const RopeTables& tables, const RopeShape& shape) {
+  const TT* cos = static_cast<const TT*>(tables.cos);
+  const TT* sin = static_cast<const TT*>(tables.sin);
+  const RopeTableStrides cs = tables.cos_strides, ss = tables.sin_strides;
   const int64_t cols = shape.cols;
   const int64_t d = shape.head_dim;
   const int64_t heads = cols / d;
@@ -48,34 +54,44 @@ void rope_row_f32(float* out, float* y, const T* xr, int64_t r, const T* weight,
   }
 }
 
-template <typename T, typename TT>
-void rope_rows(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T* weight,
-               bool norm, float eps, const TT* cos, RopeTableStrides cs, const TT* sin,
-               RopeTableStrides ss, const RopeShape& shape, int64_t row_begin, int64_t row_end) {
-  const size_t cols = static_cast<size_t>(shape.cols);
-  std::vector<float> y(cols), o(cols);  // x may alias out: the row is read before it is written
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    rope_row_f32<T, TT>(o.data(), y.data(), x + r * x_stride, r, weight, norm, eps, cos, cs, sin,
-                        ss, shape);
-    T* orow = out + r * out_stride;
-    for (size_t c = 0; c < cols; ++c) orow[c] = from_float<T>(o[c]);
-  }
+// The whole family: with `norm`, the RMSNorm first; then the rotation p.shape.split selects.
+void rope_rows(const RopeParams& p, bool norm, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    const T* weight = norm ? static_cast<const T*>(p.weight) : nullptr;
+    parallel_for(p.x.layout.rows, kGrain, [&](int64_t rb, int64_t re) {
+      const size_t cols = static_cast<size_t>(p.shape.cols);
+      std::vector<float> y(cols), o(cols);  // x may alias out: the row is read before it is written
+      for (int64_t r = rb; r < re; ++r) {
+        rope_row_f32<T>(o.data(), y.data(), p.x.ptr<T>() + r * p.x.layout.stride, r, weight, norm, p.eps,
+                        p.tables, p.shape);
+        T* orow = p.out.ptr<T>() + r * p.out.layout.stride;
+        for (size_t c = 0; c < cols; ++c) orow[c] = from_float<T>(o[c]);
+      }
+    });
+  });
 }
 
-#define LTX_ROPE_INSTANTIATE(T, TT)                                                           \
-  template void rope_rows<T, TT>(T*, int64_t, const T*, int64_t, const T*, bool, float,       \
-                                 const TT*, RopeTableStrides, const TT*, RopeTableStrides,    \
-                                 const RopeShape&, int64_t, int64_t);                         \
-  template void rope_row_f32<T, TT>(float*, float*, const T*, int64_t, const T*, bool, float, \
-                                    const TT*, RopeTableStrides, const TT*, RopeTableStrides, \
-                                    const RopeShape&);
+}  // namespace
 
-LTX_ROPE_INSTANTIATE(float, float)
-LTX_ROPE_INSTANTIATE(half_t, half_t)
-LTX_ROPE_INSTANTIATE(half_t, float)
-LTX_ROPE_INSTANTIATE(bfloat16_t, bfloat16_t)
-LTX_ROPE_INSTANTIATE(bfloat16_t, float)
-#undef LTX_ROPE_INSTANTIATE
+template <typename T>
+void rope_row_f32(float* out, float* scratch, const T* xr, int64_t r, const T* weight, bool norm,
+                  float eps, const RopeTables& tables, const RopeShape& shape) {
+  dispatch_tables<T>(tables, [&](auto tag) {
+    row_f32<T, type_of<decltype(tag)>>(out, scratch, xr, r, weight, norm, eps, tables, shape);
+  });
+}
+
+template void rope_row_f32<float>(float*, float*, const float*, int64_t, const float*, bool, float,
+                                  const RopeTables&, const RopeShape&);
+template void rope_row_f32<half_t>(float*, float*, const half_t*, int64_t, const half_t*, bool, float,
+                                   const RopeTables&, const RopeShape&);
+template void rope_row_f32<bfloat16_t>(float*, float*, const bfloat16_t*, int64_t, const bfloat16_t*, bool,
+                                       float, const RopeTables&, const RopeShape&);
+
+void rms_norm_rope(const RopeParams& p, const ParallelFor& parallel_for) { rope_rows(p, true, parallel_for); }
+void rms_norm_split_rope(const RopeParams& p, const ParallelFor& parallel_for) { rope_rows(p, true, parallel_for); }
+void apply_rope(const RopeParams& p, const ParallelFor& parallel_for) { rope_rows(p, false, parallel_for); }
 
 }  // namespace cpu
 }  // namespace ltx_kernels

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "ltx_kernels/activation/activation.cuh"
-#include "ltx_kernels/activation/activation.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {
@@ -82,44 +82,10 @@ cudaError_t and_mul(T* out, int64_t os, const T* x, int64_t xs, int64_t rows, in
   return cudaGetLastError();
 }
 
-}  // namespace
-
 template <typename T>
-cudaError_t gelu(T* out, int64_t out_stride, const T* x, int64_t x_stride, int64_t rows,
-                 int64_t cols, cudaStream_t stream) {
-  return elementwise<T, GeluErf>(out, out_stride, x, x_stride, rows, cols, stream);
-}
-
-template <typename T>
-cudaError_t gelu_tanh(T* out, int64_t out_stride, const T* x, int64_t x_stride, int64_t rows,
-                      int64_t cols, cudaStream_t stream) {
-  return elementwise<T, GeluTanh>(out, out_stride, x, x_stride, rows, cols, stream);
-}
-
-template <typename T>
-cudaError_t silu(T* out, int64_t out_stride, const T* x, int64_t x_stride, int64_t rows,
-                 int64_t cols, cudaStream_t stream) {
-  return elementwise<T, Silu>(out, out_stride, x, x_stride, rows, cols, stream);
-}
-
-template <typename T>
-cudaError_t gelu_and_mul(T* out, int64_t out_stride, const T* x, int64_t x_stride, int64_t rows,
-                         int64_t d, bool tanh_approx, bool act_first, cudaStream_t stream) {
-  if (tanh_approx)
-    return and_mul<T, GeluTanh>(out, out_stride, x, x_stride, rows, d, act_first, stream);
-  return and_mul<T, GeluErf>(out, out_stride, x, x_stride, rows, d, act_first, stream);
-}
-
-template <typename T>
-cudaError_t silu_and_mul(T* out, int64_t out_stride, const T* x, int64_t x_stride, int64_t rows,
-                         int64_t d, bool act_first, cudaStream_t stream) {
-  return and_mul<T, Silu>(out, out_stride, x, x_stride, rows, d, act_first, stream);
-}
-
-template <typename T>
-cudaError_t gated_attention(T* out, int64_t out_stride, const T* x, int64_t x_stride,
-                            const T* gate, int64_t gate_stride, int64_t rows, int64_t heads,
-                            int64_t head_dim, cudaStream_t stream) {
+cudaError_t gated_attention_typed(T* out, int64_t out_stride, const T* x, int64_t x_stride,
+                                  const T* gate, int64_t gate_stride, int64_t rows, int64_t heads,
+                                  int64_t head_dim, cudaStream_t stream) {
   if (rows <= 0 || heads <= 0 || head_dim <= 0) return cudaSuccess;
   const int64_t cols = heads * head_dim;
   if (cols > int64_t(INT32_MAX)) return cudaErrorInvalidValue;  // 32-bit head index below
@@ -139,21 +105,43 @@ cudaError_t gated_attention(T* out, int64_t out_stride, const T* x, int64_t x_st
   return cudaGetLastError();
 }
 
-#define LTX_INSTANTIATE_ACTIVATION(T)                                                          \
-  template cudaError_t gelu<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t, cudaStream_t); \
-  template cudaError_t gelu_tanh<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t,          \
-                                    cudaStream_t);                                             \
-  template cudaError_t silu<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t, cudaStream_t); \
-  template cudaError_t gelu_and_mul<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t, bool,  \
-                                       bool, cudaStream_t);                                    \
-  template cudaError_t silu_and_mul<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t, bool,  \
-                                       cudaStream_t);                                          \
-  template cudaError_t gated_attention<T>(T*, int64_t, const T*, int64_t, const T*, int64_t,    \
-                                          int64_t, int64_t, int64_t, cudaStream_t);
+template <class Act>
+cudaError_t elementwise_op(const ActivationParams& p, cudaStream_t stream) {
+  return dispatch_cuda(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return elementwise<T, Act>(p.out.ptr<T>(), p.out.layout.stride, p.x.ptr<T>(), p.x.layout.stride,
+                               p.x.layout.rows, p.x.layout.cols, stream);
+  });
+}
 
-LTX_INSTANTIATE_ACTIVATION(float)
-LTX_INSTANTIATE_ACTIVATION(__half)
-LTX_INSTANTIATE_ACTIVATION(__nv_bfloat16)
-#undef LTX_INSTANTIATE_ACTIVATION
+template <class Act>
+cudaError_t and_mul_op(const AndMulParams& p, cudaStream_t stream) {
+  return dispatch_cuda(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return and_mul<T, Act>(p.out.ptr<T>(), p.out.layout.stride, p.x.ptr<T>(), p.x.layout.stride,
+                           p.x.layout.rows, p.out.layout.cols, p.act_first, stream);
+  });
+}
+
+}  // namespace
+
+cudaError_t gelu(const ActivationParams& p, cudaStream_t stream) { return elementwise_op<GeluErf>(p, stream); }
+cudaError_t gelu_tanh(const ActivationParams& p, cudaStream_t stream) { return elementwise_op<GeluTanh>(p, stream); }
+cudaError_t silu(const ActivationParams& p, cudaStream_t stream) { return elementwise_op<Silu>(p, stream); }
+
+cudaError_t gelu_and_mul(const AndMulParams& p, cudaStream_t stream) {
+  return p.tanh_approx ? and_mul_op<GeluTanh>(p, stream) : and_mul_op<GeluErf>(p, stream);
+}
+
+cudaError_t silu_and_mul(const AndMulParams& p, cudaStream_t stream) { return and_mul_op<Silu>(p, stream); }
+
+cudaError_t gated_attention(const GatedAttentionParams& p, cudaStream_t stream) {
+  return dispatch_cuda(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return gated_attention_typed<T>(p.out.ptr<T>(), p.out.layout.stride, p.x.ptr<T>(), p.x.layout.stride,
+                                    p.gate.ptr<T>(), p.gate.layout.stride, p.x.layout.rows, p.heads,
+                                    p.head_dim, stream);
+  });
+}
 
 }  // namespace ltx_kernels

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "ltx_kernels/norm/fused_norm.cuh"
-#include "ltx_kernels/norm/fused_norm.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {
@@ -80,113 +80,40 @@ cudaError_t run(Args<T> a, int64_t cols, cudaStream_t stream) {
   return launch<P, T, 1>(a, stream);
 }
 
-template <typename T>
-Args<T> base_args(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T* weight,
-                  const T* bias, int64_t rows, float eps) {
-  Args<T> a{};
-  a.out = out;
-  a.out_stride = out_stride;
-  a.x = x;
-  a.x_stride = x_stride;
-  a.weight = weight;
-  a.bias = bias;
-  a.gate = a.scale = a.shift = ModTable<T>{nullptr, 0, 1};
-  a.rows = rows;
-  a.eps = eps;
-  return a;
-}
+// A table the op reads must have rows_per_entry >= 1.
+bool table_ok(const AnyModTable& t) { return t.data == nullptr || t.rows_per_entry >= 1; }
 
-bool table_ok(int64_t rpe) { return rpe >= 1; }
+template <class P>
+cudaError_t run_op(const FusedNormParams& p, cudaStream_t stream) {
+  if (!table_ok(p.gate) || !table_ok(p.scale) || !table_ok(p.shift)) return cudaErrorInvalidValue;
+  return dispatch_cuda(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    Args<T> a = fused_norm_args<T, Args<T>>(p);
+    a.rows = p.x.layout.rows;
+    return run<P>(a, p.x.layout.cols, stream);
+  });
+}
 
 }  // namespace
 
-template <typename T>
-cudaError_t add_rms_norm(T* out, int64_t out_stride, T* residual_out, int64_t residual_out_stride,
-                         const T* x, int64_t x_stride, const T* residual, int64_t residual_stride,
-                         const T* weight, int64_t rows, int64_t cols, float eps,
-                         cudaStream_t stream) {
-  Args<T> a = base_args(out, out_stride, x, x_stride, weight, static_cast<const T*>(nullptr),
-                        rows, eps);
-  a.res_out = residual_out;
-  a.res_out_stride = residual_out_stride;
-  a.x2 = residual;
-  a.x2_stride = residual_stride;
-  return run<Policy<Prologue::kAdd, false, false>>(a, cols, stream);
+cudaError_t add_rms_norm(const FusedNormParams& p, cudaStream_t stream) {
+  return run_op<Policy<Prologue::kAdd, false, false>>(p, stream);
 }
 
-template <typename T>
-cudaError_t layer_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T* weight,
-                       const T* bias, int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
-  return run<Policy<Prologue::kLoad, true, false>>(
-      base_args(out, out_stride, x, x_stride, weight, bias, rows, eps), cols, stream);
+cudaError_t layer_norm(const FusedNormParams& p, cudaStream_t stream) {
+  return run_op<Policy<Prologue::kLoad, true, false>>(p, stream);
 }
 
-template <typename T>
-cudaError_t adaln_rms_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride,
-                           ModTable<T> scale, ModTable<T> shift, const T* weight, int64_t rows,
-                           int64_t cols, float eps, cudaStream_t stream) {
-  if (!table_ok(scale.rows_per_entry) || !table_ok(shift.rows_per_entry))
-    return cudaErrorInvalidValue;
-  Args<T> a = base_args(out, out_stride, x, x_stride, weight, static_cast<const T*>(nullptr),
-                        rows, eps);
-  a.scale = scale;
-  a.shift = shift;
-  return run<Policy<Prologue::kLoad, false, true>>(a, cols, stream);
+cudaError_t adaln_rms_norm(const FusedNormParams& p, cudaStream_t stream) {
+  return run_op<Policy<Prologue::kLoad, false, true>>(p, stream);
 }
 
-template <typename T>
-cudaError_t adaln_layer_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride,
-                             ModTable<T> scale, ModTable<T> shift, const T* weight, const T* bias,
-                             int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
-  if (!table_ok(scale.rows_per_entry) || !table_ok(shift.rows_per_entry))
-    return cudaErrorInvalidValue;
-  Args<T> a = base_args(out, out_stride, x, x_stride, weight, bias, rows, eps);
-  a.scale = scale;
-  a.shift = shift;
-  return run<Policy<Prologue::kLoad, true, true>>(a, cols, stream);
+cudaError_t adaln_layer_norm(const FusedNormParams& p, cudaStream_t stream) {
+  return run_op<Policy<Prologue::kLoad, true, true>>(p, stream);
 }
 
-template <typename T>
-cudaError_t gated_residual_adaln_rms_norm(T* out, int64_t out_stride, T* h_out,
-                                          int64_t h_out_stride, const T* h, int64_t h_stride,
-                                          const T* y, int64_t y_stride, ModTable<T> gate,
-                                          ModTable<T> scale, ModTable<T> shift, const T* weight,
-                                          int64_t rows, int64_t cols, float eps,
-                                          cudaStream_t stream) {
-  if (!table_ok(gate.rows_per_entry) || !table_ok(scale.rows_per_entry) ||
-      !table_ok(shift.rows_per_entry))
-    return cudaErrorInvalidValue;
-  Args<T> a = base_args(out, out_stride, h, h_stride, weight, static_cast<const T*>(nullptr),
-                        rows, eps);
-  a.res_out = h_out;
-  a.res_out_stride = h_out_stride;
-  a.x2 = y;
-  a.x2_stride = y_stride;
-  a.gate = gate;
-  a.scale = scale;
-  a.shift = shift;
-  return run<Policy<Prologue::kGatedAdd, false, true>>(a, cols, stream);
+cudaError_t gated_residual_adaln_rms_norm(const FusedNormParams& p, cudaStream_t stream) {
+  return run_op<Policy<Prologue::kGatedAdd, false, true>>(p, stream);
 }
-
-#define LTX_FUSED_NORM_INSTANTIATE(T)                                                         \
-  template cudaError_t add_rms_norm<T>(T*, int64_t, T*, int64_t, const T*, int64_t, const T*, \
-                                       int64_t, const T*, int64_t, int64_t, float,            \
-                                       cudaStream_t);                                         \
-  template cudaError_t layer_norm<T>(T*, int64_t, const T*, int64_t, const T*, const T*,      \
-                                     int64_t, int64_t, float, cudaStream_t);                  \
-  template cudaError_t adaln_rms_norm<T>(T*, int64_t, const T*, int64_t, ModTable<T>,         \
-                                         ModTable<T>, const T*, int64_t, int64_t, float,      \
-                                         cudaStream_t);                                       \
-  template cudaError_t adaln_layer_norm<T>(T*, int64_t, const T*, int64_t, ModTable<T>,       \
-                                           ModTable<T>, const T*, const T*, int64_t, int64_t, \
-                                           float, cudaStream_t);                              \
-  template cudaError_t gated_residual_adaln_rms_norm<T>(                                      \
-      T*, int64_t, T*, int64_t, const T*, int64_t, const T*, int64_t, ModTable<T>,            \
-      ModTable<T>, ModTable<T>, const T*, int64_t, int64_t, float, cudaStream_t);
-
-LTX_FUSED_NORM_INSTANTIATE(float)
-LTX_FUSED_NORM_INSTANTIATE(__half)
-LTX_FUSED_NORM_INSTANTIATE(__nv_bfloat16)
-#undef LTX_FUSED_NORM_INSTANTIATE
 
 }  // namespace ltx_kernels

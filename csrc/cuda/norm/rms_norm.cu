@@ -1,7 +1,7 @@
 // RMSNorm launcher: picks the vector width, the register-resident or looping kernel and
 // the launch shape. See rms_norm.cuh for the kernels and their byte counts.
 #include "ltx_kernels/norm/rms_norm.cuh"
-#include "ltx_kernels/norm/rms_norm.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {
@@ -61,11 +61,9 @@ cudaError_t launch(T* out, int64_t os, const T* x, int64_t xs, const T* w, int64
   return cudaGetLastError();
 }
 
-}  // namespace
-
 template <typename T>
-cudaError_t rms_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T* weight,
-                     int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
+cudaError_t rms_norm_typed(T* out, int64_t out_stride, const T* x, int64_t x_stride, const T* weight,
+                           int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   if (cols > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
   constexpr int V = kVec16<T>;
@@ -76,12 +74,15 @@ cudaError_t rms_norm(T* out, int64_t out_stride, const T* x, int64_t x_stride, c
   return launch<T, 1>(out, out_stride, x, x_stride, weight, rows, int(cols), eps, stream);
 }
 
-template cudaError_t rms_norm<float>(float*, int64_t, const float*, int64_t, const float*, int64_t,
-                                     int64_t, float, cudaStream_t);
-template cudaError_t rms_norm<__half>(__half*, int64_t, const __half*, int64_t, const __half*,
-                                      int64_t, int64_t, float, cudaStream_t);
-template cudaError_t rms_norm<__nv_bfloat16>(__nv_bfloat16*, int64_t, const __nv_bfloat16*, int64_t,
-                                             const __nv_bfloat16*, int64_t, int64_t, float,
-                                             cudaStream_t);
+}  // namespace
+
+cudaError_t rms_norm(const RmsNormParams& p, cudaStream_t stream) {
+  return dispatch_cuda(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return rms_norm_typed<T>(p.out.ptr<T>(), p.out.layout.stride, p.x.ptr<T>(), p.x.layout.stride,
+                             static_cast<const T*>(p.weight), p.x.layout.rows, p.x.layout.cols, p.eps,
+                             stream);
+  });
+}
 
 }  // namespace ltx_kernels

@@ -2,8 +2,9 @@
 // See fp8.cuh for the kernels and their byte counts, common/fp8_util.h for the element rule.
 #include <algorithm>
 
+#include "ltx_kernels/common/device.h"
 #include "ltx_kernels/quant/fp8.cuh"
-#include "ltx_kernels/quant/fp8.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {
@@ -17,16 +18,10 @@ int64_t blocks_for(int64_t work, int64_t per_block) {
   return std::max<int64_t>(1, std::min<int64_t>((work + per_block - 1) / per_block, kMaxGrid));
 }
 
-// SMs of the current device (cached per device; 132 if the query fails).
+// SMs of the current device (132 if the query fails).
 int sm_count() {
-  static int cache[64] = {0};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
-  if (cache[dev] == 0) {
-    int n = 0;
-    cache[dev] = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && n > 0 ? n : 132;
-  }
-  return cache[dev];
+  const int n = current_device_props().sm_count;
+  return n > 0 ? n : 132;
 }
 
 template <typename T, class F, int VEC, int NV, int TPG>
@@ -120,10 +115,8 @@ cudaError_t dequant_launch(T* out, int64_t os, const uint8_t* q, int64_t qs, con
   return cudaGetLastError();
 }
 
-}  // namespace
-
 template <typename T>
-cudaError_t quantize_fp8_per_token_group(uint8_t* q, int64_t q_stride, float* scales, int64_t s_row,
+cudaError_t group_typed(uint8_t* q, int64_t q_stride, float* scales, int64_t s_row,
                                          int64_t s_col, const T* x, int64_t x_stride, int64_t rows,
                                          int64_t cols, int64_t group, Fp8Format fmt,
                                          cudaStream_t stream) {
@@ -142,7 +135,7 @@ cudaError_t quantize_fp8_per_token_group(uint8_t* q, int64_t q_stride, float* sc
 }
 
 template <typename T>
-cudaError_t quantize_fp8_block(uint8_t* q, int64_t q_stride, float* scales, int64_t s_row,
+cudaError_t block_typed(uint8_t* q, int64_t q_stride, float* scales, int64_t s_row,
                                int64_t s_col, const T* w, int64_t w_stride, int64_t rows,
                                int64_t cols, int64_t block_n, int64_t block_k, Fp8Format fmt,
                                cudaStream_t stream) {
@@ -167,7 +160,7 @@ cudaError_t quantize_fp8_block(uint8_t* q, int64_t q_stride, float* scales, int6
 }
 
 template <typename T>
-cudaError_t quantize_fp8_per_tensor(uint8_t* q, float* scale, const T* x, int64_t n,
+cudaError_t tensor_typed(uint8_t* q, float* scale, const T* x, int64_t n,
                                     bool compute_scale, Fp8Format fmt, cudaStream_t stream) {
   if (n <= 0) {
     if (compute_scale) return cudaMemsetAsync(scale, 0, sizeof(float), stream);
@@ -184,7 +177,7 @@ cudaError_t quantize_fp8_per_tensor(uint8_t* q, float* scale, const T* x, int64_
 }
 
 template <typename T>
-cudaError_t dequantize_fp8(T* out, int64_t out_stride, const uint8_t* q, int64_t q_stride,
+cudaError_t dequant_typed(T* out, int64_t out_stride, const uint8_t* q, int64_t q_stride,
                            const float* scales, int64_t s_row, int64_t s_col, int64_t rows,
                            int64_t cols, int64_t block_rows, int64_t block_cols, Fp8Format fmt,
                            cudaStream_t stream) {
@@ -203,21 +196,53 @@ cudaError_t dequantize_fp8(T* out, int64_t out_stride, const uint8_t* q, int64_t
 #undef LTX_ARGS
 }
 
-#define LTX_INSTANTIATE(T)                                                                          \
-  template cudaError_t quantize_fp8_per_token_group<T>(uint8_t*, int64_t, float*, int64_t, int64_t, \
-                                                       const T*, int64_t, int64_t, int64_t,         \
-                                                       int64_t, Fp8Format, cudaStream_t);           \
-  template cudaError_t quantize_fp8_block<T>(uint8_t*, int64_t, float*, int64_t, int64_t, const T*, \
-                                             int64_t, int64_t, int64_t, int64_t, int64_t,           \
-                                             Fp8Format, cudaStream_t);                              \
-  template cudaError_t quantize_fp8_per_tensor<T>(uint8_t*, float*, const T*, int64_t, bool,        \
-                                                  Fp8Format, cudaStream_t);                         \
-  template cudaError_t dequantize_fp8<T>(T*, int64_t, const uint8_t*, int64_t, const float*,        \
-                                         int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,      \
-                                         Fp8Format, cudaStream_t);
-LTX_INSTANTIATE(float)
-LTX_INSTANTIATE(__half)
-LTX_INSTANTIATE(__nv_bfloat16)
-#undef LTX_INSTANTIATE
+cudaError_t dequantize(const Fp8DequantizeParams& p, cudaStream_t stream) {
+  return dispatch_cuda(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return dequant_typed<T>(p.out.ptr<T>(), p.out.layout.stride, p.q.ptr<uint8_t>(), p.q.layout.stride, p.scales,
+                            p.s_row, p.s_col, p.q.layout.rows, p.q.layout.cols, p.block_rows, p.block_cols, p.format,
+                            stream);
+  });
+}
+
+}  // namespace
+
+cudaError_t quantize_fp8_per_token_group(const Fp8QuantizeParams& p, cudaStream_t stream) {
+  return dispatch_cuda(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return group_typed<T>(p.q.ptr<uint8_t>(), p.q.layout.stride, p.scales, p.s_row, p.s_col, p.x.ptr<T>(),
+                          p.x.layout.stride, p.x.layout.rows, p.x.layout.cols, p.block_cols, p.format, stream);
+  });
+}
+
+cudaError_t quantize_fp8_block(const Fp8QuantizeParams& p, cudaStream_t stream) {
+  return dispatch_cuda(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return block_typed<T>(p.q.ptr<uint8_t>(), p.q.layout.stride, p.scales, p.s_row, p.s_col, p.x.ptr<T>(),
+                          p.x.layout.stride, p.x.layout.rows, p.x.layout.cols, p.block_rows, p.block_cols, p.format,
+                          stream);
+  });
+}
+
+cudaError_t quantize_fp8_per_tensor(const Fp8QuantizeParams& p, cudaStream_t stream) {
+  if (p.given_scale != nullptr) {
+    const cudaError_t err =
+        cudaMemcpyAsync(p.scales, p.given_scale, sizeof(float), cudaMemcpyDeviceToDevice, stream);
+    if (err != cudaSuccess) return err;
+  }
+  return dispatch_cuda(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return tensor_typed<T>(p.q.ptr<uint8_t>(), p.scales, p.x.ptr<T>(), p.x.layout.cols, p.given_scale == nullptr,
+                           p.format, stream);
+  });
+}
+
+cudaError_t dequantize_fp8_per_token_group(const Fp8DequantizeParams& p, cudaStream_t stream) {
+  return dequantize(p, stream);
+}
+cudaError_t dequantize_fp8_block(const Fp8DequantizeParams& p, cudaStream_t stream) { return dequantize(p, stream); }
+cudaError_t dequantize_fp8_per_tensor(const Fp8DequantizeParams& p, cudaStream_t stream) {
+  return dequantize(p, stream);
+}
 
 }  // namespace ltx_kernels

@@ -3,7 +3,7 @@
 // (fused_fp8.h) and alignment itself and returns cudaErrorInvalidValue /
 // cudaErrorMisalignedAddress rather than launching on a problem it cannot take.
 #include "ltx_kernels/quant/fused_fp8.cuh"
-#include "ltx_kernels/quant/fused_fp8.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {
@@ -39,10 +39,8 @@ fn::Args<T> norm_args(const T* x, int64_t xs, const T* w, int64_t rows, int64_t 
   return a;
 }
 
-}  // namespace
-
 template <typename T>
-cudaError_t rms_norm_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* weight,
+cudaError_t rms_norm_fp8_typed(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* weight,
                          int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   if (cudaError_t e = precheck<T>(o, cols); e != cudaSuccess) return e;
@@ -53,7 +51,7 @@ cudaError_t rms_norm_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, con
 }
 
 template <typename T>
-cudaError_t adaln_rms_norm_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride,
+cudaError_t adaln_rms_norm_fp8_typed(const Fp8GroupOut& o, const T* x, int64_t x_stride,
                                ModTable<T> scale, ModTable<T> shift, const T* weight,
                                int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
@@ -68,7 +66,7 @@ cudaError_t adaln_rms_norm_fp8(const Fp8GroupOut& o, const T* x, int64_t x_strid
 }
 
 template <typename T>
-cudaError_t gated_residual_adaln_rms_norm_fp8(const Fp8GroupOut& o, T* h_out, int64_t h_out_stride,
+cudaError_t gated_residual_typed(const Fp8GroupOut& o, T* h_out, int64_t h_out_stride,
                                               const T* h, int64_t h_stride, const T* y_in,
                                               int64_t y_stride, ModTable<T> gate,
                                               ModTable<T> scale, ModTable<T> shift,
@@ -91,31 +89,18 @@ cudaError_t gated_residual_adaln_rms_norm_fp8(const Fp8GroupOut& o, T* h_out, in
   return launch<NormOp<P, T, false>, T>(NormOp<P, T, false>{a}, o, rows, cols, stream);
 }
 
-template <typename T>
-cudaError_t act_and_mul_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, int64_t rows,
-                            int64_t d, Fp8Act act, bool act_first, cudaStream_t stream) {
+template <class Act, typename T>
+cudaError_t and_mul_fp8_typed(const Fp8GroupOut& o, const T* x, int64_t x_stride, int64_t rows,
+                              int64_t d, bool act_first, cudaStream_t stream) {
   if (rows <= 0 || d <= 0) return cudaSuccess;
   if (cudaError_t e = precheck<T>(o, d); e != cudaSuccess) return e;
   if (!rows_ok(x, x_stride)) return cudaErrorMisalignedAddress;  // d % V == 0: x + d aligned too
-  switch (act) {
-    case Fp8Act::kSilu: {
-      using Op = ActAndMulOp<act_detail::Silu, T>;
-      return launch<Op, T>(Op{{}, x, x_stride, d, act_first}, o, rows, d, stream);
-    }
-    case Fp8Act::kGelu: {
-      using Op = ActAndMulOp<act_detail::GeluErf, T>;
-      return launch<Op, T>(Op{{}, x, x_stride, d, act_first}, o, rows, d, stream);
-    }
-    case Fp8Act::kGeluTanh: {
-      using Op = ActAndMulOp<act_detail::GeluTanh, T>;
-      return launch<Op, T>(Op{{}, x, x_stride, d, act_first}, o, rows, d, stream);
-    }
-  }
-  return cudaErrorInvalidValue;
+  using Op = ActAndMulOp<Act, T>;
+  return launch<Op, T>(Op{{}, x, x_stride, d, act_first}, o, rows, d, stream);
 }
 
 template <typename T>
-cudaError_t gelu_tanh_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, int64_t rows,
+cudaError_t gelu_tanh_fp8_typed(const Fp8GroupOut& o, const T* x, int64_t x_stride, int64_t rows,
                           int64_t cols, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   if (cudaError_t e = precheck<T>(o, cols); e != cudaSuccess) return e;
@@ -125,7 +110,7 @@ cudaError_t gelu_tanh_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, in
 }
 
 template <typename T>
-cudaError_t gated_attention_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* gate,
+cudaError_t gated_attention_fp8_typed(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* gate,
                                 int64_t gate_stride, int64_t rows, int64_t heads,
                                 int64_t head_dim, cudaStream_t stream) {
   const int64_t cols = heads * head_dim;
@@ -136,24 +121,71 @@ cudaError_t gated_attention_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stri
   return launch<Op, T>(Op{{}, x, x_stride, gate, gate_stride, int(head_dim)}, o, rows, cols, stream);
 }
 
-#define LTX_INSTANTIATE_FUSED_FP8(T)                                                              \
-  template cudaError_t rms_norm_fp8<T>(const Fp8GroupOut&, const T*, int64_t, const T*, int64_t,  \
-                                       int64_t, float, cudaStream_t);                             \
-  template cudaError_t adaln_rms_norm_fp8<T>(const Fp8GroupOut&, const T*, int64_t, ModTable<T>,  \
-                                             ModTable<T>, const T*, int64_t, int64_t, float,      \
-                                             cudaStream_t);                                       \
-  template cudaError_t gated_residual_adaln_rms_norm_fp8<T>(                                      \
-      const Fp8GroupOut&, T*, int64_t, const T*, int64_t, const T*, int64_t, ModTable<T>,         \
-      ModTable<T>, ModTable<T>, const T*, int64_t, int64_t, float, cudaStream_t);                 \
-  template cudaError_t act_and_mul_fp8<T>(const Fp8GroupOut&, const T*, int64_t, int64_t, int64_t, \
-                                          Fp8Act, bool, cudaStream_t);                            \
-  template cudaError_t gelu_tanh_fp8<T>(const Fp8GroupOut&, const T*, int64_t, int64_t, int64_t,  \
-                                        cudaStream_t);                                            \
-  template cudaError_t gated_attention_fp8<T>(const Fp8GroupOut&, const T*, int64_t, const T*,    \
-                                              int64_t, int64_t, int64_t, int64_t, cudaStream_t);
+template <class Act>
+cudaError_t and_mul_fp8(const AndMulFp8Params& p, cudaStream_t stream) {
+  const AndMulParams& a = p.op;
+  return dispatch_cuda(a.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return and_mul_fp8_typed<Act, T>(p.q, a.x.ptr<T>(), a.x.layout.stride, a.x.layout.rows, a.x.layout.cols / 2,
+                                     a.act_first, stream);
+  });
+}
 
-LTX_INSTANTIATE_FUSED_FP8(float)
-LTX_INSTANTIATE_FUSED_FP8(__half)
-LTX_INSTANTIATE_FUSED_FP8(__nv_bfloat16)
+}  // namespace
+
+cudaError_t rms_norm_fp8(const RmsNormFp8Params& p, cudaStream_t stream) {
+  const RmsNormParams& a = p.op;
+  return dispatch_cuda(a.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return rms_norm_fp8_typed<T>(p.q, a.x.ptr<T>(), a.x.layout.stride, static_cast<const T*>(a.weight),
+                                 a.x.layout.rows, a.x.layout.cols, a.eps, stream);
+  });
+}
+
+cudaError_t adaln_rms_norm_fp8(const FusedNormFp8Params& p, cudaStream_t stream) {
+  const FusedNormParams& a = p.op;
+  return dispatch_cuda(a.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return adaln_rms_norm_fp8_typed<T>(p.q, a.x.ptr<T>(), a.x.layout.stride, typed<T>(a.scale), typed<T>(a.shift),
+                                       static_cast<const T*>(a.weight), a.x.layout.rows, a.x.layout.cols, a.eps,
+                                       stream);
+  });
+}
+
+cudaError_t gated_residual_adaln_rms_norm_fp8(const FusedNormFp8Params& p, cudaStream_t stream) {
+  const FusedNormParams& a = p.op;
+  return dispatch_cuda(a.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return gated_residual_typed<T>(p.q, a.residual_out.ptr<T>(), a.residual_out.layout.stride, a.x.ptr<T>(),
+                                   a.x.layout.stride, a.x2.ptr<T>(), a.x2.layout.stride, typed<T>(a.gate),
+                                   typed<T>(a.scale), typed<T>(a.shift), static_cast<const T*>(a.weight),
+                                   a.x.layout.rows, a.x.layout.cols, a.eps, stream);
+  });
+}
+
+cudaError_t silu_and_mul_fp8(const AndMulFp8Params& p, cudaStream_t stream) {
+  return and_mul_fp8<act_detail::Silu>(p, stream);
+}
+
+cudaError_t gelu_and_mul_fp8(const AndMulFp8Params& p, cudaStream_t stream) {
+  return p.op.tanh_approx ? and_mul_fp8<act_detail::GeluTanh>(p, stream) : and_mul_fp8<act_detail::GeluErf>(p, stream);
+}
+
+cudaError_t gelu_tanh_fp8(const ActivationFp8Params& p, cudaStream_t stream) {
+  const ActivationParams& a = p.op;
+  return dispatch_cuda(a.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return gelu_tanh_fp8_typed<T>(p.q, a.x.ptr<T>(), a.x.layout.stride, a.x.layout.rows, a.x.layout.cols, stream);
+  });
+}
+
+cudaError_t gated_attention_fp8(const GatedAttentionFp8Params& p, cudaStream_t stream) {
+  const GatedAttentionParams& a = p.op;
+  return dispatch_cuda(a.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return gated_attention_fp8_typed<T>(p.q, a.x.ptr<T>(), a.x.layout.stride, a.gate.ptr<T>(), a.gate.layout.stride,
+                                        a.x.layout.rows, a.heads, a.head_dim, stream);
+  });
+}
 
 }  // namespace ltx_kernels

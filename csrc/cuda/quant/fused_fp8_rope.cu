@@ -3,7 +3,7 @@
 // Kernels: fused_fp8.cuh (NormRopeOp, NormSplitRopeOp through fp8_rows). Like fused_fp8.cu,
 // every entry checks its preconditions and returns an error rather than launching.
 #include "ltx_kernels/quant/fused_fp8.cuh"
-#include "ltx_kernels/quant/fused_fp8.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {
@@ -35,10 +35,8 @@ RopeArgs<T, TT> rope_args(const T* x, int64_t xs, const T* w, const TT* cos, Rop
   return RopeArgs<T, TT>{x, xs, w, cos, cs, sin, ss, sh.seq, int(sh.cols), int(sh.head_dim), eps};
 }
 
-}  // namespace
-
 template <typename T, typename TT>
-cudaError_t rms_norm_rope_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* weight,
+cudaError_t rms_norm_rope_fp8_typed(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* weight,
                               const TT* cos, RopeTableStrides cs, const TT* sin,
                               RopeTableStrides ss, const RopeShape& shape, float eps,
                               cudaStream_t stream) {
@@ -53,7 +51,7 @@ cudaError_t rms_norm_rope_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride
 }
 
 template <typename T, typename TT>
-cudaError_t rms_norm_split_rope_fp8(const Fp8GroupOut& o, const T* x, int64_t x_stride,
+cudaError_t rms_norm_split_rope_fp8_typed(const Fp8GroupOut& o, const T* x, int64_t x_stride,
                                     const T* weight, const TT* cos, RopeTableStrides cs,
                                     const TT* sin, RopeTableStrides ss, const RopeShape& shape,
                                     float eps, cudaStream_t stream) {
@@ -68,20 +66,36 @@ cudaError_t rms_norm_split_rope_fp8(const Fp8GroupOut& o, const T* x, int64_t x_
                        shape.cols, stream);
 }
 
-#define LTX_INSTANTIATE_ROPE_FP8(T, TT)                                                          \
-  template cudaError_t rms_norm_rope_fp8<T, TT>(const Fp8GroupOut&, const T*, int64_t, const T*, \
-                                                const TT*, RopeTableStrides, const TT*,          \
-                                                RopeTableStrides, const RopeShape&, float,       \
-                                                cudaStream_t);                                   \
-  template cudaError_t rms_norm_split_rope_fp8<T, TT>(                                           \
-      const Fp8GroupOut&, const T*, int64_t, const T*, const TT*, RopeTableStrides, const TT*,   \
-      RopeTableStrides, const RopeShape&, float, cudaStream_t);
+// The (T, table type) pair of the params, then `run` on typed pointers.
+template <class Run>
+cudaError_t dispatch(const RopeFp8Params& p, Run&& run) {
+  const RopeParams& a = p.op;
+  return dispatch_cuda(a.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return dispatch_tables<T>(a.tables, [&](auto table_tag) {
+      using TT = type_of<decltype(table_tag)>;
+      return run(a.x.ptr<T>(), static_cast<const T*>(a.weight), static_cast<const TT*>(a.tables.cos),
+                 static_cast<const TT*>(a.tables.sin));
+    });
+  });
+}
 
-LTX_INSTANTIATE_ROPE_FP8(float, float)
-LTX_INSTANTIATE_ROPE_FP8(__half, __half)
-LTX_INSTANTIATE_ROPE_FP8(__half, float)
-LTX_INSTANTIATE_ROPE_FP8(__nv_bfloat16, __nv_bfloat16)
-LTX_INSTANTIATE_ROPE_FP8(__nv_bfloat16, float)
-#undef LTX_INSTANTIATE_ROPE_FP8
+}  // namespace
+
+cudaError_t rms_norm_rope_fp8(const RopeFp8Params& p, cudaStream_t stream) {
+  const RopeParams& a = p.op;
+  return dispatch(p, [&](const auto* x, const auto* w, const auto* cos, const auto* sin) {
+    return rms_norm_rope_fp8_typed(p.q, x, a.x.layout.stride, w, cos, a.tables.cos_strides, sin, a.tables.sin_strides,
+                                   a.shape, a.eps, stream);
+  });
+}
+
+cudaError_t rms_norm_split_rope_fp8(const RopeFp8Params& p, cudaStream_t stream) {
+  const RopeParams& a = p.op;
+  return dispatch(p, [&](const auto* x, const auto* w, const auto* cos, const auto* sin) {
+    return rms_norm_split_rope_fp8_typed(p.q, x, a.x.layout.stride, w, cos, a.tables.cos_strides, sin,
+                                         a.tables.sin_strides, a.shape, a.eps, stream);
+  });
+}
 
 }  // namespace ltx_kernels

@@ -3,8 +3,9 @@
 // the launch shape. See rope.cuh for the kernels and their byte counts.
 #include <algorithm>
 
+#include "ltx_kernels/common/device.h"
 #include "ltx_kernels/rope/rope.cuh"
-#include "ltx_kernels/rope/rope.h"
+#include "ltx_kernels/cuda/ops.h"
 
 namespace ltx_kernels {
 namespace {
@@ -98,9 +99,8 @@ cudaError_t dispatch(T* out, int64_t os, const T* x, int64_t xs, const T* w, boo
   // ([2, 2688, 2048], 44 MB of tables in a 60 MB L2: 32.8 us vs 38.3 us).
   bool s_major = false;
   if (shape.batch > 1 && cs.b == 0 && ss.b == 0) {
-    int dev = 0, l2 = 0;
-    if (cudaGetDevice(&dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) == cudaSuccess) {
+    const int l2 = current_device_props().l2_bytes;
+    if (l2 > 0) {
       const int64_t table_bytes = 2 * shape.seq * shape.cols * int64_t(sizeof(TT)) /
                                   (shape.split ? 2 : 1);
       s_major = table_bytes > int64_t(l2);
@@ -111,53 +111,31 @@ cudaError_t dispatch(T* out, int64_t os, const T* x, int64_t xs, const T* w, boo
   return shape.split ? run<T, TT, true>(p, norm, stream) : run<T, TT, false>(p, norm, stream);
 }
 
+cudaError_t run_op(const RopeParams& p, bool norm, cudaStream_t stream) {
+  return dispatch_cuda(p.dtype, [&](auto tag) {
+    using T = type_of<decltype(tag)>;
+    return dispatch_tables<T>(p.tables, [&](auto table_tag) {
+      using TT = type_of<decltype(table_tag)>;
+      return dispatch<T, TT>(p.out.ptr<T>(), p.out.layout.stride, p.x.ptr<T>(), p.x.layout.stride,
+                             static_cast<const T*>(p.weight), norm, p.eps, static_cast<const TT*>(p.tables.cos),
+                             p.tables.cos_strides, static_cast<const TT*>(p.tables.sin), p.tables.sin_strides,
+                             p.shape, stream);
+    });
+  });
+}
+
 }  // namespace
 
-template <typename T, typename TT>
-cudaError_t rms_norm_rope(T* out, int64_t out_stride, const T* x, int64_t x_stride,
-                          const T* weight, const TT* cos, RopeTableStrides cos_strides,
-                          const TT* sin, RopeTableStrides sin_strides, int64_t batch, int64_t seq,
-                          int64_t cols, float eps, cudaStream_t stream) {
-  const RopeShape shape{batch, seq, cols, cols, false};
-  return dispatch<T, TT>(out, out_stride, x, x_stride, weight, true, eps, cos, cos_strides, sin,
-                         sin_strides, shape, stream);
+cudaError_t rms_norm_rope(const RopeParams& p, cudaStream_t stream) {
+  if (p.shape.split || p.shape.head_dim != p.shape.cols) return cudaErrorInvalidValue;
+  return run_op(p, true, stream);
 }
 
-template <typename T, typename TT>
-cudaError_t rms_norm_split_rope(T* out, int64_t out_stride, const T* x, int64_t x_stride,
-                                const T* weight, const TT* cos, RopeTableStrides cos_strides,
-                                const TT* sin, RopeTableStrides sin_strides, int64_t batch,
-                                int64_t seq, int64_t cols, int64_t head_dim, float eps,
-                                cudaStream_t stream) {
-  const RopeShape shape{batch, seq, cols, head_dim, true};
-  return dispatch<T, TT>(out, out_stride, x, x_stride, weight, true, eps, cos, cos_strides, sin,
-                         sin_strides, shape, stream);
+cudaError_t rms_norm_split_rope(const RopeParams& p, cudaStream_t stream) {
+  if (!p.shape.split) return cudaErrorInvalidValue;
+  return run_op(p, true, stream);
 }
 
-template <typename T, typename TT>
-cudaError_t apply_rope(T* out, int64_t out_stride, const T* x, int64_t x_stride, const TT* cos,
-                       RopeTableStrides cos_strides, const TT* sin, RopeTableStrides sin_strides,
-                       const RopeShape& shape, cudaStream_t stream) {
-  return dispatch<T, TT>(out, out_stride, x, x_stride, nullptr, false, 0.f, cos, cos_strides, sin,
-                         sin_strides, shape, stream);
-}
-
-#define LTX_ROPE_INSTANTIATE(T, TT)                                                              \
-  template cudaError_t rms_norm_rope<T, TT>(T*, int64_t, const T*, int64_t, const T*, const TT*, \
-                                            RopeTableStrides, const TT*, RopeTableStrides,       \
-                                            int64_t, int64_t, int64_t, float, cudaStream_t);     \
-  template cudaError_t rms_norm_split_rope<T, TT>(                                               \
-      T*, int64_t, const T*, int64_t, const T*, const TT*, RopeTableStrides, const TT*,          \
-      RopeTableStrides, int64_t, int64_t, int64_t, int64_t, float, cudaStream_t);                \
-  template cudaError_t apply_rope<T, TT>(T*, int64_t, const T*, int64_t, const TT*,              \
-                                         RopeTableStrides, const TT*, RopeTableStrides,          \
-                                         const RopeShape&, cudaStream_t);
-
-LTX_ROPE_INSTANTIATE(float, float)
-LTX_ROPE_INSTANTIATE(__half, __half)
-LTX_ROPE_INSTANTIATE(__half, float)
-LTX_ROPE_INSTANTIATE(__nv_bfloat16, __nv_bfloat16)
-LTX_ROPE_INSTANTIATE(__nv_bfloat16, float)
-#undef LTX_ROPE_INSTANTIATE
+cudaError_t apply_rope(const RopeParams& p, cudaStream_t stream) { return run_op(p, false, stream); }
 
 }  // namespace ltx_kernels

@@ -34,7 +34,7 @@ def _rms_norm_forward(module, x: torch.Tensor) -> torch.Tensor:
         eps = getattr(module, "eps", None)
     if eps is None:  # torch.nn.RMSNorm(eps=None): torch uses the input dtype's epsilon
         eps = torch.finfo(x.dtype).eps if isinstance(module, torch.nn.RMSNorm) else 1e-6
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    out = _like(x)
     if weight is not None and weight.dtype != x.dtype:
         # transformers: `self.weight * normed.to(input_dtype)`: the normalised row is rounded
         # to x's dtype, then multiplied in the promoted dtype (e.g. an fp32 weight -> fp32 out).
@@ -48,110 +48,87 @@ def _half(x: torch.Tensor) -> torch.Tensor:
     return torch.empty((*x.shape[:-1], x.shape[-1] // 2), dtype=x.dtype, device=x.device)
 
 
+def _like(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+def _into(out: torch.Tensor, op, x: torch.Tensor, *args) -> torch.Tensor:
+    """Runs the out-variant op(out, x, *args) and returns out."""
+    op(out, x, *args)
+    return out
+
+
 def _approximate(module, default: str) -> str:
     approximate = getattr(module, "approximate", default)
     return approximate if approximate in ("none", "tanh") else default
 
 
-class RMSNorm(torch.nn.Module):
+class _Layer(torch.nn.Module):
+    """What every layer here declares to `kernels`: its op has a fake implementation (so it runs
+    under torch.compile) and no autograd (inference kernels)."""
+
+    can_torch_compile = True
+    has_backward = False
+
+
+class RMSNorm(_Layer):
     """Drop-in forward for RMSNorm modules (torch.nn.RMSNorm, diffusers RMSNorm,
     transformers *RMSNorm of the Llama kind): weight may be absent; eps from `variance_epsilon`
     or `eps`. A weight whose dtype differs from x's is applied after the normalised row is
     rounded to x's dtype, as transformers does. Not for Gemma-style `(1 + weight)` norms."""
 
-    can_torch_compile = True  # the op has a fake implementation
-    has_backward = False  # inference kernel: no autograd
-
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return _rms_norm_forward(self, hidden_states)
 
 
-class SiluAndMul(torch.nn.Module):
+class SiluAndMul(_Layer):
     """SwiGLU: `silu(x[..., :d]) * x[..., d:]`, x `[..., 2d]` -> `[..., d]`."""
 
-    can_torch_compile = True
-    has_backward = False
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = _half(x)
-        ops.silu_and_mul(out, x, True)
-        return out
+        return _into(_half(x), ops.silu_and_mul, x, True)
 
 
-class MulAndSilu(torch.nn.Module):
+class MulAndSilu(_Layer):
     """`x[..., :d] * silu(x[..., d:])`, x `[..., 2d]` -> `[..., d]`."""
 
-    can_torch_compile = True
-    has_backward = False
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = _half(x)
-        ops.silu_and_mul(out, x, False)
-        return out
+        return _into(_half(x), ops.silu_and_mul, x, False)
 
 
-class GeluAndMul(torch.nn.Module):
+class GeluAndMul(_Layer):
     """`gelu(x[..., :d]) * x[..., d:]`; erf GELU unless the replaced module has
     `approximate == "tanh"`."""
 
-    can_torch_compile = True
-    has_backward = False
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = _half(x)
-        ops.gelu_and_mul(out, x, _approximate(self, "none"), True)
-        return out
+        return _into(_half(x), ops.gelu_and_mul, x, _approximate(self, "none"), True)
 
 
-class GeluTanhAndMul(torch.nn.Module):
+class GeluTanhAndMul(_Layer):
     """`gelu_tanh(x[..., :d]) * x[..., d:]`."""
 
-    can_torch_compile = True
-    has_backward = False
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = _half(x)
-        ops.gelu_and_mul(out, x, "tanh", True)
-        return out
+        return _into(_half(x), ops.gelu_and_mul, x, "tanh", True)
 
 
-class Silu(torch.nn.Module):
+class Silu(_Layer):
     """`x * sigmoid(x)`."""
 
-    can_torch_compile = True
-    has_backward = False
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        ops.silu(out, x)
-        return out
+        return _into(_like(x), ops.silu, x)
 
 
-class Gelu(torch.nn.Module):
+class Gelu(_Layer):
     """Erf GELU, or tanh GELU when the replaced module has `approximate == "tanh"` (nn.GELU)."""
 
-    can_torch_compile = True
-    has_backward = False
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        if _approximate(self, "none") == "tanh":
-            ops.gelu_tanh(out, x)
-        else:
-            ops.gelu(out, x)
-        return out
+        return _into(_like(x), ops.gelu_tanh if _approximate(self, "none") == "tanh" else ops.gelu, x)
 
 
-class GeluTanh(torch.nn.Module):
+class GeluTanh(_Layer):
     """Tanh GELU: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`."""
 
-    can_torch_compile = True
-    has_backward = False
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        ops.gelu_tanh(out, x)
-        return out
+        return _into(_like(x), ops.gelu_tanh, x)
 
 
 # Hub names used by transformers' activations (`@use_kernel_forward_from_hub(...)`) and by

@@ -1,5 +1,6 @@
-// Per-row broadcast tables of the fused norms (AdaLN scale / shift, gated-residual gate).
-// Host and device; no CUDA and no torch, so the CPU backend and the CUDA core share it.
+// Per-row broadcast tables of the fused norms and of their FP8-output variants (AdaLN scale /
+// shift, gated-residual gate). Host and device; no CUDA and no torch, so the params structs,
+// the CPU backend and the CUDA core share it.
 #pragma once
 
 #include <cstdint>
@@ -18,5 +19,14 @@ struct ModTable {
   int64_t stride;          // elements between entries
   int64_t rows_per_entry;  // >= 1
 };
+
+// The table as a params struct holds it (element type from the params' DType; data nullptr when
+// the op has no such table) and as a backend reads it (an absent table: {nullptr, 0, 1}).
+using AnyModTable = ModTable<void>;
+template <typename T>
+inline ModTable<T> typed(const AnyModTable& t) {
+  if (t.data == nullptr) return ModTable<T>{nullptr, 0, 1};
+  return ModTable<T>{static_cast<const T*>(t.data), t.stride, t.rows_per_entry};
+}
 
 }  // namespace ltx_kernels

@@ -1,5 +1,5 @@
-// Layout of a RoPE problem, shared by the CUDA core, the CPU backend and the torch adapter.
-// Host and device; no CUDA runtime and no torch.
+// Layout of a RoPE problem, shared by the RoPE ops and their FP8-output variants (params
+// structs, CUDA core, CPU backend). Host and device; no CUDA runtime and no torch.
 //
 //   x, out: rows = batch * seq rows of `cols` elements (innermost stride 1, row stride given
 //           separately); row r is token (b, s) = (r / seq, r % seq).
@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "ltx_kernels/common/dtype.h"
 
 namespace ltx_kernels {
 
@@ -28,5 +30,21 @@ struct RopeTableStrides {  // elements
   int64_t h;
   int64_t s;
 };
+
+// The cos and sin tables of a call: float32, or the element type of the activation.
+struct RopeTables {
+  const void* cos;
+  const void* sin;
+  RopeTableStrides cos_strides;
+  RopeTableStrides sin_strides;
+  bool f32;  // float32 tables (else of the params' dtype)
+};
+
+// fn(TypeTag<float>{}) for float32 tables, else fn(TypeTag<T>{}) (T: the activation's type).
+template <typename T, class Fn>
+inline auto dispatch_tables(const RopeTables& t, Fn&& fn) -> decltype(fn(TypeTag<float>{})) {
+  if (t.f32) return fn(TypeTag<float>{});
+  return fn(TypeTag<T>{});
+}
 
 }  // namespace ltx_kernels

@@ -1,10 +1,10 @@
-// RMSNorm kernels. Bytes per row: read cols*sizeof(T), write cols*sizeof(T) (+ the weight,
-// read once per block and kept in registers across the rows a block visits).
+// RMSNorm kernels. DRAM bytes per row: read cols*sizeof(T), write cols*sizeof(T); the weight is
+// re-read for every row through the read-only path, where it stays in L1/L2 (DRAM traffic once
+// per call, not per row).
 //
 // rms_norm_regs: the whole row lives in registers (NV accesses of VEC elements per thread), so
 //     x is read from memory exactly once; one warp per row (4 rows per block) or one block
-//     per row. The weight is re-read per row through the read-only path: it stays in L1/L2
-//     and costs no DRAM traffic. The launcher (rms_norm.cu) picks the shape.
+//     per row. The launcher (rms_norm.cu) picks the shape.
 // rms_norm_loop: rows too wide for registers: two passes, the second mostly from L2.
 #pragma once
 

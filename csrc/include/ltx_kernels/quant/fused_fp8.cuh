@@ -29,7 +29,7 @@
 #include "ltx_kernels/common/reduce.cuh"
 #include "ltx_kernels/common/vec.cuh"
 #include "ltx_kernels/norm/fused_norm.cuh"
-#include "ltx_kernels/quant/fused_fp8.h"
+#include "ltx_kernels/quant/fused_fp8_params.h"
 #include "ltx_kernels/rope/rope.cuh"
 
 namespace ltx_kernels {

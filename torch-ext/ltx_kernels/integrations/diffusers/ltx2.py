@@ -13,6 +13,34 @@ NORMS = (
 )
 
 
+def _self_attention(block, attn, hidden_states, rotary_emb, attention_mask, perturbation_mask, all_perturbed):
+    """One stream's self-attention call as the block makes it (perturbation arguments only on
+    blocks built with perturbed attention)."""
+    kwargs = {
+        "hidden_states": hidden_states,
+        "encoder_hidden_states": None,
+        "query_rotary_emb": rotary_emb,
+        "attention_mask": attention_mask,
+    }
+    if block.perturbed_attn:
+        kwargs["perturbation_mask"] = perturbation_mask
+        kwargs["all_perturbed"] = all_perturbed
+    return attn(**kwargs)
+
+
+def _text_attention(block, norm, attn, hidden_states, pending, scale_q, shift_q, encoder_hidden_states, scale_kv,
+                    shift_kv, attention_mask):
+    """One stream's prompt cross-attention: the pending gated residual and the norm (norm_mod), the
+    prompt modulated when the block has cross-attention AdaLN, then the attention. Returns
+    (hidden_states with the residual applied, the attention's output)."""
+    hidden_states, normed = norm_mod(norm, hidden_states, pending, scale_q, shift_q)
+    if block.cross_attn_adaln:
+        encoder_hidden_states = encoder_hidden_states * (1 + scale_kv) + shift_kv
+    out = attn(normed, encoder_hidden_states=encoder_hidden_states, query_rotary_emb=None,
+               attention_mask=attention_mask)
+    return hidden_states, out
+
+
 def block_forward(
     self,
     hidden_states: torch.Tensor,
@@ -60,16 +88,8 @@ def block_forward(
     _, norm_hidden_states = norm_mod(
         self.norm1, hidden_states, None, scale_msa, shift_msa, fp8=attn_prequant(self.attn1)
     )
-    video_self_attn_args = {
-        "hidden_states": norm_hidden_states,
-        "encoder_hidden_states": None,
-        "query_rotary_emb": video_rotary_emb,
-        "attention_mask": self_attention_mask,
-    }
-    if self.perturbed_attn:
-        video_self_attn_args["perturbation_mask"] = perturbation_mask
-        video_self_attn_args["all_perturbed"] = all_perturbed
-    attn_hidden_states = self.attn1(**video_self_attn_args)
+    attn_hidden_states = _self_attention(self, self.attn1, norm_hidden_states, video_rotary_emb, self_attention_mask,
+                                         perturbation_mask, all_perturbed)
     v_pending = (attn_hidden_states, gate_msa)  # h + attn * gate_msa, applied by norm2
 
     audio_ada_params = self.get_mod_params(self.audio_scale_shift_table, temb_audio, batch_size)
@@ -84,19 +104,12 @@ def block_forward(
         self.audio_norm1, audio_hidden_states, None, audio_scale_msa, audio_shift_msa,
         fp8=attn_prequant(self.audio_attn1),
     )
-    audio_self_attn_args = {
-        "hidden_states": norm_audio_hidden_states,
-        "encoder_hidden_states": None,
-        "query_rotary_emb": audio_rotary_emb,
-        "attention_mask": audio_self_attention_mask,
-    }
-    if self.perturbed_attn:
-        audio_self_attn_args["perturbation_mask"] = perturbation_mask
-        audio_self_attn_args["all_perturbed"] = all_perturbed
-    attn_audio_hidden_states = self.audio_attn1(**audio_self_attn_args)
+    attn_audio_hidden_states = _self_attention(self, self.audio_attn1, norm_audio_hidden_states, audio_rotary_emb,
+                                               audio_self_attention_mask, perturbation_mask, all_perturbed)
     a_pending = (attn_audio_hidden_states, audio_gate_msa)
 
     # 2. Cross-attention with the text embeddings
+    shift_text_kv = scale_text_kv = audio_shift_text_kv = audio_scale_text_kv = None
     if self.cross_attn_adaln:
         if temb_prompt is not None:
             shift_text_kv, scale_text_kv = self.get_mod_params(self.prompt_scale_shift_table, temb_prompt, batch_size)
@@ -118,28 +131,17 @@ def block_forward(
             )
 
     # 2.1. Video-Text
-    hidden_states, norm_hidden_states = norm_mod(self.norm2, hidden_states, v_pending, scale_text_q, shift_text_q)
-    if self.cross_attn_adaln:
-        encoder_hidden_states = encoder_hidden_states * (1 + scale_text_kv) + shift_text_kv
-    attn_hidden_states = self.attn2(
-        norm_hidden_states,
-        encoder_hidden_states=encoder_hidden_states,
-        query_rotary_emb=None,
-        attention_mask=encoder_attention_mask,
+    hidden_states, attn_hidden_states = _text_attention(
+        self, self.norm2, self.attn2, hidden_states, v_pending, scale_text_q, shift_text_q, encoder_hidden_states,
+        scale_text_kv, shift_text_kv, encoder_attention_mask,
     )
     v_pending = (attn_hidden_states, gate_text_q)
 
     # 2.2. Audio-Text
-    audio_hidden_states, norm_audio_hidden_states = norm_mod(
-        self.audio_norm2, audio_hidden_states, a_pending, audio_scale_text_q, audio_shift_text_q
-    )
-    if self.cross_attn_adaln:
-        audio_encoder_hidden_states = audio_encoder_hidden_states * (1 + audio_scale_text_kv) + audio_shift_text_kv
-    attn_audio_hidden_states = self.audio_attn2(
-        norm_audio_hidden_states,
-        encoder_hidden_states=audio_encoder_hidden_states,
-        query_rotary_emb=None,
-        attention_mask=audio_encoder_attention_mask,
+    audio_hidden_states, attn_audio_hidden_states = _text_attention(
+        self, self.audio_norm2, self.audio_attn2, audio_hidden_states, a_pending, audio_scale_text_q,
+        audio_shift_text_q, audio_encoder_hidden_states, audio_scale_text_kv, audio_shift_text_kv,
+        audio_encoder_attention_mask,
     )
     a_pending = (attn_audio_hidden_states, audio_gate_text_q)
 

@@ -99,14 +99,9 @@ class _FusedAttnBase:
 class LTXVideoFusedAttnProcessor(_FusedAttnBase):
     """`LTXVideoAttnProcessor` with norm_q/norm_k + interleaved RoPE fused (`rms_norm_rope`)."""
 
-    def __call__(
-        self,
-        attn,
-        hidden_states: torch.Tensor,
-        encoder_hidden_states: Optional[torch.Tensor] = None,
-        attention_mask: Optional[torch.Tensor] = None,
-        image_rotary_emb: Optional[torch.Tensor] = None,
-    ) -> torch.Tensor:
+    def __call__(self, attn, hidden_states: torch.Tensor, encoder_hidden_states: Optional[torch.Tensor] = None,
+                 attention_mask: Optional[torch.Tensor] = None,
+                 image_rotary_emb: Optional[torch.Tensor] = None) -> torch.Tensor:
         key_mask = attention_mask
         attention_mask = self._prepare_mask(attn, attention_mask, hidden_states, encoder_hidden_states)
         if encoder_hidden_states is None:
@@ -137,15 +132,9 @@ class LTX2FusedAttnProcessor(_FusedAttnBase):
     """`LTX2AudioVideoAttnProcessor` with norm_q/norm_k + RoPE fused (split: `rms_norm_split_rope`,
     interleaved: `rms_norm_rope`) and the per-head gate via `gated_attention`."""
 
-    def __call__(
-        self,
-        attn,
-        hidden_states: torch.Tensor,
-        encoder_hidden_states: Optional[torch.Tensor] = None,
-        attention_mask: Optional[torch.Tensor] = None,
-        query_rotary_emb: Optional[tuple] = None,
-        key_rotary_emb: Optional[tuple] = None,
-    ) -> torch.Tensor:
+    def __call__(self, attn, hidden_states: torch.Tensor, encoder_hidden_states: Optional[torch.Tensor] = None,
+                 attention_mask: Optional[torch.Tensor] = None, query_rotary_emb: Optional[tuple] = None,
+                 key_rotary_emb: Optional[tuple] = None) -> torch.Tensor:
         key_mask = attention_mask
         attention_mask = self._prepare_mask(attn, attention_mask, hidden_states, encoder_hidden_states)
         if encoder_hidden_states is None:
