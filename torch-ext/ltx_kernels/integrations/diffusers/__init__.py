@@ -73,8 +73,10 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
     (`ltx_kernels.attention` in the model's dtype: the sm_90 kernel on H100/H200) or "fp8"
     (`quantize_attention_fp8` + the FP8 kernel; ~1e-2 relative error per attention call).
     Applied to the self- and cross-attention of every LTX attention module whose mask is per key
-    (padding of the prompt); others, and processors under diffusers' context parallelism, keep
-    the dispatcher.
+    (padding of the prompt); others keep the dispatcher. Under diffusers' context parallelism in
+    its Ulysses form (`enable_parallelism(config=ContextParallelConfig(ulysses_degree=N))`, before
+    or after optimize()) the processors run Ulysses with our all-to-all around the kernel; ring
+    attention stays with diffusers (docs/integrations.md, "Context parallelism").
 
     fuse_gemm_epilogues: apply the feed-forward's tanh-GELU (and, with FP8 linears, the down
     projection's input quantization) in the up projection's GEMM epilogue (our sm_90a GEMM). Off by

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from ...activation import gated_attention
 from ...attention import attention as kernel_attention
 from ...attention import quantize_attention_fp8
+from ...distributed import SequenceParallelComm
 from ...norm import rms_norm
 from ...rope import rms_norm_rope, rms_norm_split_rope
 from ._common import cast_weight, is_fp8_linear, is_prequant, logger, nn_rms_eps
@@ -32,6 +33,58 @@ def qk_norm_rope(norm: torch.nn.RMSNorm, x: torch.Tensor, freqs, rope_type: Opti
 
 
 # ---- attention processors --------------------------------------------------------------------
+
+
+def _kernel_attend(mode: str, query, key, value, key_mask):
+    """ltx_kernels.attention on [B, S, heads, d] operands: in their dtype ("bf16") or on
+    quantize_attention_fp8 operands ("fp8", output in the operands' 16-bit dtype)."""
+    if mode == "fp8":
+        odt = query.dtype if query.dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
+        out = kernel_attention(*quantize_attention_fp8(query, key, value), attn_mask=key_mask, out_dtype=odt)
+        return out.to(query.dtype)
+    return kernel_attention(query, key, value, attn_mask=key_mask)
+
+
+_COMMS = {}
+
+
+def ulysses_comm(parallel_config) -> Optional[SequenceParallelComm]:
+    """Our communicator over the Ulysses group of diffusers' context parallelism
+    (`transformer.enable_parallelism(config=ContextParallelConfig(ulysses_degree=N))`), one per
+    group; None for anything else (ring attention, "Ulysses anything"): diffusers' dispatcher
+    runs those. Transport "nccl": torch.distributed's all_to_all on the group (NCCL on GPUs, gloo
+    on the CPU) around our pack / unpack kernels."""
+    cp = getattr(parallel_config, "context_parallel_config", None)
+    if cp is None or (getattr(cp, "ring_degree", 1) or 1) != 1 or getattr(cp, "ulysses_anything", False):
+        return None
+    mesh = getattr(cp, "_ulysses_mesh", None)
+    if mesh is None or (getattr(cp, "ulysses_degree", 1) or 1) <= 1:
+        return None
+    group = mesh.get_group()
+    comm = _COMMS.get(group)
+    if comm is None:
+        comm = _COMMS[group] = SequenceParallelComm(group, transport="nccl")
+    return comm
+
+
+def _ulysses(comm: SequenceParallelComm, mode: str, query, key, value, key_mask):
+    """Ulysses attention on this rank's tokens q [B, Sq_r, H, d], k / v [B, Skv_r, H, d]: every
+    rank's tokens of H/W heads in (send_recv_heads), our kernel over the whole sequence, this
+    rank's tokens of every head back (gather_heads). A per-key mask is sharded with the keys, so
+    it is all-gathered in the same token order. diffusers shards evenly (its sharder requires
+    it), so every rank holds the same counts."""
+    W = comm.world
+    tq, tk = [query.shape[1]] * W, [key.shape[1]] * W
+    q = comm.send_recv_heads(query.contiguous(), tq)
+    k = comm.send_recv_heads(key.contiguous(), tk)
+    v = comm.send_recv_heads(value.contiguous(), tk)
+    mask = None
+    if key_mask is not None:
+        m = key_mask.reshape(key_mask.shape[0], key_mask.shape[-1]).contiguous()
+        mask = comm.all_gather(m.view(torch.uint8) if m.dtype == torch.bool else m, tk)
+        mask = mask.view(torch.bool) if m.dtype == torch.bool else mask
+    out = _kernel_attend(mode, q, k, v, mask)
+    return comm.gather_heads(out.contiguous(), tq)
 
 
 class _FusedAttnBase:
@@ -64,16 +117,17 @@ class _FusedAttnBase:
     def _attend(self, query, key, value, attention_mask, key_mask=None):
         """The one place that picks the attention function: q, k, v [B, S, heads, d] ->
         [B, S, heads, d]. ltx_kernels.attention when optimize() asked for it and it applies
-        (a per-key mask, no context-parallel config); otherwise diffusers' dispatcher when the
-        replaced processor's module has one (its backend and parallel config carried over),
-        PyTorch SDPA otherwise. `key_mask` is the mask before prepare_attention_mask."""
+        (a per-key mask; under diffusers' context parallelism only in its Ulysses form, with our
+        all-to-all: `_ulysses`); otherwise diffusers' dispatcher when the replaced processor's
+        module has one (its backend and parallel config carried over), PyTorch SDPA otherwise.
+        `key_mask` is the mask before prepare_attention_mask."""
         mode = self.kernel_attention
-        if mode is not None and self._parallel_config is None and self._per_key_mask(key_mask, query, key):
-            if mode == "fp8":
-                odt = query.dtype if query.dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
-                out = kernel_attention(*quantize_attention_fp8(query, key, value), attn_mask=key_mask, out_dtype=odt)
-                return out.to(query.dtype)
-            return kernel_attention(query, key, value, attn_mask=key_mask)
+        if mode is not None and self._per_key_mask(key_mask, query, key):
+            if self._parallel_config is None:
+                return _kernel_attend(mode, query, key, value, key_mask)
+            comm = ulysses_comm(self._parallel_config)
+            if comm is not None and query.shape[2] % comm.world == 0:
+                return _ulysses(comm, mode, query, key, value, key_mask)
         if self._dispatch is not None:
             return self._dispatch(
                 query, key, value, attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
