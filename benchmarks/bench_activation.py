@@ -27,8 +27,26 @@ def _dtype_name(dtype):
     return str(dtype).replace("torch.", "")
 
 
-def _elementwise(copy_gbps, dtype, shape):
+def _time_ops(ops, xs, outs, k, shape, dtype, nbytes, copy_gbps, note=""):
+    """One Row per entry of `ops` (name: (ours(x, out=), eager, fp64 oracle, PyTorch's fused op, its
+    name)), each timed over the k rotated inputs xs / outputs outs; the note gives ours' max abs
+    error against the oracle."""
     rows = []
+    for name, (ours_fn, eager, oracle, fused, fused_name) in ops.items():
+        compiled = torch.compile(eager, dynamic=False)
+        ours = time_graph(lambda i: ours_fn(xs[i], out=outs[i]), k)
+        base = {
+            "eager": time_graph(lambda i: eager(xs[i]), k),
+            fused_name: time_graph(lambda i: fused(xs[i]), k),
+            "torch.compile": time_graph(lambda i: compiled(xs[i]), k),
+        }
+        err = (outs[0].float() - oracle(xs[0])).abs().max().item()
+        rows.append(Row(name, list(shape), _dtype_name(dtype), ours, base, bytes=nbytes,
+                        note=f"{note}max abs err vs fp64 oracle {err:.2e}").finish(copy_gbps))
+    return rows
+
+
+def _elementwise(copy_gbps, dtype, shape):
     ops = {
         "gelu": (lk.gelu, bl.gelu, ref.gelu, lambda x: F.gelu(x), "F.gelu"),
         "gelu_tanh": (lk.gelu_tanh, bl.gelu_tanh, ref.gelu_tanh, lambda x: F.gelu(x, approximate="tanh"),
@@ -40,56 +58,35 @@ def _elementwise(copy_gbps, dtype, shape):
     k = n_copies(nbytes)
     xs = [torch.randn(shape, device="cuda", dtype=dtype) * 3 for _ in range(k)]
     outs = [torch.empty_like(x) for x in xs]
-    for name, (ours_fn, eager, oracle, fused, fused_name) in ops.items():
-        compiled = torch.compile(eager, dynamic=False)
-        ours = time_graph(lambda i: ours_fn(xs[i], out=outs[i]), k)
-        base = {
-            "eager": time_graph(lambda i: eager(xs[i]), k),
-            fused_name: time_graph(lambda i: fused(xs[i]), k),
-            "torch.compile": time_graph(lambda i: compiled(xs[i]), k),
-        }
-        err = (outs[0].float() - oracle(xs[0])).abs().max().item()
-        rows.append(Row(name, list(shape), _dtype_name(dtype), ours, base, bytes=nbytes,
-                        note=f"max abs err vs fp64 oracle {err:.2e}").finish(copy_gbps))
+    rows = _time_ops(ops, xs, outs, k, shape, dtype, nbytes, copy_gbps)
     del xs, outs
     torch.cuda.empty_cache()
     return rows
 
 
 def _and_mul(copy_gbps, dtype, shape):
-    rows = []
     d = shape[-1] // 2
     out_shape = (*shape[:-1], d)
     ops = {
         "gelu_and_mul(tanh)": (lambda x, out: lk.gelu_and_mul(x, "tanh", True, out=out),
                                lambda x: bl.gelu_and_mul(x, "tanh", True),
                                lambda x: ref.gelu_and_mul(x, "tanh", True),
-                               lambda x: F.gelu(x[..., :d], approximate="tanh") * x[..., d:]),
+                               lambda x: F.gelu(x[..., :d], approximate="tanh") * x[..., d:], "F.act * mul"),
         "gelu_and_mul": (lambda x, out: lk.gelu_and_mul(x, "none", True, out=out),
                          lambda x: bl.gelu_and_mul(x, "none", True),
                          lambda x: ref.gelu_and_mul(x, "none", True),
-                         lambda x: F.gelu(x[..., :d]) * x[..., d:]),
+                         lambda x: F.gelu(x[..., :d]) * x[..., d:], "F.act * mul"),
         "silu_and_mul": (lambda x, out: lk.silu_and_mul(x, True, out=out),
                          lambda x: bl.silu_and_mul(x, True),
                          lambda x: ref.silu_and_mul(x, True),
-                         lambda x: F.silu(x[..., :d]) * x[..., d:]),
+                         lambda x: F.silu(x[..., :d]) * x[..., d:], "F.act * mul"),
     }
     numel = torch.Size(shape).numel()
     nbytes = (numel + numel // 2) * torch.finfo(dtype).bits // 8
     k = n_copies(nbytes)
     xs = [torch.randn(shape, device="cuda", dtype=dtype) * 3 for _ in range(k)]
     outs = [torch.empty(out_shape, device="cuda", dtype=dtype) for _ in range(k)]
-    for name, (ours_fn, eager, oracle, fused) in ops.items():
-        compiled = torch.compile(eager, dynamic=False)
-        ours = time_graph(lambda i: ours_fn(xs[i], outs[i]), k)
-        base = {
-            "eager": time_graph(lambda i: eager(xs[i]), k),
-            "F.act * mul": time_graph(lambda i: fused(xs[i]), k),
-            "torch.compile": time_graph(lambda i: compiled(xs[i]), k),
-        }
-        err = (outs[0].float() - oracle(xs[0])).abs().max().item()
-        rows.append(Row(name, list(shape), _dtype_name(dtype), ours, base, bytes=nbytes,
-                        note=f"act_first=True; max abs err vs fp64 oracle {err:.2e}").finish(copy_gbps))
+    rows = _time_ops(ops, xs, outs, k, shape, dtype, nbytes, copy_gbps, "act_first=True; ")
     del xs, outs
     torch.cuda.empty_cache()
     return rows

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 import ltx_kernels as lk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Row, time_graph  # noqa: E402
+from common import attention_row, sdpa_baselines, time_graph  # noqa: E402
 
 # name, B, Sq, Skv, H, D, cross (text keys with a padding mask)
 SHAPES = [
@@ -122,20 +122,13 @@ def run(copy_gbps=0.0, quick=False):
             continue
         r = bench_shape(*sh)
         name, b, sq, skv, h, d, cross = sh
-        base = {k: v for k, v in r["us"].items() if k.startswith("sdpa_") and v}
-        best = min(base.values()) if base else None
+        base, best = sdpa_baselines(r["us"])
         for variant in ("ours_bf16_bshd", "ours_bf16_bhsd", "ours_fp8_kblock128", "ours_fp8_kblock1"):
-            us = r["us"][variant]
-            dtype = "bf16" if "bf16" in variant else "e4m3"
             note = f"{name}; backend {r['backend']}; {variant}"
             if "fp8" in variant:
                 note += f"; quantize pass {r['us']['fp8 quantize']:.0f} us not included; rel L2 vs bf16 {r['fp8_rel_l2_vs_bf16']:.3g}"
-            row = Row(op=f"attention {variant[5:]}", shape=[b, sq, skv, h, d], dtype=dtype, ours_us=us,
-                      baselines=base, flops=int(r["tflop"] * 1e12), note=note).finish(copy_gbps)
-            if best:
-                sdpa_tflops = r["tflop"] / (best * 1e-6)
-                row.against("SDPA", sdpa_tflops, sdpa_TFLOPs=sdpa_tflops)
-            rows.append(row)
+            rows.append(attention_row(variant, [b, sq, skv, h, d], r["us"][variant], base, best, r["tflop"],
+                                      int(r["tflop"] * 1e12), note, copy_gbps))
     return rows
 
 

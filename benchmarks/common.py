@@ -8,7 +8,9 @@ divided by `reps` is reported. The Python launch cost is not the kernel's. The c
 the same process, so every fraction refers to the same run.
 """
 
+import argparse
 import json
+import os
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
@@ -138,3 +140,37 @@ class Row:
 def write_json(path, rows: Sequence[Row], meta: dict) -> None:
     with open(path, "w") as f:
         json.dump({"meta": meta, "rows": [asdict(r) for r in rows]}, f, indent=1)
+
+
+def sdpa_baselines(us: Dict[str, float]):
+    """The SDPA backends that ran on one attention shape ({name: us}, from the shape's times `us`)
+    and the best of their times (None if none ran)."""
+    base = {k: v for k, v in us.items() if k.startswith("sdpa_") and v}
+    return base, (min(base.values()) if base else None)
+
+
+def attention_row(variant: str, shape: List[int], us: float, base: Dict[str, float], best: Optional[float],
+                  tflop: float, flops: int, note: str, copy_gbps: float) -> Row:
+    """The Row of one variant of ours ("ours_<kind>") on one attention shape of `tflop` TFLOP: SDPA's
+    backends as baselines and the best of them (`best` us) as the ceiling ("SDPA")."""
+    row = Row(op=f"attention {variant[5:]}", shape=shape, dtype="bf16" if "bf16" in variant else "e4m3",
+              ours_us=us, baselines=base, flops=flops, note=note).finish(copy_gbps)
+    if best:
+        sdpa = tflop / (best * 1e-6)
+        row.against("SDPA", sdpa, sdpa_TFLOPs=sdpa)
+    return row
+
+
+def import_arguments(source: str, family: str):
+    """The command line of a benchmarks/import_*.py script: the `source` file, the run's --sha,
+    --compiler and --command, an optional --date, and --out (default
+    benchmarks/results/h200/<family>.json)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument(source)
+    ap.add_argument("--sha", required=True)
+    ap.add_argument("--compiler", required=True)
+    ap.add_argument("--command", required=True)
+    ap.add_argument("--date", default=None)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "h200",
+                                                 f"{family}.json"))
+    return ap.parse_args()

@@ -62,15 +62,11 @@ def build_model(args, device, dtype):
 class LTX2Problem:
     def __init__(self, args, model, device, dtype):
         cfg = model.config
-        self.f = (args.num_frames - 1) // VAE_T + 1
-        self.h, self.w = args.height // VAE_S, args.width // VAE_S
-        self.tokens = self.f * self.h * self.w
         self.audio_tokens = max(1, round(args.num_frames / FRAME_RATE * AUDIO_LATENTS_PER_S))
         b = args.batch_size
         text = 16 if args.tiny else TEXT_TOKENS
         g = torch.Generator(device="cpu").manual_seed(args.seed)
-        lat = torch.randn(b, cfg.in_channels, self.f, self.h, self.w, generator=g)
-        lat = lat.permute(0, 2, 3, 4, 1).reshape(b, self.tokens, cfg.in_channels)
+        lat = common.packed_video_latents(self, args, cfg.in_channels, g, VAE_T, VAE_S)
         alat = torch.randn(b, self.audio_tokens, cfg.audio_in_channels, generator=g)
         self.latents0 = (lat.to(device), alat.to(device))
         two = args.guidance_scale > 1

@@ -473,18 +473,25 @@ def build_model(args, device, dtype):
     return load_or_random(LTXVideoTransformer3DModel, cfg, args, device, dtype)
 
 
+def packed_video_latents(problem, args, channels, g, vae_t, vae_s):
+    """Sets problem.f, .h, .w (the latent grid of args' video under a vae_t x vae_s x vae_s VAE) and
+    .tokens; returns latents [B, C, F, H, W] drawn from g, packed to [B, F*H*W, C]
+    (LTXPipeline._pack_latents, patch 1)."""
+    problem.f = (args.num_frames - 1) // vae_t + 1
+    problem.h, problem.w = args.height // vae_s, args.width // vae_s
+    problem.tokens = problem.f * problem.h * problem.w
+    b = args.batch_size
+    lat = torch.randn(b, channels, problem.f, problem.h, problem.w, generator=g)
+    return lat.permute(0, 2, 3, 4, 1).reshape(b, problem.tokens, channels)
+
+
 class LTXVideoProblem:
     def __init__(self, args, model, device, dtype):
         cfg = model.config
-        self.f = (args.num_frames - 1) // VAE_T + 1
-        self.h, self.w = args.height // VAE_S, args.width // VAE_S
-        self.tokens = self.f * self.h * self.w
         b = args.batch_size
         text = 16 if args.tiny else TEXT_TOKENS
         g = torch.Generator(device="cpu").manual_seed(args.seed)
-        # latents [B, C, F, H, W] -> packed [B, F*H*W, C] (LTXPipeline._pack_latents, patch 1)
-        lat = torch.randn(b, cfg.in_channels, self.f, self.h, self.w, generator=g)
-        lat = lat.permute(0, 2, 3, 4, 1).reshape(b, self.tokens, cfg.in_channels)
+        lat = packed_video_latents(self, args, cfg.in_channels, g, VAE_T, VAE_S)
         self.latents0 = (lat.to(device),)
         cond = torch.randn(b, text, cfg.caption_channels, generator=g) * 0.2
         uncond = torch.randn(b, text, cfg.caption_channels, generator=g) * 0.2

@@ -7,13 +7,12 @@ The rows are built by the same code as bench_attention.run(); no number is recom
         [--out benchmarks/results/h200/attention.json]
 """
 
-import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Row, write_json  # noqa: E402
+from common import attention_row, import_arguments, sdpa_baselines, write_json  # noqa: E402
 
 VARIANTS = ("ours_bf16_bshd", "ours_bf16_bhsd", "ours_fp8_kblock128", "ours_fp8_kblock1")
 
@@ -21,8 +20,7 @@ VARIANTS = ("ours_bf16_bshd", "ours_bf16_bhsd", "ours_fp8_kblock128", "ours_fp8_
 def rows_of(raw_rows):
     rows = []
     for r in raw_rows:
-        base = {k: v for k, v in r["us"].items() if k.startswith("sdpa_") and v}
-        best = min(base.values()) if base else None
+        base, best = sdpa_baselines(r["us"])
         for variant in VARIANTS:
             us = r["us"].get(variant)
             if not us:
@@ -35,26 +33,13 @@ def rows_of(raw_rows):
             if "fp8" in variant:
                 note += (f"; the quantization pass ({r['us']['fp8 quantize']:.0f} us) is not included; "
                          f"relative L2 vs our bf16 output {r['fp8_rel_l2_vs_bf16']:.3g}")
-            row = Row(op=f"attention {variant[5:]}", shape=[r["B"], r["Sq"], r["Skv"], r["H"], r["D"]],
-                      dtype="bf16" if "bf16" in variant else "e4m3", ours_us=us, baselines=base,
-                      flops=int(round(r["tflop"] * 1e12)), note=note).finish(0.0)
-            if best:
-                sdpa = r["tflop"] / (best * 1e-6)
-                row.against("SDPA", sdpa, sdpa_TFLOPs=sdpa)
-            rows.append(row)
+            rows.append(attention_row(variant, [r["B"], r["Sq"], r["Skv"], r["H"], r["D"]], us, base, best, r["tflop"],
+                                      int(round(r["tflop"] * 1e12)), note, 0.0))
     return rows
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("raw")
-    ap.add_argument("--sha", required=True)
-    ap.add_argument("--compiler", required=True)
-    ap.add_argument("--command", required=True)
-    ap.add_argument("--date", default=None)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "h200",
-                                                 "attention.json"))
-    a = ap.parse_args()
+    a = import_arguments("raw", "attention")
     raw = json.load(open(a.raw))
     meta = dict(raw.get("meta", {}))
     meta.update(git_sha=a.sha, git_dirty=False, build={"cxx_compiler": a.compiler}, command=a.command,

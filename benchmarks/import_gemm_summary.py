@@ -12,13 +12,12 @@ the same run; bf16_gemm (ours) against cuBLAS; the fused epilogues against our G
 op. The ceiling of the FP8 rows is tensorwise FP8 _scaled_mm at the same shape.
 """
 
-import argparse
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Row, write_json  # noqa: E402
+from common import Row, import_arguments, write_json  # noqa: E402
 
 FP8 = re.compile(r"^fp8\s+(\d+)x(\d+)x(\d+)\s+(.+?)\s+sm90 (\S+) (c\d)\s+ours\s+([\d.]+)\s+cuBLASLt-bw\s+([\d.]+)\s+"
                  r"cutlass\s+([\d.]+)\s+tensorwise\s+([\d.]+)\s+bf16\s+([\d.]+)")
@@ -67,15 +66,7 @@ def rows_of(lines):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("log")
-    ap.add_argument("--sha", required=True)
-    ap.add_argument("--compiler", required=True)
-    ap.add_argument("--command", required=True)
-    ap.add_argument("--date", default=None)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "h200",
-                                                 "gemm.json"))
-    a = ap.parse_args()
+    a = import_arguments("log", "gemm")
     rows = rows_of(open(a.log).read().splitlines())
     meta = dict(gpu="NVIDIA H200", torch="2.11.0+cu130", cuda="13.0", git_sha=a.sha, git_dirty=False,
                 build={"cxx_compiler": a.compiler}, command=a.command, date=a.date,

@@ -42,6 +42,17 @@ def device_backends(*cuda_backends):
     cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
     return [("cpu", "auto"), ("cpu", "torch")] + [pytest.param("cuda", b, marks=cuda) for b in cuda_backends]
 
+
+def grid(*axes):
+    """Decorator: parametrizes a test over the product of `axes`, each an (argnames, values) pair as
+    pytest.mark.parametrize takes them; the first axis is outermost (as the top decorator of a
+    stack of parametrize marks)."""
+    def wrap(test):
+        for names, values in reversed(axes):
+            test = pytest.mark.parametrize(names, values)(test)
+        return test
+    return wrap
+
 # ---- error bounds ---------------------------------------------------------------------------
 # Kernels compute in fp32 and round once to the output dtype T; oracles (ltx_kernels.reference)
 # compute the exact result in float64 from the same inputs. Each test bounds the kernel's fp32
@@ -243,6 +254,12 @@ def _seed():
 def has_cuda_kernel(op_name: str) -> bool:
     """Whether this build registered a CUDA kernel for the op."""
     return torch._C._dispatch_has_kernel_for_dispatch_key(ltx_kernels.add_op_namespace_prefix(op_name), "CUDA")
+
+
+def skip_cuda_without(device, op_name: str):
+    """Skips a CUDA case when this build has no CUDA kernel for the op."""
+    if device == "cuda" and not has_cuda_kernel(op_name):
+        pytest.skip("no CUDA kernel")
 
 
 def skip_cuda_without_kernel(request, op_name: str):

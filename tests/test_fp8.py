@@ -268,6 +268,7 @@ def _re(s):
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_bad_input_errors(device):
     x = torch.randn(4, 256, device=device, dtype=torch.bfloat16)
+    q8 = torch.zeros(4, 256, device=device, dtype=torch.float8_e4m3fn)  # a valid q for the dequantizers
     op = "quantize_fp8_per_token_group"
     bad = [
         (op, lambda: lk.quantize_fp8_per_token_group(x, 96), "x.shape[-1] must be a multiple of group_size"),
@@ -297,16 +298,12 @@ def test_bad_input_errors(device):
          "the given scale must have one element"),
         ("quantize_fp8_per_tensor", lambda: lk.quantize_fp8_per_tensor(x, torch.ones((), device=device, dtype=torch.float64)),
          "the given scale must be float32"),
-        ("dequantize_fp8_per_token_group",
-         lambda: lk.dequantize_fp8_per_token_group(torch.zeros(4, 256, device=device, dtype=torch.float8_e4m3fn),
-                                                   torch.ones(4, 3, device=device)),
+        ("dequantize_fp8_per_token_group", lambda: lk.dequantize_fp8_per_token_group(q8, torch.ones(4, 3, device=device)),
          "scales must have shape [M, K / group_size] = [4, 2]"),
         ("dequantize_fp8_per_token_group",
          lambda: lk.dequantize_fp8_per_token_group(x, torch.ones(4, 2, device=device)),
          "q must be float8_e4m3fn or float8_e5m2"),
-        ("dequantize_fp8_block",
-         lambda: lk.dequantize_fp8_block(torch.zeros(4, 256, device=device, dtype=torch.float8_e4m3fn),
-                                         torch.ones(1, 1, device=device)),
+        ("dequantize_fp8_block", lambda: lk.dequantize_fp8_block(q8, torch.ones(1, 1, device=device)),
          "scales must have shape [ceil(N / block_n), ceil(K / block_k)] = [1, 2]"),
         ("dequantize_fp8_per_tensor",
          lambda: lk.dequantize_fp8_per_tensor(torch.zeros(4, device=device, dtype=torch.float8_e4m3fn),

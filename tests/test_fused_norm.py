@@ -12,12 +12,17 @@ import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
 from bounds import U, ln_e32, modulated, rms_e32
-from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, assert_bytes, assert_close_to, assert_within, expect_error, wide_row
+from conftest import (ALL_DEVICES, DTYPES, HAS_CUDA, assert_bytes, assert_close_to, assert_within, expect_error, grid,
+                      wide_row)
 
 ROWS = [1, 7, 83]
 WIDTHS = [8, 111, 769, 2048, 5125]
 # (B, S) leading shapes: 1, 7, 83 rows, plus several samples of several tokens.
 LEADS = [(1, 1), (1, 7), (83, 1), (1, 83), (3, 29)]
+ROWS_GRID = grid(("device", ALL_DEVICES), ("dtype", DTYPES), ("rows", ROWS), ("cols", WIDTHS))
+# modulated norms: the scale / shift (/ gate) tables per sample or per token
+MODULATED_GRID = grid(("device", ALL_DEVICES), ("dtype", DTYPES), ("lead", LEADS), ("cols", WIDTHS),
+                      ("form", ["per_sample", "per_token"]))
 
 
 def check_rms(got, x, weight, eps, scale=None, shift=None, what=""):
@@ -53,10 +58,7 @@ def tables(B, S, C, form, device, dtype):
 
 
 # ---------------------------------------------------------------------------- add_rms_norm
-@pytest.mark.parametrize("device", ALL_DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows", ROWS)
-@pytest.mark.parametrize("cols", WIDTHS)
+@ROWS_GRID
 def test_add_rms_norm(device, dtype, rows, cols):
     x = rand(rows, cols, device=device, dtype=dtype, scale=3, offset=0.5)
     r = rand(rows, cols, device=device, dtype=dtype, scale=2)
@@ -72,10 +74,7 @@ def test_add_rms_norm(device, dtype, rows, cols):
 
 
 # ---------------------------------------------------------------------------- layer_norm
-@pytest.mark.parametrize("device", ALL_DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows", ROWS)
-@pytest.mark.parametrize("cols", WIDTHS)
+@ROWS_GRID
 def test_layer_norm(device, dtype, rows, cols):
     x = rand(rows, cols, device=device, dtype=dtype, scale=3, offset=0.5)
     w = rand(cols, device=device, dtype=dtype)
@@ -107,11 +106,7 @@ def test_layer_norm_large_mean_is_two_pass(device, cols):
 
 
 # ---------------------------------------------------------------------------- adaln
-@pytest.mark.parametrize("device", ALL_DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("lead", LEADS)
-@pytest.mark.parametrize("cols", WIDTHS)
-@pytest.mark.parametrize("form", ["per_sample", "per_token"])
+@MODULATED_GRID
 def test_adaln(device, dtype, lead, cols, form):
     B, S = lead
     x = rand(B, S, cols, device=device, dtype=dtype, scale=2, offset=0.3)
@@ -148,11 +143,7 @@ def test_adaln_ranks_and_mixed_forms(device, dtype):
 
 
 # ---------------------------------------------------------------------------- gated residual
-@pytest.mark.parametrize("device", ALL_DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("lead", LEADS)
-@pytest.mark.parametrize("cols", WIDTHS)
-@pytest.mark.parametrize("form", ["per_sample", "per_token"])
+@MODULATED_GRID
 def test_gated_residual_adaln_rms_norm(device, dtype, lead, cols, form):
     B, S = lead
     h = rand(B, S, cols, device=device, dtype=dtype, scale=3, offset=0.2)

@@ -24,7 +24,7 @@ import torch
 import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
-from conftest import HAS_CUDA, device_backends, expect_error, has_cuda_kernel
+from conftest import HAS_CUDA, device_backends, expect_error, has_cuda_kernel, skip_cuda_without
 
 CUDA = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
 DEV_BACKENDS = device_backends("auto", "skinny", "sm90", "sm89", "sm90_cutlass", "torch")
@@ -267,8 +267,7 @@ def test_fp8_gemm_skinny_refuses_large_m():
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_fp8_gemm_empty(device):
     a, sa, b, sb = quantized(5, 256, 16, device)
-    if device == "cuda" and not has_cuda_kernel("fp8_blockwise_gemm"):
-        pytest.skip("no CUDA kernel")
+    skip_cuda_without(device, "fp8_blockwise_gemm")
     e = a[:0]
     out = lk.fp8_blockwise_gemm(e, sa[:0], b, sb)
     assert out.shape == (0, 16)
@@ -281,8 +280,7 @@ def test_fp8_gemm_empty(device):
 @pytest.mark.isolated
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_fp8_gemm_errors(device):
-    if device == "cuda" and not has_cuda_kernel("fp8_blockwise_gemm"):
-        pytest.skip("no CUDA kernel")
+    skip_cuda_without(device, "fp8_blockwise_gemm")
     a, sa, b, sb = quantized(4, 256, 16, device)
     op = "fp8_blockwise_gemm"
     f = lk.fp8_blockwise_gemm
@@ -320,8 +318,7 @@ def test_fp8_gemm_errors(device):
 
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_fp8_gemm_backend_report(device):
-    if device == "cuda" and not has_cuda_kernel("fp8_blockwise_gemm"):
-        pytest.skip("no CUDA kernel")
+    skip_cuda_without(device, "fp8_blockwise_gemm")
     a, sa, b, sb = quantized(64, 256, 128, device, "mn_major")
     got = lk.fp8_gemm_backend(a, b, sa)
     if device == "cpu":
@@ -344,8 +341,7 @@ OPCHECK_UTILS = ("test_faketensor", "test_aot_dispatch_dynamic", "test_autograd_
 
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_opcheck(device):
-    if device == "cuda" and not has_cuda_kernel("fp8_blockwise_gemm"):
-        pytest.skip("no CUDA kernel")
+    skip_cuda_without(device, "fp8_blockwise_gemm")
     a, sa, b, sb = quantized(7, 256, 16, device, "mn_major")
     out = torch.empty(7, 16, device=device, dtype=torch.bfloat16)
     bias = torch.randn(16, device=device)
@@ -361,8 +357,7 @@ def test_opcheck(device):
 
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_compile_fullgraph(device):
-    if device == "cuda" and not has_cuda_kernel("fp8_blockwise_gemm"):
-        pytest.skip("no CUDA kernel")
+    skip_cuda_without(device, "fp8_blockwise_gemm")
     torch._dynamo.reset()
     x = torch.randn(2, 33, 256, device=device, dtype=torch.bfloat16)
     w = torch.randn(24, 256, device=device, dtype=torch.bfloat16)
@@ -392,8 +387,7 @@ def test_fp6_gemm(device, backend, m, nk, with_bias):
     n, k = nk
     if device == "cpu" and n * k > 136 * 384:
         pytest.skip("CUDA only (too slow for the CPU backend in CI)")
-    if device == "cuda" and not has_cuda_kernel("fp6_blockwise_gemm"):
-        pytest.skip("no CUDA kernel")
+    skip_cuda_without(device, "fp6_blockwise_gemm")
     x = torch.randn(m, k, device=device) * 3
     w = torch.randn(n, k) * 0.02
     w[:, :128] *= 10  # different block scales along K
@@ -419,8 +413,7 @@ def test_fp6_gemm(device, backend, m, nk, with_bias):
 @pytest.mark.isolated
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_fp6_gemm_errors_and_empty(device):
-    if device == "cuda" and not has_cuda_kernel("fp6_blockwise_gemm"):
-        pytest.skip("no CUDA kernel")
+    skip_cuda_without(device, "fp6_blockwise_gemm")
     a, sa, _, _ = quantized(4, 256, 16, device)
     bp, sbp = lk.quantize_fp6_block(torch.randn(16, 256))
     bp, sbp = bp.to(device), sbp.to(device)
@@ -479,8 +472,7 @@ def nvfp4_operands(m, n, k, device, leading=None):
 @pytest.mark.parametrize("with_bias", [False, True])
 def test_scaled_mm_nvfp4(device, backend, m, nk, with_bias):
     n, k = nk
-    if device == "cuda" and not has_cuda_kernel("scaled_mm_nvfp4"):
-        pytest.skip("no CUDA kernel")
+    skip_cuda_without(device, "scaled_mm_nvfp4")
     qa, qb, ba, bb, alpha = nvfp4_operands(m, n, k, device)
     bias = torch.randn(n, device=device) if with_bias else None
     if backend == "cublaslt":
@@ -510,8 +502,7 @@ def test_scaled_mm_nvfp4(device, backend, m, nk, with_bias):
 @pytest.mark.isolated
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_scaled_mm_nvfp4_errors_leading_empty(device):
-    if device == "cuda" and not has_cuda_kernel("scaled_mm_nvfp4"):
-        pytest.skip("no CUDA kernel")
+    skip_cuda_without(device, "scaled_mm_nvfp4")
     qa, qb, ba, bb, alpha = nvfp4_operands(None, 16, 64, device, leading=(2, 3))
     out = lk.scaled_mm_nvfp4(qa, qb, ba, bb, alpha, out_dtype=torch.float16)
     assert out.shape == (2, 3, 16) and out.dtype == torch.float16

@@ -186,6 +186,23 @@ def skip_forced(fn):
         raise
 
 
+def run_gemm(op, device, m, n, k, bias, backend, epilogue, out_dtype, **call_kw):
+    """One `op` GEMM ("fp8" or "bf16") of fresh [m, k] x [n, k] operands with `epilogue` on `backend`
+    (a forced backend that cannot run the call skips the test); `call_kw` go to the GEMM call only.
+    Returns (its result, the plan it ran, the float64 reference A B^T + bias, the bound on the
+    kernel's accumulation error)."""
+    kw = dict(out_dtype=out_dtype, backend=backend, epilogue=epilogue)
+    if op == "fp8":
+        a, sa, b, sb = fp8_operands(m, n, k, device)
+        got = skip_forced(lambda: lk.fp8_blockwise_gemm(a, sa, b, sb, bias, **kw, **call_kw))
+        used = plan("fp8_blockwise_gemm", device, a, b, sa, sb, bias=bias, **kw)
+        y = ref.fp8_blockwise_gemm(a, sa, b, sb, bias)
+        return got, used, y, acc_bound("fp8", used["backend"], absdot_fp8(a, sa, b, sb), k)
+    a, b = bf16_operands(m, n, k, device)
+    got = skip_forced(lambda: lk.bf16_gemm(a, b, bias, **kw, **call_kw))
+    used = plan("bf16_gemm", device, a, b, bias=bias, **kw)
+    return got, used, ref.bf16_gemm(a, b, bias), acc_bound("bf16", used["backend"], ref.bf16_gemm(a.abs(), b.abs()), k)
+
 # =============================================================================================
 # Epilogues on every backend
 # =============================================================================================
@@ -201,21 +218,7 @@ def test_epilogue_activation(device, op, epilogue, bias_kind, out_dtype):
     if bias_kind:
         bias = torch.randn(n, device=device).to(torch.float32 if bias_kind == "fp32" else out_dtype)
     for backend in dev_backends(device):
-        if op == "fp8":
-            a, sa, b, sb = fp8_operands(m, n, k, device)
-            call = lambda: lk.fp8_blockwise_gemm(a, sa, b, sb, bias, out_dtype=out_dtype, backend=backend,
-                                                 epilogue=epilogue)
-            out = skip_forced(call)
-            used = plan("fp8_blockwise_gemm", device, a, b, sa, sb, bias=bias, out_dtype=out_dtype, backend=backend,
-                        epilogue=epilogue)
-            y = ref.fp8_blockwise_gemm(a, sa, b, sb, bias)
-            e_y = acc_bound("fp8", used["backend"], absdot_fp8(a, sa, b, sb), k)
-        else:
-            a, b = bf16_operands(m, n, k, device)
-            out = skip_forced(lambda: lk.bf16_gemm(a, b, bias, out_dtype=out_dtype, backend=backend, epilogue=epilogue))
-            used = plan("bf16_gemm", device, a, b, bias=bias, out_dtype=out_dtype, backend=backend, epilogue=epilogue)
-            y = ref.bf16_gemm(a, b, bias)
-            e_y = acc_bound("bf16", used["backend"], ref.bf16_gemm(a.abs(), b.abs()), k)
+        out, used, y, e_y = run_gemm(op, device, m, n, k, bias, backend, epilogue, out_dtype)
         assert out.shape == (m, n) and out.dtype == out_dtype
         check16(out, ref.gemm_epilogue(y, epilogue), e_y, SLOPE[epilogue], f"{op} {device}/{backend} {epilogue}", used)
 
@@ -282,21 +285,7 @@ def test_fp8_output(device, op, epilogue, layout):
     if layout == "mn_major":
         bias = bias.to(torch.bfloat16)
     for backend in dev_backends(device):
-        if op == "fp8":
-            a, sa, b, sb = fp8_operands(m, n, k, device)
-            q, s = skip_forced(lambda: lk.fp8_blockwise_gemm(a, sa, b, sb, bias, out_dtype=F8, backend=backend,
-                                                             epilogue=epilogue, scale_layout=layout))
-            used = plan("fp8_blockwise_gemm", device, a, b, sa, sb, bias=bias, out_dtype=F8, backend=backend,
-                        epilogue=epilogue)
-            y = ref.fp8_blockwise_gemm(a, sa, b, sb, bias)
-            e_y = acc_bound("fp8", used["backend"], absdot_fp8(a, sa, b, sb), k)
-        else:
-            a, b = bf16_operands(m, n, k, device)
-            q, s = skip_forced(lambda: lk.bf16_gemm(a, b, bias, out_dtype=F8, backend=backend, epilogue=epilogue,
-                                                    scale_layout=layout))
-            used = plan("bf16_gemm", device, a, b, bias=bias, out_dtype=F8, backend=backend, epilogue=epilogue)
-            y = ref.bf16_gemm(a, b, bias)
-            e_y = acc_bound("bf16", used["backend"], ref.bf16_gemm(a.abs(), b.abs()), k)
+        (q, s), used, y, e_y = run_gemm(op, device, m, n, k, bias, backend, epilogue, F8, scale_layout=layout)
         assert q.dtype == F8 and q.shape == (m, n) and s.shape == (m, n // 128)
         assert (s.stride() == (n // 128, 1)) if layout == "row" else (s.stride(0) == 1)
         check_fp8_out(q, s, ref.gemm_epilogue(y, epilogue), e_y, SLOPE[epilogue], f"fp8 out {op} {device}/{backend}",

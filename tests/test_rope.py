@@ -19,11 +19,18 @@ import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
 from bounds import norm_rope_e32, rope_e32, rot_mag
-from conftest import ALL_DEVICES, DTYPES, HAS_CUDA, U32, assert_close_to, assert_within, expect_error, wide_row
+from conftest import (ALL_DEVICES, DTYPES, HAS_CUDA, U32, assert_close_to, assert_within, expect_error, grid,
+                      wide_row)
 
 HEADS_D = [(1, 2), (3, 6), (1, 64), (3, 128), (32, 64)]
 SPLIT_HEADS_D = [(1, 2), (3, 6), (3, 64), (1, 128), (32, 128)]
 SEQS = [1, 7, 83]
+
+
+def rope_grid(heads_d, seqs):
+    """device x dtype x (heads, d) x seq x (batch, table batch): tables shared by the batch or not."""
+    return grid(("device", ALL_DEVICES), ("dtype", DTYPES), ("heads,d", heads_d), ("seq", seqs),
+                ("batch,tab_batch", [(1, 1), (2, 1), (2, 2)]))
 
 
 # ---- independent transcriptions of the model code ----------------------------------------------
@@ -76,11 +83,7 @@ def table_dtypes(dtype):
 
 
 # ---- rms_norm_rope -------------------------------------------------------------------------------
-@pytest.mark.parametrize("device", ALL_DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("heads,d", HEADS_D)
-@pytest.mark.parametrize("seq", SEQS)
-@pytest.mark.parametrize("batch,tab_batch", [(1, 1), (2, 1), (2, 2)])
+@rope_grid(HEADS_D, SEQS)
 def test_rms_norm_rope_matches_diffusers(device, dtype, heads, d, seq, batch, tab_batch):
     c = heads * d
     x = torch.randn(batch, seq, c, device=device, dtype=dtype) * 2 + 0.3
@@ -119,11 +122,7 @@ def test_rms_norm_rope_is_ltx_video_attention(device):
 
 
 # ---- rms_norm_split_rope -------------------------------------------------------------------------
-@pytest.mark.parametrize("device", ALL_DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("heads,d", SPLIT_HEADS_D)
-@pytest.mark.parametrize("seq", SEQS)
-@pytest.mark.parametrize("batch,tab_batch", [(1, 1), (2, 1), (2, 2)])
+@rope_grid(SPLIT_HEADS_D, SEQS)
 def test_rms_norm_split_rope_matches_ltx2(device, dtype, heads, d, seq, batch, tab_batch):
     c = heads * d
     x = torch.randn(batch, seq, c, device=device, dtype=dtype) * 2 - 0.2
@@ -190,11 +189,7 @@ def per_head_layout_cases(batch, seq, heads, d, tab_batch, device, tdt):
     return cases
 
 
-@pytest.mark.parametrize("device", ALL_DEVICES)
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("heads,d", HEADS_D)
-@pytest.mark.parametrize("seq", [1, 83])
-@pytest.mark.parametrize("batch,tab_batch", [(1, 1), (2, 1), (2, 2)])
+@rope_grid(HEADS_D, [1, 83])
 def test_apply_rope_layouts(device, dtype, heads, d, seq, batch, tab_batch):
     for tdt in table_dtypes(dtype):
         for name, shape, cos, sin, inter, oracle in per_head_layout_cases(batch, seq, heads, d, tab_batch, device, tdt):

@@ -102,11 +102,13 @@ const at::Tensor& table_arg(Prepared<P>& pr, AnyModTable& tab, const at::Tensor&
 }
 
 // The inputs as the cores read them: x (and x2, the residual ops' second row input) as rows,
-// weight and bias as contiguous copies; no output may partially overlap any of them. Fills
-// p.x, p.x2, p.weight, p.bias and p.dtype.
-void read_inputs(Prepared<FusedNormParams>& pr, FusedNormParams& p, std::initializer_list<const at::Tensor*> outs,
-                 const at::Tensor& x, const char* xn, const at::Tensor* x2, const char* x2n,
-                 const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, const char* op) {
+// weight and bias as contiguous copies; no output may partially overlap any of them. Returns the
+// call's params (emplaced in pr) with p.x, p.x2, p.weight, p.bias and p.dtype filled.
+FusedNormParams& read_inputs(Prepared<FusedNormParams>& pr, std::initializer_list<const at::Tensor*> outs,
+                             const at::Tensor& x, const char* xn, const at::Tensor* x2, const char* x2n,
+                             const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+                             const char* op) {
+  FusedNormParams& p = pr.emplace();
   const at::Tensor& xh = pr.rows_source(x);
   const at::Tensor* x2h = x2 != nullptr ? &pr.rows_source(*x2) : nullptr;
   const at::Tensor* wc = weight.has_value() ? &pr.keep(weight->contiguous()) : nullptr;
@@ -122,6 +124,7 @@ void read_inputs(Prepared<FusedNormParams>& pr, FusedNormParams& p, std::initial
   if (x2h != nullptr) p.x2 = in_rows(*x2h);
   p.weight = wc != nullptr ? wc->data_ptr() : nullptr;
   p.bias = bc != nullptr ? bc->data_ptr() : nullptr;
+  return p;
 }
 
 Prepared<FusedNormParams> make_add_rms_norm_params(at::Tensor& out, at::Tensor& residual_out, const at::Tensor& x,
@@ -133,8 +136,7 @@ Prepared<FusedNormParams> make_add_rms_norm_params(at::Tensor& out, at::Tensor& 
   Prepared<FusedNormParams> pr;
   if (x.numel() == 0) return pr;
   check_disjoint(out, residual_out, op, "out", "residual_out");
-  FusedNormParams& p = pr.emplace();
-  read_inputs(pr, p, {&out, &residual_out}, x, "x", &residual, "residual", weight, std::nullopt, op);
+  FusedNormParams& p = read_inputs(pr, {&out, &residual_out}, x, "x", &residual, "residual", weight, std::nullopt, op);
   p.out = out_rows(out, op);
   p.residual_out = out_rows(residual_out, op);
   check_rows_fit(p.x.layout, op);
@@ -152,12 +154,17 @@ Prepared<FusedNormParams> make_layer_norm_params(at::Tensor& out, const at::Tens
   check_vector(bias, x, op, "bias");
   Prepared<FusedNormParams> pr;
   if (x.numel() == 0) return pr;
-  FusedNormParams& p = pr.emplace();
-  read_inputs(pr, p, {&out}, x, "x", nullptr, nullptr, weight, bias, op);
+  FusedNormParams& p = read_inputs(pr, {&out}, x, "x", nullptr, nullptr, weight, bias, op);
   p.out = out_rows(out, op);
   check_rows_fit(p.x.layout, op);
   p.eps = static_cast<float>(eps);
   return pr;
+}
+
+// The modulation tables, in the order the ops check them.
+void check_scale_shift(const at::Tensor& scale, const at::Tensor& shift, const at::Tensor& x, const char* op) {
+  check_table_shape(scale, x, op, "scale");
+  check_table_shape(shift, x, op, "shift");
 }
 
 // adaln_rms_norm and adaln_layer_norm share everything but the norm (bias: layer norm only).
@@ -167,14 +174,12 @@ Prepared<FusedNormParams> make_adaln_params(const char* op, at::Tensor& out, con
                                             const std::optional<at::Tensor>& bias, double eps) {
   check_x(x, op, "x", 2, eps);
   check_out(out, x, op, "out", "x");
-  check_table_shape(scale, x, op, "scale");
-  check_table_shape(shift, x, op, "shift");
+  check_scale_shift(scale, shift, x, op);
   check_vector(weight, x, op, "weight");
   check_vector(bias, x, op, "bias");
   Prepared<FusedNormParams> pr;
   if (x.numel() == 0) return pr;
-  FusedNormParams& p = pr.emplace();
-  read_inputs(pr, p, {&out}, x, "x", nullptr, nullptr, weight, bias, op);
+  FusedNormParams& p = read_inputs(pr, {&out}, x, "x", nullptr, nullptr, weight, bias, op);
   table_arg(pr, p.scale, scale, x, out, op, "scale");
   table_arg(pr, p.shift, shift, x, out, op, "shift");
   p.out = out_rows(out, op);
@@ -191,14 +196,12 @@ Prepared<FusedNormParams> make_gated_residual_params(at::Tensor& out, at::Tensor
   check_residual_op(op, h, "h", 2, eps, y, "y", out, h_out, "h_out");
   // Tables are checked against x = h (messages say "x.shape" for the activation's shape).
   check_table_shape(gate, h, op, "gate");
-  check_table_shape(scale, h, op, "scale");
-  check_table_shape(shift, h, op, "shift");
+  check_scale_shift(scale, shift, h, op);
   check_vector(weight, h, op, "weight");
   Prepared<FusedNormParams> pr;
   if (h.numel() == 0) return pr;
   check_disjoint(out, h_out, op, "out", "h_out");
-  FusedNormParams& p = pr.emplace();
-  read_inputs(pr, p, {&out, &h_out}, h, "h", &y, "y", weight, std::nullopt, op);
+  FusedNormParams& p = read_inputs(pr, {&out, &h_out}, h, "h", &y, "y", weight, std::nullopt, op);
   const at::Tensor& gt = table_arg(pr, p.gate, gate, h, out, op, "gate");
   const at::Tensor& sc = table_arg(pr, p.scale, scale, h, out, op, "scale");
   const at::Tensor& sh = table_arg(pr, p.shift, shift, h, out, op, "shift");

@@ -171,6 +171,15 @@ OutKind out_kind(const at::Tensor& out) {
                                                  : OutKind::kBF16;
 }
 
+// A scale table [M, G] is row-major (strides (G, 1)) or M-major (strides (1, M_pad), M_pad >= M);
+// a dimension of size 1 may have any stride.
+bool row_or_m_major(const at::Tensor& s, int64_t M, int64_t G) {
+  const int64_t s0 = s.stride(0), s1 = s.stride(1);
+  const bool row_major = (G <= 1 || s1 == 1) && (M <= 1 || s0 >= G);
+  const bool m_major = (M <= 1 || s0 == 1) && (G <= 1 || s1 >= M);
+  return row_major || m_major;
+}
+
 // Checks shared by fp8_blockwise_gemm, bf16_gemm and fp6_blockwise_gemm; fills c.p.
 void prepare(Call& c, at::Tensor& out, const std::optional<at::Tensor>& out_scales, const at::Tensor& a,
              const std::optional<at::Tensor>& a_scales, const at::Tensor& b, const std::optional<at::Tensor>& b_scales,
@@ -218,10 +227,7 @@ void prepare(Call& c, at::Tensor& out, const std::optional<at::Tensor>& out_scal
     LTX_CHECK(sa.scalar_type() == at::kFloat, op, "a_scales must be float32 (got ", sa.scalar_type(), ")");
     LTX_CHECK(sa.dim() == 2 && sa.size(0) == p.M && sa.size(1) == G, op, "a_scales must have shape [M, K / 128] = [",
               p.M, ", ", G, "] (got ", shape_str(sa.sizes()), ")");
-    const int64_t s0 = sa.stride(0), s1 = sa.stride(1);
-    const bool row_major = (G <= 1 || s1 == 1) && (p.M <= 1 || s0 >= G);
-    const bool m_major = (p.M <= 1 || s0 == 1) && (G <= 1 || s1 >= p.M);
-    LTX_CHECK(row_major || m_major, op,
+    LTX_CHECK(row_or_m_major(sa, p.M, G), op,
               "a_scales must be row-major (strides (K/128, 1)) or M-major (strides (1, M_pad) with M_pad >= M, "
               "as quantize_fp8_per_token_group(..., scale_layout='mn_major') writes) (got strides ",
               shape_str(sa.strides()), ")");
@@ -264,10 +270,7 @@ void prepare(Call& c, at::Tensor& out, const std::optional<at::Tensor>& out_scal
     LTX_CHECK(os.scalar_type() == at::kFloat, op, "out_scales must be float32 (got ", os.scalar_type(), ")");
     LTX_CHECK(os.dim() == 2 && os.size(0) == p.M && os.size(1) == G, op, "out_scales must have shape [M, N / 128] = [",
               p.M, ", ", G, "] (got ", shape_str(os.sizes()), ")");
-    const int64_t s0 = os.stride(0), s1 = os.stride(1);
-    const bool row_major = (G <= 1 || s1 == 1) && (p.M <= 1 || s0 >= G);
-    const bool m_major = (p.M <= 1 || s0 == 1) && (G <= 1 || s1 >= p.M);
-    LTX_CHECK(row_major || m_major, op, "out_scales must be row-major (strides (N/128, 1)) or M-major (strides (1, M_pad)) (got strides ",
+    LTX_CHECK(row_or_m_major(os, p.M, G), op, "out_scales must be row-major (strides (N/128, 1)) or M-major (strides (1, M_pad)) (got strides ",
               shape_str(os.strides()), ")");
     check_same_device(os, a, op, "out_scales", "a");
     LTX_CHECK(!bytes_overlap(os, out), op, "out_scales and out must not overlap");
@@ -498,6 +501,23 @@ void execute(Call& c, Be be, bool is_auto, const at::Tensor& b_values) {
 #endif
 }
 
+// Sets up `c` as a call of `op` on `operands`: parses the backend asked for (into `requested`) and
+// the epilogue, checks and prepares the arguments, reads the tile override; returns the backend
+// that will run it.
+Be plan_call(Call& c, const char* op, Operands operands, Be& requested, at::Tensor& out,
+             const std::optional<at::Tensor>& out_scales, const at::Tensor& a, const std::optional<at::Tensor>& a_scales,
+             const at::Tensor& b, const std::optional<at::Tensor>& b_scales, const std::optional<at::Tensor>& bias,
+             c10::string_view epilogue, const std::optional<at::Tensor>& residual,
+             const std::optional<at::Tensor>& gate, c10::string_view backend) {
+  c.op = op;
+  c.p.operands = operands;
+  requested = parse_backend(backend, op, operands);
+  const Epilogue epi = parse_epilogue(epilogue, op);
+  prepare(c, out, out_scales, a, a_scales, b, b_scales, bias, epi, residual, gate);
+  c.p.config = env_config(op);
+  return select(c, requested, a);
+}
+
 at::Tensor b_matrix(const Call& c) {
   return c.b2.defined() ? at::as_strided(c.b2, {c.p.N, c.p.K}, {c.bl.stride, 1}) : at::Tensor();
 }
@@ -510,13 +530,9 @@ void fp8_blockwise_gemm(at::Tensor& out, const std::optional<at::Tensor>& out_sc
                         const std::optional<at::Tensor>& residual, const std::optional<at::Tensor>& gate,
                         c10::string_view backend) {
   Call c;
-  c.op = "fp8_blockwise_gemm";
-  c.p.operands = Operands::kFp8Blockwise;
-  const Be requested = parse_backend(backend, c.op, Operands::kFp8Blockwise);
-  const Epilogue epi = parse_epilogue(epilogue, c.op);
-  prepare(c, out, out_scales, a, a_scales, b, b_scales, bias, epi, residual, gate);
-  c.p.config = env_config(c.op);
-  const Be be = select(c, requested, a);
+  Be requested;
+  const Be be = plan_call(c, "fp8_blockwise_gemm", Operands::kFp8Blockwise, requested, out, out_scales, a, a_scales, b,
+                          b_scales, bias, epilogue, residual, gate, backend);
   execute(c, be, requested == Be::kAuto, b_matrix(c));
 }
 
@@ -525,13 +541,9 @@ void bf16_gemm(at::Tensor& out, const std::optional<at::Tensor>& out_scales, con
                const std::optional<at::Tensor>& residual, const std::optional<at::Tensor>& gate,
                c10::string_view backend) {
   Call c;
-  c.op = "bf16_gemm";
-  c.p.operands = Operands::kBf16;
-  const Be requested = parse_backend(backend, c.op, Operands::kBf16);
-  const Epilogue epi = parse_epilogue(epilogue, c.op);
-  prepare(c, out, out_scales, a, std::nullopt, b, std::nullopt, bias, epi, residual, gate);
-  c.p.config = env_config(c.op);
-  const Be be = select(c, requested, a);
+  Be requested;
+  const Be be = plan_call(c, "bf16_gemm", Operands::kBf16, requested, out, out_scales, a, std::nullopt, b, std::nullopt,
+                          bias, epilogue, residual, gate, backend);
   execute(c, be, requested == Be::kAuto, b_matrix(c));
 }
 
@@ -544,26 +556,18 @@ std::vector<int64_t> gemm_plan(c10::string_view op_name, const at::Tensor& out,
                                c10::string_view epilogue, const std::optional<at::Tensor>& residual,
                                const std::optional<at::Tensor>& gate, c10::string_view backend) {
   const std::string name(op_name.data(), op_name.size());
-  Call c;
-  if (name == "fp8_blockwise_gemm") {
-    c.op = "fp8_blockwise_gemm";
-    c.p.operands = Operands::kFp8Blockwise;
-  } else if (name == "bf16_gemm") {
-    c.op = "bf16_gemm";
-    c.p.operands = Operands::kBf16;
-  } else {
-    LTX_CHECK(false, "gemm_plan", "op must be 'fp8_blockwise_gemm' or 'bf16_gemm' (got '", name, "')");
-  }
-  const bool fp8 = c.p.operands == Operands::kFp8Blockwise;
+  const bool fp8 = name == "fp8_blockwise_gemm";
+  LTX_CHECK(fp8 || name == "bf16_gemm", "gemm_plan", "op must be 'fp8_blockwise_gemm' or 'bf16_gemm' (got '", name,
+            "')");
+  const char* op = fp8 ? "fp8_blockwise_gemm" : "bf16_gemm";
   if (fp8) {
-    LTX_CHECK(a_scales.has_value() && b_scales.has_value(), c.op, "a_scales and b_scales are required");
+    LTX_CHECK(a_scales.has_value() && b_scales.has_value(), op, "a_scales and b_scales are required");
   }
-  const Be requested = parse_backend(backend, c.op, c.p.operands);
-  const Epilogue epi = parse_epilogue(epilogue, c.op);
+  Call c;
+  Be requested;
   at::Tensor o = out;  // only inspected, never written
-  prepare(c, o, out_scales, a, a_scales, b, b_scales, bias, epi, residual, gate);
-  c.p.config = env_config(c.op);
-  const Be be = select(c, requested, a);
+  const Be be = plan_call(c, op, fp8 ? Operands::kFp8Blockwise : Operands::kBf16, requested, o, out_scales, a, a_scales,
+                          b, b_scales, bias, epilogue, residual, gate, backend);
   std::vector<int64_t> r = {int64_t(be), 0, 0, 0, 0, 0};
 #ifdef LTX_KERNELS_WITH_CUDA
   if (be == Be::kSm90) {

@@ -4,6 +4,7 @@
 #include "ltx_kernels/cpu/shared_rows.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "ltx_kernels/cpu/activation_math.h"
@@ -55,19 +56,30 @@ void fp8_rows(const Fp8OutParams<P>& p, int64_t rows, int64_t cols, const Parall
   });
 }
 
-// adaln_rms_norm_fp8 (GATED false) and gated_residual_adaln_rms_norm_fp8 (h_out = round(h +
-// y * gate) written first; the norm sees it as stored).
-template <bool GATED>
-void adaln_fp8(const FusedNormFp8Params& p, const ParallelFor& parallel_for) {
-  const FusedNormParams& a = p.op;
+// The modulation (scale, shift) rows of row r: rms_norm_fp8 has none.
+template <typename T>
+std::pair<const T*, const T*> mod_rows(const RmsNormParams&, int64_t) {
+  return {nullptr, nullptr};
+}
+
+template <typename T>
+std::pair<const T*, const T*> mod_rows(const FusedNormParams& a, int64_t r) {
+  return {entry(typed<T>(a.scale), r), entry(typed<T>(a.shift), r)};
+}
+
+// rms_norm_fp8 and adaln_rms_norm_fp8 (GATED false), gated_residual_adaln_rms_norm_fp8 (h_out =
+// round(h + y * gate) written first; the norm sees it as stored).
+template <bool GATED, class Params>
+void norm_fp8(const Params& p, const ParallelFor& parallel_for) {
+  const auto& a = p.op;
   const int64_t cols = a.x.layout.cols;
   fp8_rows(p, a.x.layout.rows, cols, parallel_for, [&](auto tag, int64_t r, std::vector<float>& y, std::vector<float>& v) {
     using T = type_of<decltype(tag)>;
-    const T* xr = a.x.ptr<T>() + r * a.x.layout.stride;
+    const T* xr = a.x.template ptr<T>() + r * a.x.layout.stride;
     if constexpr (GATED) {
-      const T* yr = a.x2.ptr<T>() + r * a.x2.layout.stride;
+      const T* yr = a.x2.template ptr<T>() + r * a.x2.layout.stride;
       const T* g = entry(typed<T>(a.gate), r);
-      T* ho = a.residual_out.ptr<T>() + r * a.residual_out.layout.stride;
+      T* ho = a.residual_out.template ptr<T>() + r * a.residual_out.layout.stride;
       for (int64_t c = 0; c < cols; ++c) {  // h_out may be h: each element read before written
         const float prod = to_float(yr[c]) * to_float(g[c]);  // fp32 product, then fp32 sum
         const T rounded = from_float<T>(to_float(xr[c]) + prod);
@@ -77,8 +89,8 @@ void adaln_fp8(const FusedNormFp8Params& p, const ParallelFor& parallel_for) {
     } else {
       for (int64_t c = 0; c < cols; ++c) v[c] = to_float(xr[c]);
     }
-    norm_row<T>(v, y, static_cast<const T*>(a.weight), entry(typed<T>(a.scale), r), entry(typed<T>(a.shift), r),
-                cols, a.eps);
+    const std::pair<const T*, const T*> mod = mod_rows<T>(a, r);
+    norm_row<T>(v, y, static_cast<const T*>(a.weight), mod.first, mod.second, cols, a.eps);
   });
 }
 
@@ -110,22 +122,15 @@ void rope_fp8(const RopeFp8Params& p, const ParallelFor& parallel_for) {
 }  // namespace
 
 void rms_norm_fp8(const RmsNormFp8Params& p, const ParallelFor& parallel_for) {
-  const RmsNormParams& a = p.op;
-  const int64_t cols = a.x.layout.cols;
-  fp8_rows(p, a.x.layout.rows, cols, parallel_for, [&](auto tag, int64_t r, std::vector<float>& y, std::vector<float>& v) {
-    using T = type_of<decltype(tag)>;
-    const T* xr = a.x.ptr<T>() + r * a.x.layout.stride;
-    for (int64_t c = 0; c < cols; ++c) v[c] = to_float(xr[c]);
-    norm_row<T>(v, y, static_cast<const T*>(a.weight), nullptr, nullptr, cols, a.eps);
-  });
+  norm_fp8<false>(p, parallel_for);
 }
 
 void adaln_rms_norm_fp8(const FusedNormFp8Params& p, const ParallelFor& parallel_for) {
-  adaln_fp8<false>(p, parallel_for);
+  norm_fp8<false>(p, parallel_for);
 }
 
 void gated_residual_adaln_rms_norm_fp8(const FusedNormFp8Params& p, const ParallelFor& parallel_for) {
-  adaln_fp8<true>(p, parallel_for);
+  norm_fp8<true>(p, parallel_for);
 }
 
 void silu_and_mul_fp8(const AndMulFp8Params& p, const ParallelFor& parallel_for) {
