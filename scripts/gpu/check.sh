@@ -6,6 +6,8 @@
 # steps (in the order given): build, crash, attn-tests, attn-bench, gemm (scripts/gpu/gemm.sh), gemm-tests,
 #   suite (every test file, CUDA cases only), suite-xdist (everything, 8 workers), gemm-smoke, sanitize-attn
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
+# GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
+# of the tree may carry a stale git HEAD, which the build would otherwise take).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-build/gpu-out}
@@ -34,7 +36,7 @@ for s in "${@:-build attn-tests attn-bench}"; do
   for st in $s; do
     case "$st" in
       build)
-        step build 420 bash -c "cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_KERNELS_TESTS=OFF && cmake --build build/gpu -j $(nproc)" \
+        step build 420 bash -c "cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_KERNELS_TESTS=OFF ${GIT_SHA:+-DLTX_KERNELS_SHA=$GIT_SHA} && cmake --build build/gpu -j $(nproc)" \
           || { tail -30 "$OUT/build.log"; exit 1; }
         VARIANT=$(cat build/gpu/variant.txt) ;;
       crash)

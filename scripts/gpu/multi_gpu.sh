@@ -17,7 +17,7 @@ fi
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}
 NGPU=$(nvidia-smi -L | wc -l)
 echo "git ${GIT_SHA:-?}; $(g++ --version | head -1); $NGPU GPUs" | tee "$OUT/summary.txt"
-timeout 420 bash -c "cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_KERNELS_TESTS=OFF && cmake --build build/gpu -j $(nproc)" \
+timeout 420 bash -c "cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_KERNELS_TESTS=OFF ${GIT_SHA:+-DLTX_KERNELS_SHA=$GIT_SHA} && cmake --build build/gpu -j $(nproc)" \
   > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 export PYTHONPATH="$(cat build/gpu/variant.txt):$PWD/tests:${PYTHONPATH:-}"
 timeout 240 python3 -m pytest -q -p no:cacheprovider -rs tests/test_distributed_ipc.py tests/test_integrations_cp.py \
