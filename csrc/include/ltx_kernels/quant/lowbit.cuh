@@ -20,15 +20,21 @@ namespace lowbit_detail {
 
 // warp_max / block_max: common/reduce.cuh
 
+// Grid-stride loop over the quads of 4 groups: f(g0) with g0 the quad's first group.
+template <class F>
+__device__ __forceinline__ void for_each_quad(int64_t groups, F f) {
+  const int64_t quads = (groups + 3) / 4;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < quads;
+       i += int64_t(gridDim.x) * blockDim.x)
+    f(i * 4);
+}
+
 // ---- LTX-2 FP6 pack / unpack: one thread per 4 groups (16 E4M3 bytes <-> 12 packed bytes).
 // VEC: x 16-byte aligned and out 4-byte aligned (pack) / the reverse (unpack).
 template <bool VEC>
 __global__ void fp6_pack_kernel(uint8_t* __restrict__ out, const uint8_t* __restrict__ x,
                                 int64_t groups) {
-  const int64_t quads = (groups + 3) / 4;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < quads;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t g0 = i * 4;
+  for_each_quad(groups, [&](int64_t g0) {
     if (VEC && g0 + 4 <= groups) {
       const Packed<uint8_t, 16> in = load_stream<uint8_t, 16>(x + g0 * 4);  // (16,)
       uint32_t o[3];                                                           // (12 bytes,)
@@ -55,16 +61,13 @@ __global__ void fp6_pack_kernel(uint8_t* __restrict__ out, const uint8_t* __rest
         out[g * 3 + 2] = b[2];
       }
     }
-  }
+  });
 }
 
 template <bool VEC>
 __global__ void fp6_unpack_kernel(uint8_t* __restrict__ out, const uint8_t* __restrict__ packed,
                                   int64_t groups) {
-  const int64_t quads = (groups + 3) / 4;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < quads;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t g0 = i * 4;
+  for_each_quad(groups, [&](int64_t g0) {
     if (VEC && g0 + 4 <= groups) {
       const uint32_t* ip = reinterpret_cast<const uint32_t*>(packed + g0 * 3);
       uint32_t w[3] = {__ldcs(ip), __ldcs(ip + 1), __ldcs(ip + 2)};
@@ -86,7 +89,7 @@ __global__ void fp6_unpack_kernel(uint8_t* __restrict__ out, const uint8_t* __re
         for (int k = 0; k < 4; ++k) out[g * 4 + k] = fp6_e4m3_restore(v[k]);
       }
     }
-  }
+  });
 }
 
 // 4 consecutive elements as floats (VEC: one aligned 4-element access).
