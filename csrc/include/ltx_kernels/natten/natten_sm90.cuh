@@ -38,6 +38,7 @@
 
 #include <type_traits>
 
+#include "ltx_kernels/gemm/sm90_ptx.cuh"
 #include "ltx_kernels/natten/natten.cuh"
 
 namespace ltx_kernels {
@@ -75,24 +76,17 @@ struct NaTmaArgs {
   float scale_log2;
 };
 
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
+// mbarrier wrappers shared with the sm_90a GEMMs (gemm/sm90_ptx.cuh); the wait here spins
+// without the GEMMs' timeout trap.
+using gemm::sm90::ptx::fence_barrier_init;
+using gemm::sm90::ptx::fence_proxy_async_smem;
+using gemm::sm90::ptx::mbar_arrive_expect_tx;
+using gemm::sm90::ptx::mbar_init;
+using gemm::sm90::ptx::mbar_try_wait;
+
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
+  while (!mbar_try_wait(bar, parity)) {
+  }
 }
 __device__ __forceinline__ void tma_load_5d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
                                             int c4, uint32_t bar) {
@@ -143,8 +137,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       mbar_init(bar_full + 8 * s, 1);
       released[s] = 0;
     }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    fence_barrier_init();
+    fence_proxy_async_smem();
   }
   __syncthreads();
   // Chunk c into stage c % ST: one expect_tx arrival, K and V boxes at (d 0, head, w, h, t).
@@ -152,7 +146,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int s = c % kStages;
     const int ct = c / CH, ch = (c - ct * CH) * KR;
     const uint32_t dst = smem0 + s * kStageBytes;
-    mbar_expect_tx(bar_full + 8 * s, kStageBytes);
+    mbar_arrive_expect_tx(bar_full + 8 * s, kStageBytes);
     tma_load_5d(dst, &tk, 0, head, ulo[2], ulo[1] + ch, ulo[0] + ct, bar_full + 8 * s);
     tma_load_5d(dst + kTileBytes, &tv, 0, head, ulo[2], ulo[1] + ch, ulo[0] + ct, bar_full + 8 * s);
   };
@@ -322,7 +316,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (atomicAdd(&released[s], 1u) == kNW - 1) {
         __threadfence_block();
         released[s] = 0;
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // generic reads, then TMA writes
+        fence_proxy_async_smem();  // generic reads, then TMA writes
         issue(c + kStages);
       }
     }
