@@ -170,6 +170,22 @@ struct BlockArgs {
   int64_t tiles_k, tiles;  // ceil(cols / bk), total tiles
 };
 
+// Tile `tile` (row-major over the tiles): its indices (tb, tc), first element (r0, c0) and extent
+// (h rows, cw columns; the last tile of a row or column is cut at the matrix edge).
+struct BlockTile {
+  int64_t tb, tc, r0, c0, h, cw;
+};
+__device__ __forceinline__ BlockTile block_tile(const BlockArgs& a, int64_t tile) {
+  BlockTile t;
+  t.tb = tile / a.tiles_k;
+  t.tc = tile - t.tb * a.tiles_k;
+  t.r0 = t.tb * a.bn;
+  t.c0 = t.tc * a.bk;
+  t.h = a.bn < a.rows - t.r0 ? a.bn : a.rows - t.r0;
+  t.cw = a.bk < a.cols - t.c0 ? a.bk : a.cols - t.c0;
+  return t;
+}
+
 // One CTA per tile (grid-stride over tiles, CTA-uniform), the tile in registers.
 // (256, 3): a 128 x 128 tile is 256 threads x 8 (bf16) or 16 (fp32) accesses; at 3 CTAs per SM
 // (ncu: the (512, 1) build used 111 registers, 2 CTAs, 21% of DRAM bandwidth). A thread's
@@ -181,11 +197,10 @@ __global__ void __launch_bounds__(256, NV <= 8 ? 3 : 2)  // (16 fp32 accesses sp
                      int64_t s_col, const T* __restrict__ w, int64_t ws, BlockArgs a) {
   __shared__ float smem[32];
   for (int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
-    const int64_t tb = tile / a.tiles_k;
-    const int64_t tc = tile - tb * a.tiles_k;
-    const int64_t r0 = tb * a.bn, c0 = tc * a.bk;
-    const int h = int(a.bn < a.rows - r0 ? a.bn : a.rows - r0);
-    const int cpr = int((a.bk < a.cols - c0 ? a.bk : a.cols - c0) / VEC);
+    const BlockTile t = block_tile(a, tile);
+    const int64_t r0 = t.r0, c0 = t.c0;
+    const int h = int(t.h);
+    const int cpr = int(t.cw / VEC);
     const int nch = h * cpr;
     const bool even = int(blockDim.x) % cpr == 0;
     const int rstep = int(blockDim.x) / cpr;
@@ -217,7 +232,7 @@ __global__ void __launch_bounds__(256, NV <= 8 ? 3 : 2)  // (16 fp32 accesses sp
       const int i = threadIdx.x + k * blockDim.x;
       if (i < nch) store_codes<VEC>(q + offset(k, i, qs), encode_chunk<F>(v[k], dv));
     }
-    if (threadIdx.x == 0) sc[tb * s_row + tc * s_col] = s;
+    if (threadIdx.x == 0) sc[t.tb * s_row + t.tc * s_col] = s;
   }
 }
 
@@ -228,12 +243,10 @@ __global__ void __launch_bounds__(256)
                      int64_t s_col, const T* __restrict__ w, int64_t ws, BlockArgs a) {
   __shared__ float smem[32];
   for (int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
-    const int64_t tb = tile / a.tiles_k;
-    const int64_t tc = tile - tb * a.tiles_k;
-    const int64_t r0 = tb * a.bn, c0 = tc * a.bk;
-    const int64_t h = a.bn < a.rows - r0 ? a.bn : a.rows - r0;
-    const int64_t cpr = (a.bk < a.cols - c0 ? a.bk : a.cols - c0) / VEC;
-    const int64_t nch = h * cpr;
+    const BlockTile t = block_tile(a, tile);
+    const int64_t r0 = t.r0, c0 = t.c0;
+    const int64_t cpr = t.cw / VEC;
+    const int64_t nch = t.h * cpr;
     float m = 0.f;
     for (int64_t i = threadIdx.x; i < nch; i += blockDim.x) {
       const int64_t rr = i / cpr, cc = i - rr * cpr;
@@ -249,7 +262,7 @@ __global__ void __launch_bounds__(256)
       const Packed<T, VEC> v = load_stream<T, VEC>(w + (r0 + rr) * ws + c0 + cc * VEC);
       store_codes<VEC>(q + (r0 + rr) * qs + c0 + cc * VEC, encode_chunk<F>(v, dv));
     }
-    if (threadIdx.x == 0) sc[tb * s_row + tc * s_col] = s;
+    if (threadIdx.x == 0) sc[t.tb * s_row + t.tc * s_col] = s;
   }
 }
 
