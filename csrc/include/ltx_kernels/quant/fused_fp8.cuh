@@ -205,23 +205,31 @@ __device__ __forceinline__ RopeRowCtx<T, TT> rope_row(const RopeArgs<T, TT>& a, 
   return {a.x + r * a.x_stride, a.cos + b * a.cs.b + s * a.cs.s, a.sin + b * a.ss.b + s * a.ss.s};
 }
 
-// Interleaved pairs (2i, 2i+1) of the whole row; a 16-byte chunk holds whole pairs.
-template <typename T, typename TT>
-struct NormRopeOp {
+// What the two RMSNorm + RoPE ops share: the arguments, the row context, the statistic (rstd)
+// and whether the register cap applies (CAP64).
+template <typename T, typename TT, bool CAP64>
+struct NormRopeBase {
   RopeArgs<T, TT> a;
   static constexpr bool kNorm = true;
-  static constexpr bool kCap64 = true;
+  static constexpr bool kCap64 = CAP64;
   using RowCtx = RopeRowCtx<T, TT>;
+  __device__ __forceinline__ RowCtx row(int64_t r) const { return rope_row(a, r); }
+  __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
+};
+
+// Interleaved pairs (2i, 2i+1) of the whole row; a 16-byte chunk holds whole pairs.
+template <typename T, typename TT>
+struct NormRopeOp : NormRopeBase<T, TT, true> {
+  using NormRopeBase<T, TT, true>::a;
+  using typename NormRopeBase<T, TT, true>::RowCtx;
   template <int V>
   using Chunk = Packed<T, V>;
-  __device__ __forceinline__ RowCtx row(int64_t r) const { return rope_row(a, r); }
   template <int V>
   __device__ __forceinline__ void load(const RowCtx& rc, int64_t off, Chunk<V>& v) const {
     v = load_stream<T, V>(rc.x + off);
   }
   template <int V>
   __device__ __forceinline__ float sumsq(const Chunk<V>& v) const { return rope_detail::sum_sq(v); }
-  __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
   template <int V>
   __device__ __forceinline__ void finish(const RowCtx& rc, int64_t off, const Chunk<V>& v,
                                          float rstd, float (&y)[V]) const {
@@ -248,16 +256,13 @@ struct NormRopeOp {
 // reads its partner chunk d/2 away (the other half of its pairs), through L1: the partner is
 // the own chunk of another thread of the same row, so DRAM sees x once.
 template <typename T, typename TT>
-struct NormSplitRopeOp {
-  RopeArgs<T, TT> a;
-  static constexpr bool kNorm = true;
-  static constexpr bool kCap64 = false;
-  using RowCtx = RopeRowCtx<T, TT>;
+struct NormSplitRopeOp : NormRopeBase<T, TT, false> {
+  using NormRopeBase<T, TT, false>::a;
+  using typename NormRopeBase<T, TT, false>::RowCtx;
   template <int V>
   struct Chunk {
     Packed<T, V> own, partner;
   };
-  __device__ __forceinline__ RowCtx row(int64_t r) const { return rope_row(a, r); }
   // (offsets inside a row fit in int: cols <= INT32_MAX; 32-bit division is not a call)
   __device__ __forceinline__ int64_t partner_off(int64_t off) const {
     const int half = a.head_dim >> 1;
@@ -271,7 +276,6 @@ struct NormSplitRopeOp {
   }
   template <int V>
   __device__ __forceinline__ float sumsq(const Chunk<V>& c) const { return rope_detail::sum_sq(c.own); }
-  __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
   template <int V>
   __device__ __forceinline__ void finish(const RowCtx& rc, int64_t off, const Chunk<V>& c,
                                          float rstd, float (&y)[V]) const {
