@@ -244,13 +244,12 @@ __global__ void __launch_bounds__(256)
   __shared__ float smem[32];
   for (int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
     const BlockTile t = block_tile(a, tile);
-    const int64_t r0 = t.r0, c0 = t.c0;
     const int64_t cpr = t.cw / VEC;
     const int64_t nch = t.h * cpr;
     float m = 0.f;
     for (int64_t i = threadIdx.x; i < nch; i += blockDim.x) {
       const int64_t rr = i / cpr, cc = i - rr * cpr;
-      const Packed<T, VEC> v = load_cached<T, VEC>(w + (r0 + rr) * ws + c0 + cc * VEC);
+      const Packed<T, VEC> v = load_cached<T, VEC>(w + (t.r0 + rr) * ws + t.c0 + cc * VEC);
 #pragma unroll
       for (int j = 0; j < VEC; ++j) m = fp8_absmax(m, to_f32(v.v[j]));
     }
@@ -259,8 +258,8 @@ __global__ void __launch_bounds__(256)
     const Fp8Divisor dv = fp8_divisor(s);
     for (int64_t i = threadIdx.x; i < nch; i += blockDim.x) {
       const int64_t rr = i / cpr, cc = i - rr * cpr;
-      const Packed<T, VEC> v = load_stream<T, VEC>(w + (r0 + rr) * ws + c0 + cc * VEC);
-      store_codes<VEC>(q + (r0 + rr) * qs + c0 + cc * VEC, encode_chunk<F>(v, dv));
+      const Packed<T, VEC> v = load_stream<T, VEC>(w + (t.r0 + rr) * ws + t.c0 + cc * VEC);
+      store_codes<VEC>(q + (t.r0 + rr) * qs + t.c0 + cc * VEC, encode_chunk<F>(v, dv));
     }
     if (threadIdx.x == 0) sc[t.tb * s_row + t.tc * s_col] = s;
   }
