@@ -18,11 +18,9 @@
 // ":g<n>" (M tiles per raster group), ":s<n>" (persistent CTAs), e.g. "128x160:c2:g8".
 #include <ATen/ATen.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "common.h"
 #include "ltx_kernels/cpu/ops.h"
@@ -420,26 +418,11 @@ void run_torch(Call& c, const at::Tensor& b_values /* [N, K] e4m3 or bf16 */) {
 }
 
 #ifdef LTX_KERNELS_WITH_CUDA
-const gemm::Device& gemm_device(const at::Tensor& t) {
-  // Per device index, read once (the attributes never change). Not std::call_once: that binds
-  // pthread_once@GLIBC_2.34 on a new glibc and the wheel must load on manylinux_2_28. The first
-  // caller claims the slot (0 -> 1), fills it and publishes it (2); a concurrent caller waits for
-  // the publication, which takes a few attribute queries.
-  static gemm::Device cache[64];
-  static std::atomic<int> state[64];
+// The device's attributes (cached per device by common/device.h, read through gemm::query_device).
+gemm::Device gemm_device(const at::Tensor& t) {
   const int idx = t.device().index();
   TORCH_CHECK(idx >= 0 && idx < 64, "ltx_kernels: CUDA device index out of range");
-  int s = state[idx].load(std::memory_order_acquire);
-  if (s != 2) {
-    int expected = 0;
-    if (state[idx].compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
-      cache[idx] = gemm::query_device(idx);
-      state[idx].store(2, std::memory_order_release);
-    } else {
-      while (state[idx].load(std::memory_order_acquire) != 2) std::this_thread::yield();
-    }
-  }
-  return cache[idx];
+  return gemm::query_device(idx);
 }
 
 // Which backend runs the call on its CUDA device (a forced one that cannot raises).

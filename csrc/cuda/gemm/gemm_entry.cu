@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "ltx_kernels/common/device.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
 #include "ltx_kernels/gemm/gemm.h"
 #include "ltx_kernels/gemm/heuristics.h"
@@ -122,16 +123,12 @@ const char* backend_name(Backend b) {
 }
 
 Device query_device(int index) {
+  const DeviceProps& props = device_props(index);  // queried once per device, then cached
   Device d;
   d.index = index;
-  int major = 0, minor = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index) != cudaSuccess ||
-      cudaDeviceGetAttribute(&d.sms, cudaDevAttrMultiProcessorCount, index) != cudaSuccess ||
-      cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, index) != cudaSuccess) {
-    (void)cudaGetLastError();
-  }
-  d.cc = major * 10 + minor;
+  d.cc = props.cc;
+  d.sms = props.sm_count;
+  d.smem_optin = props.smem_optin;
   return d;
 }
 
