@@ -4,7 +4,8 @@
 # and print a short summary last. Logs and JSON go to $OUT (default build/gpu-out).
 #   bash scripts/gpu/check.sh [steps...]
 # steps (in the order given): build, crash, attn-tests, attn-bench, gemm (scripts/gpu/gemm.sh), gemm-tests,
-#   suite (every test file, CUDA cases only), suite-xdist (everything, 8 workers), gemm-smoke, sanitize-attn
+#   suite (every test file, CUDA cases only), suite-xdist (everything, 8 workers), suite-list (listed ids),
+#   gemm-smoke, sanitize-attn
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
 # of the tree may carry a stale git HEAD, which the build would otherwise take).
@@ -62,6 +63,12 @@ for s in "${@:-build attn-tests attn-bench}"; do
         # another) or pass SUITE_K="cuda" to run the CUDA cases only.
         step suite "${SUITE_LIMIT:-300}" env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest ${SUITE_FILES:-tests} \
           ${SUITE_K:+-k "$SUITE_K"} -v -n 8 -p no:cacheprovider -rfE --timeout 240 --durations 25
+        grep -E "(FAILED|ERROR) tests/|^(FAILED|ERROR) " "$OUT/suite.log" | head -40 | tee -a "$SUMMARY" ;;
+      suite-list)  # the test ids listed in $SUITE_LIST (one per line), part $SUITE_PART ("i/n"), $SUITE_N workers
+        # The list is what CI cannot run: the ids a CPU machine skips (scripts/gpu/cuda_test_ids.py
+        # writes it from a CPU run's JUnit XML). Parts split it into n contiguous slices, one per call.
+        step suite "${SUITE_LIMIT:-300}" env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 scripts/gpu/run_listed.py \
+          "$SUITE_LIST" "${SUITE_PART:-1/1}" -v -n "${SUITE_N:-16}" -p no:cacheprovider -rfE --timeout 240 --durations 25
         grep -E "(FAILED|ERROR) tests/|^(FAILED|ERROR) " "$OUT/suite.log" | head -40 | tee -a "$SUMMARY" ;;
       gemm-smoke)
         step gemm-smoke 90 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 scripts/gemm_smoke.py

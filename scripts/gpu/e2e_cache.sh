@@ -9,8 +9,9 @@
 # Budget ~3 min on an H200 (estimated, not yet measured: each run prints its time):
 # - LTX-Video, 49x512x768, CFG 3, the full 30 steps: first_block, mag (ratios calibrated on the
 #   model first), taylorseer; 14 loops;
-# - LTX-2, 49x512x768, CFG 3, LTX2_STEPS (default 10, not 30: one 19B step is ~0.5 s): taylorseer
-#   only, as diffusers 0.42.1 refuses first_block and mag on LTX-2; 7 loops.
+# - LTX-2, 49x512x768, CFG 3, the full 30 steps (LTX2_STEPS): taylorseer only, as diffusers 0.42.1
+#   refuses first_block and mag on LTX-2; 7 loops.
+# Each model's run has a time limit (LTXV_LIMIT, LTX2_LIMIT seconds; default 150 and 240).
 # No warm-up loops (--warmup-iterations 0): the uncached eager reference loop runs first, and two
 # untimed steps follow each optimize(), so first calls stay out of the timed loops.
 # Copy $OUT/e2e_cache_*.json to benchmarks/results/h200/ and run
@@ -21,7 +22,9 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-build/gpu-out/e2e-cache}
 mkdir -p "$OUT"
 LTXV_STEPS=${LTXV_STEPS:-30}
-LTX2_STEPS=${LTX2_STEPS:-10}
+LTX2_STEPS=${LTX2_STEPS:-30}
+LTXV_LIMIT=${LTXV_LIMIT:-150}
+LTX2_LIMIT=${LTX2_LIMIT:-240}
 EXTRA=${E2E_EXTRA:-}  # e.g. "--tiny" for a dry run on a CPU machine
 if ! python3 -c "import diffusers" > /dev/null 2>&1 && ls .whl/*.whl > /dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/ltx-site \
@@ -42,9 +45,9 @@ run() {  # name, time limit (s), script and arguments...
   echo "e2e_cache: $name rc=$rc in $(( $(date +%s) - t0 )) s (log $OUT/$name.log)"
   [ $rc -eq 0 ] || { rc_all=1; tail -5 "$OUT/$name.log"; }
 }
-run e2e_cache_ltx_video 120 benchmarks/e2e_ltx_video.py --steps "$LTXV_STEPS" --warmup-iterations 0 \
+run e2e_cache_ltx_video "$LTXV_LIMIT" benchmarks/e2e_ltx_video.py --steps "$LTXV_STEPS" --warmup-iterations 0 \
   --quantization fp8 --cache first_block mag taylorseer $EXTRA
-run e2e_cache_ltx2 120 benchmarks/e2e_ltx2.py --steps "$LTX2_STEPS" --warmup-iterations 0 \
+run e2e_cache_ltx2 "$LTX2_LIMIT" benchmarks/e2e_ltx2.py --steps "$LTX2_STEPS" --warmup-iterations 0 \
   --quantization fp8 --cache taylorseer $EXTRA
 python3 benchmarks/e2e_cache_report.py "$OUT"/e2e_cache_*.json
 exit $rc_all
