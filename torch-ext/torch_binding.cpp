@@ -140,11 +140,12 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // out = softmax(scale q k^T + key_bias, masked past kv_lengths) v per (batch, head); layout
   // 'bshd' | 'bhsd'; float8_e4m3fn q/k with per-token factors, v transposed (quantize_attention_fp8)
   ops.def("attention(Tensor! out, Tensor q, Tensor k, Tensor v, float scale, Tensor? kv_lengths, Tensor? key_bias, Tensor? q_descale, Tensor? k_descale, Tensor? v_descale, int k_block, str layout, str backend) -> ()");
-  LTX_IMPL(ops, attention);
+  ops.impl("attention", c10::DeviceType::CPU, &attention);
   // which backend attention would run (0 cpu, 1 torch, 2 sm90); raises what attention would raise
   ops.def("attention_backend(Tensor out, Tensor q, Tensor k, Tensor v, float scale, Tensor? kv_lengths, Tensor? key_bias, Tensor? q_descale, Tensor? k_descale, Tensor? v_descale, int k_block, str layout, str backend) -> int");
   ops.impl("attention_backend", c10::DeviceType::CPU, &attention_backend);
 #if defined(LTX_KERNELS_WITH_CUDA)
+  ops.impl("attention", c10::DeviceType::CUDA, &attention);
   ops.impl("attention_backend", c10::DeviceType::CUDA, &attention_backend);
 #endif
 

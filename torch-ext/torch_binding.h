@@ -1,6 +1,6 @@
 // Every op's adapter entry points, with the C++ signature of its schema (torch_binding.cpp).
 // An op `name` has two: name_cpu for the CPU dispatch key and, in a CUDA build, name_cuda for
-// the CUDA key (the gemm family, attention_backend and the IPC host ops: one function for both). The names match the schemas, the core functions in csrc/include/ltx_kernels/
+// the CUDA key (the gemm family, attention, attention_backend and the IPC host ops: one function for both). The names match the schemas, the core functions in csrc/include/ltx_kernels/
 // and the Python API in ltx_kernels/__init__.py.
 #pragma once
 
@@ -98,12 +98,12 @@ LTX_OP(void, rms_norm_rope_fp8, at::Tensor& q, at::Tensor& scales, const at::Ten
 LTX_OP(void, rms_norm_split_rope_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& cos,
        const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
 
-// dense attention family (csrc/torch/attention.cpp); attention_backend serves both keys
-LTX_OP(void, attention, at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
-       const std::optional<at::Tensor>& kv_lengths, const std::optional<at::Tensor>& key_bias,
-       const std::optional<at::Tensor>& q_descale, const std::optional<at::Tensor>& k_descale,
-       const std::optional<at::Tensor>& v_descale, int64_t k_block, c10::string_view layout,
-       c10::string_view backend);
+// dense attention family (csrc/torch/attention.cpp); attention and attention_backend serve both keys
+void attention(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+               const std::optional<at::Tensor>& kv_lengths, const std::optional<at::Tensor>& key_bias,
+               const std::optional<at::Tensor>& q_descale, const std::optional<at::Tensor>& k_descale,
+               const std::optional<at::Tensor>& v_descale, int64_t k_block, c10::string_view layout,
+               c10::string_view backend);
 int64_t attention_backend(const at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           double scale, const std::optional<at::Tensor>& kv_lengths,
                           const std::optional<at::Tensor>& key_bias, const std::optional<at::Tensor>& q_descale,

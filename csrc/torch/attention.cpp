@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "common.h"
@@ -349,44 +350,31 @@ Backend resolve(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
 
 }  // namespace
 
-// CPU tensors: the C++ backend, or "torch" when forced.
-void attention_cpu(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
-                   const std::optional<at::Tensor>& kv_lengths, const std::optional<at::Tensor>& key_bias,
-                   const std::optional<at::Tensor>& q_descale, const std::optional<at::Tensor>& k_descale,
-                   const std::optional<at::Tensor>& v_descale, int64_t k_block, c10::string_view layout,
-                   c10::string_view backend) {
+// Both dispatch keys (prepare() has put every tensor on q's device): on the CPU the C++ backend,
+// or "torch" when forced; on CUDA the sm_90a kernel when it can run the call, else "torch".
+void attention(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+               const std::optional<at::Tensor>& kv_lengths, const std::optional<at::Tensor>& key_bias,
+               const std::optional<at::Tensor>& q_descale, const std::optional<at::Tensor>& k_descale,
+               const std::optional<at::Tensor>& v_descale, int64_t k_block, c10::string_view layout,
+               c10::string_view backend) {
   Problem pr;
   const Backend be = resolve(out, q, k, v, scale, kv_lengths, key_bias, q_descale, k_descale, v_descale, k_block,
                              layout, backend, pr, "attention");
   if (out.numel() == 0) return;
+#ifdef LTX_KERNELS_WITH_CUDA
+  std::optional<c10::cuda::CUDAGuard> guard;
+  if (q.is_cuda()) guard.emplace(q.device());
+#endif
   if (pr.p.seqlen_kv == 0) {
     out.zero_();
     return;
   }
   if (be == Backend::kTorch) return run_torch(pr);
-  run_cpu(pr);
-}
-
+  if (be == Backend::kCpu) return run_cpu(pr);
 #ifdef LTX_KERNELS_WITH_CUDA
-// CUDA tensors: the sm_90a kernel when it can run the call, else the "torch" path.
-void attention_cuda(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
-                    const std::optional<at::Tensor>& kv_lengths, const std::optional<at::Tensor>& key_bias,
-                    const std::optional<at::Tensor>& q_descale, const std::optional<at::Tensor>& k_descale,
-                    const std::optional<at::Tensor>& v_descale, int64_t k_block, c10::string_view layout,
-                    c10::string_view backend) {
-  Problem pr;
-  const Backend be = resolve(out, q, k, v, scale, kv_lengths, key_bias, q_descale, k_descale, v_descale, k_block,
-                             layout, backend, pr, "attention");
-  if (out.numel() == 0) return;
-  const c10::cuda::CUDAGuard guard(q.device());
-  if (pr.p.seqlen_kv == 0) {
-    out.zero_();
-    return;
-  }
-  if (be == Backend::kSm90) return run_sm90(pr, "attention");
-  run_torch(pr);
-}
+  run_sm90(pr, "attention");  // select() picks sm90 only for CUDA tensors in a CUDA build
 #endif
+}
 
 int64_t attention_backend(const at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           double scale, const std::optional<at::Tensor>& kv_lengths,

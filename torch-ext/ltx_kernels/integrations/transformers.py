@@ -46,9 +46,9 @@ logger = logging.getLogger("ltx_kernels")
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def _body_of(fn) -> Optional[str]:
-    """The statements of a function, docstring dropped, normalised by ast.unparse (so comments,
-    line breaks and formatting do not matter); None when the source is not available."""
+def _statements_of(fn) -> Optional[list]:
+    """The statements of a function, docstring dropped, each normalised by ast.unparse (so
+    comments, line breaks and formatting do not matter); None when the source is not available."""
     try:
         src = textwrap.dedent(inspect.getsource(fn))
         tree = ast.parse(src)
@@ -61,75 +61,87 @@ def _body_of(fn) -> Optional[str]:
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         if isinstance(body[0].value.value, str):
             body = body[1:]
-    return "\n".join(ast.unparse(stmt) for stmt in body)
+    return [ast.unparse(stmt) for stmt in body]
+
+
+def _body_of(fn) -> Optional[str]:
+    """_statements_of(fn) as one string."""
+    statements = _statements_of(fn)
+    return None if statements is None else "\n".join(statements)
 
 
 def _body_of_source(src: str) -> str:
-    node = ast.parse(textwrap.dedent(src)).body[0]
-    return "\n".join(ast.unparse(stmt) for stmt in node.body)
+    """Statements given as source text, normalised as _statements_of does."""
+    return "\n".join(ast.unparse(stmt) for stmt in ast.parse(textwrap.dedent(src)).body)
 
 
 # The forward bodies this module knows how to replace (transformers 5.x, "modular" copies).
-_RMS_LLAMA = _body_of_source(
-    """
-    def forward(self, hidden_states):
-        input_dtype = hidden_states.dtype
-        hidden_states = hidden_states.to(torch.float32)
-        variance = hidden_states.pow(2).mean(-1, keepdim=True)
-        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
-        return self.weight * hidden_states.to(input_dtype)
-    """
-)
-_RMS_OLMO2 = _body_of_source(
-    """
-    def forward(self, hidden_states):
-        input_dtype = hidden_states.dtype
-        hidden_states = hidden_states.to(torch.float32)
-        variance = hidden_states.pow(2).mean(-1, keepdim=True)
-        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
-        return (self.weight * hidden_states).to(input_dtype)
-    """
-)
-_DECODER_LLAMA = _body_of_source(
-    """
-    def forward(self, hidden_states, attention_mask=None, position_ids=None, past_key_values=None,
-                use_cache=False, position_embeddings=None, **kwargs):
-        residual = hidden_states
-        hidden_states = self.input_layernorm(hidden_states)
-        hidden_states, _ = self.self_attn(
-            hidden_states=hidden_states,
-            attention_mask=attention_mask,
-            position_ids=position_ids,
-            past_key_values=past_key_values,
-            use_cache=use_cache,
-            position_embeddings=position_embeddings,
-            **kwargs,
-        )
-        hidden_states = residual + hidden_states
-        residual = hidden_states
-        hidden_states = self.post_attention_layernorm(hidden_states)
-        hidden_states = self.mlp(hidden_states)
-        hidden_states = residual + hidden_states
-        return hidden_states
-    """
-)
-_DECODER_PARAMS = (
-    "self",
-    "hidden_states",
-    "attention_mask",
-    "position_ids",
-    "past_key_values",
-    "use_cache",
-    "position_embeddings",
-    "kwargs",
-)
+# The two RMSNorm bodies normalise alike and differ in where the weight multiply sits relative
+# to the cast back to the input dtype.
+_RMS_NORMALISE = """
+input_dtype = hidden_states.dtype
+hidden_states = hidden_states.to(torch.float32)
+variance = hidden_states.pow(2).mean(-1, keepdim=True)
+hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+"""
+_RMS_LLAMA = _body_of_source(_RMS_NORMALISE + "return self.weight * hidden_states.to(input_dtype)")
+_RMS_OLMO2 = _body_of_source(_RMS_NORMALISE + "return (self.weight * hidden_states).to(input_dtype)")
 _MLP_LLAMA = _body_of_source(
     """
-    def forward(self, x):
-        down_proj = self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
-        return down_proj
+    down_proj = self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+    return down_proj
     """
 )
+
+
+# Llama's decoder-layer forward (transformers 5.x), stated once, in the two halves that
+# _fused_decoder_forward runs as they are: the body recognised is _llama_decoder_head's
+# statements up to its return, then _llama_decoder_tail's. So what is recognised and what the
+# replacement runs cannot drift apart.
+def _llama_decoder_head(
+    self,
+    hidden_states,
+    attention_mask=None,
+    position_ids=None,
+    past_key_values=None,
+    use_cache=False,
+    position_embeddings=None,
+    **kwargs,
+):
+    """Input norm and self-attention: (attention output, residual)."""
+    residual = hidden_states
+    hidden_states = self.input_layernorm(hidden_states)
+    hidden_states, _ = self.self_attn(
+        hidden_states=hidden_states,
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        past_key_values=past_key_values,
+        use_cache=use_cache,
+        position_embeddings=position_embeddings,
+        **kwargs,
+    )
+    return hidden_states, residual
+
+
+def _llama_decoder_tail(self, hidden_states, residual):
+    """Residual add, post-attention norm, MLP and residual add: the layer's output."""
+    hidden_states = residual + hidden_states
+    residual = hidden_states
+    hidden_states = self.post_attention_layernorm(hidden_states)
+    hidden_states = self.mlp(hidden_states)
+    hidden_states = residual + hidden_states
+    return hidden_states
+
+
+def _llama_decoder_body() -> Optional[str]:
+    head, tail = _statements_of(_llama_decoder_head), _statements_of(_llama_decoder_tail)
+    if head is None or tail is None:  # this module's own source is not readable
+        return None
+    return "\n".join(head[:-1] + tail)
+
+
+_DECODER_LLAMA = _llama_decoder_body()
+_DECODER_PARAMS = tuple(inspect.signature(_llama_decoder_head).parameters)
 
 _body_cache = {}
 
@@ -190,32 +202,21 @@ def _fused_decoder_forward(
     position_embeddings=None,
     **kwargs,
 ) -> torch.Tensor:
-    residual = hidden_states
-    hidden_states = self.input_layernorm(hidden_states)
-    hidden_states, _ = self.self_attn(
-        hidden_states=hidden_states,
-        attention_mask=attention_mask,
-        position_ids=position_ids,
-        past_key_values=past_key_values,
-        use_cache=use_cache,
-        position_embeddings=position_embeddings,
-        **kwargs,
+    hidden_states, residual = _llama_decoder_head(
+        self, hidden_states, attention_mask, position_ids, past_key_values, use_cache, position_embeddings, **kwargs
     )
     norm = self.post_attention_layernorm
     weight = norm.weight
-    if (
+    if not (
         hidden_states.dtype in _DTYPES
         and weight.dtype == hidden_states.dtype
         and residual.dtype == hidden_states.dtype
         and residual.shape == hidden_states.shape
     ):
-        # residual_out = residual + attn_out rounded once to the dtype (what `+` stores), and
-        # the norm computed from that rounded sum: the original's two steps, in one pass.
-        hidden_states, residual = add_rms_norm(hidden_states, residual, weight, _norm_eps(norm))
-    else:
-        hidden_states = residual + hidden_states
-        residual = hidden_states
-        hidden_states = norm(hidden_states)
+        return _llama_decoder_tail(self, hidden_states, residual)
+    # residual_out = residual + attn_out rounded once to the dtype (what `+` stores), and the
+    # norm computed from that rounded sum: the original's two steps, in one pass.
+    hidden_states, residual = add_rms_norm(hidden_states, residual, weight, _norm_eps(norm))
     hidden_states = self.mlp(hidden_states)
     hidden_states = residual + hidden_states
     return hidden_states
@@ -287,7 +288,7 @@ def _decoder_kind(module):
         if not isinstance(getattr(module, name, None), torch.nn.Module):
             return None, f"no {name} submodule"
     fwd = type(module).forward
-    if _class_forward_body(type(module)) != _DECODER_LLAMA:
+    if _DECODER_LLAMA is None or _class_forward_body(type(module)) != _DECODER_LLAMA:
         return None, "forward differs from LlamaDecoderLayer's (transformers 5.x)"
     try:
         params = tuple(inspect.signature(fwd).parameters)
