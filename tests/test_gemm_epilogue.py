@@ -321,7 +321,7 @@ def test_fp8_output_bit_exact(device, epilogue):
             assert not bad.any(), f"{device}/{backend}: q not bit-identical: {localize(bad, used)}"
             assert torch.equal(sc, want_s), f"{device}/{backend}: scales not bit-identical"
             out16 = lk.fp8_blockwise_gemm(a, sa, b, sb, bias, backend=backend)
-            assert torch.equal(out16.cpu(), y.float().to(torch.bfloat16)), f"{device}/{backend}: bf16 out not exact"
+            assert torch.equal(out16.cpu(), y.float().to(torch.bfloat16).cpu()), f"{device}/{backend}: bf16 out not exact"
         else:
             # codes as signed e4m3 ordinals: within one step
             def ordinal(c):

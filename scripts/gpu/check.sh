@@ -62,7 +62,7 @@ for s in "${@:-build attn-tests attn-bench}"; do
         # SUITE_FILES (e.g. "tests/test_gemm*.py tests/test_attention.py" in one call, the rest in
         # another) or pass SUITE_K="cuda" to run the CUDA cases only.
         step suite "${SUITE_LIMIT:-300}" env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest ${SUITE_FILES:-tests} \
-          ${SUITE_K:+-k "$SUITE_K"} -v -n 8 -p no:cacheprovider -rfE --timeout 240 --durations 25
+          ${SUITE_K:+-k "$SUITE_K"} -v -n "${SUITE_N:-8}" -p no:cacheprovider -rfE --timeout 240 --durations 25
         grep -E "(FAILED|ERROR) tests/|^(FAILED|ERROR) " "$OUT/suite.log" | head -40 | tee -a "$SUMMARY" ;;
       suite-list)  # the test ids listed in $SUITE_LIST (one per line), part $SUITE_PART ("i/n"), $SUITE_N workers
         # The list is what CI cannot run: the ids a CPU machine skips (scripts/gpu/cuda_test_ids.py

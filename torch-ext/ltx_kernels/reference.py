@@ -241,10 +241,10 @@ def fp8_encode(v: torch.Tensor, fp8_dtype=torch.float8_e4m3fn) -> torch.Tensor:
 
 
 def fp8_decode(q: torch.Tensor) -> torch.Tensor:
-    """fp8 tensor (or uint8 codes with fp8_dtype e4m3fn) -> fp32 values."""
+    """fp8 tensor (or uint8 codes with fp8_dtype e4m3fn) -> fp32 values, on q's device."""
     dtype = q.dtype if q.dtype in FP8_FORMATS else torch.float8_e4m3fn
     codes = q.view(torch.uint8) if q.dtype in FP8_FORMATS else q
-    return fp8_decode_table(dtype)[codes.long()].float()
+    return fp8_decode_table(dtype).to(codes.device)[codes.long()].float()
 
 
 def _fp8_quantize_with(xf: torch.Tensor, s: torch.Tensor, fp8_dtype) -> torch.Tensor:
