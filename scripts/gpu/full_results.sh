@@ -46,8 +46,9 @@ elif ! git rev-parse HEAD >/dev/null 2>&1; then
   echo "full_results: not a git checkout and GIT_SHA unset: the JSONs will say git_sha null" | tee -a "$LOG"
 fi
 
-# cheap families first, then the long ones; a family not named here (a new bench_*.py) runs too
-PREFERRED="norm rope activation fused_norm fp8 fused_fp8 lowbit distributed natten gemm"
+# cheap families first, then the long ones (FAMILIES="a b ..." sets the order); a family not named
+# there (a new bench_*.py) runs after them
+PREFERRED=${FAMILIES:-"norm rope activation fused_norm fp8 fused_fp8 lowbit distributed natten gemm"}
 ALL=$(python3 benchmarks/run.py --list)
 ORDER=""
 for f in $PREFERRED; do echo "$ALL" | grep -qx "$f" && ORDER="$ORDER $f"; done
