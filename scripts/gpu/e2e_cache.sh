@@ -6,7 +6,7 @@
 #   VARIANT=<built variant dir> OUT=<dir> bash scripts/gpu/e2e_cache.sh
 # Needs diffusers importable (the GPU machine has none: install the wheel the lead carries, or
 # put .whl/*.whl here: they are installed to /tmp/ltx-site as scripts/gpu/check.sh does).
-# Budget ~3 min on an H200 (estimated, not yet measured: each run prints its time):
+# Time on an H200: 36 s for LTX-Video and 83 s for LTX-2 (measured; each run prints its time):
 # - LTX-Video, 49x512x768, CFG 3, the full 30 steps: first_block, mag (ratios calibrated on the
 #   model first), taylorseer; 14 loops;
 # - LTX-2, 49x512x768, CFG 3, the full 30 steps (LTX2_STEPS): taylorseer only, as diffusers 0.42.1
