@@ -22,7 +22,9 @@ Works on the module objects it is given (classes matched by name and by the sour
 Replaced forwards fall back to the module's own code for inputs the ops do not take (dtypes
 other than fp32/fp16/bf16, a weight whose dtype makes the original promote differently).
 Everything keeps working after `model.to(device / dtype)` (parameters stay registered on the
-modules) and under torch.compile (the ops have fake implementations).
+modules) and under torch.compile (the ops have fake implementations); while torch.compile traces
+them, the fused residual + norm and gated MLP are written as the original composition for
+Inductor to fuse, as it runs them faster (`_compile_policy.py`).
 """
 
 import ast
@@ -38,6 +40,7 @@ import torch
 from ..activation import gelu_and_mul, silu_and_mul
 from ..fused_norm import add_rms_norm
 from ..norm import rms_norm as _rms_norm
+from ._compile_policy import use_kernel
 
 __all__ = ["optimize"]
 
@@ -208,7 +211,8 @@ def _fused_decoder_forward(
     norm = self.post_attention_layernorm
     weight = norm.weight
     if not (
-        hidden_states.dtype in _DTYPES
+        use_kernel("add_rms_norm")
+        and hidden_states.dtype in _DTYPES
         and weight.dtype == hidden_states.dtype
         and residual.dtype == hidden_states.dtype
         and residual.shape == hidden_states.shape
@@ -224,7 +228,7 @@ def _fused_decoder_forward(
 
 def _mlp_forward(self, x, act):
     gate_up = self.gate_up_proj(x)
-    if gate_up.dtype in _DTYPES:
+    if gate_up.dtype in _DTYPES and use_kernel("silu_and_mul" if act == "silu" else "gelu_and_mul"):
         if act == "silu":
             h = silu_and_mul(gate_up)
         else:

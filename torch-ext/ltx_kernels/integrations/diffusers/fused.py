@@ -7,6 +7,7 @@ from ...activation import gelu_tanh
 from ...gemm import bf16_gemm
 from ...fused_norm import adaln_rms_norm, gated_residual_adaln_rms_norm
 from ...norm import rms_norm
+from .._compile_policy import use_kernel
 from ._common import PATCHED, cast_weight, const_table, fp8_kwargs, is_fp8_linear, mod_table, supports_fp8_out
 from .hooks import diffusers_hooks, has_hooks, hooked_param
 
@@ -21,8 +22,12 @@ def norm_mod(norm, h, pending, scale, shift, fp8: bool = False):
     and y = rms_norm(h_new, norm.weight, norm.eps) * (1 + scale) + shift (plain RMSNorm when
     scale/shift are None). With fp8=True (and this build's fused norms able to emit FP8), y is
     the tuple (q, scales) for an FP8 linear."""
-    w, eps = cast_weight(hooked_param(norm), h), norm.eps
     fp8 = fp8 and fp8_ok(h)
+    op = "rms_norm" if pending is None and scale is None else "adaln_rms_norm" if pending is None \
+        else "gated_residual_adaln_rms_norm"
+    if not fp8 and not use_kernel(op):
+        return _norm_mod_composed(norm, h, pending, scale, shift)
+    w, eps = cast_weight(hooked_param(norm), h), norm.eps
     if pending is None:
         if scale is None:
             if fp8 and supports_fp8_out(rms_norm):
@@ -42,6 +47,17 @@ def norm_mod(norm, h, pending, scale, shift, fp8: bool = False):
         h_new, q, s = gated_residual_adaln_rms_norm(*args, **fp8_kwargs(gated_residual_adaln_rms_norm, h))
         return h_new, (q, s)
     return gated_residual_adaln_rms_norm(*args)
+
+
+def _norm_mod_composed(norm, h, pending, scale, shift):
+    """norm_mod as the diffusers blocks write it (for torch.compile to fuse: _compile_policy)."""
+    if pending is not None:
+        y, gate = pending
+        h = h + (y if gate is None else y * gate)
+    y = norm(h)
+    if scale is not None:
+        y = y * (1 + scale) + shift
+    return h, y
 
 
 # The FP8 (q, scales) hand-off from a fused norm to the next module is only made to a module
@@ -113,9 +129,11 @@ def ff_forward(self, hidden_states: torch.Tensor, *args, **kwargs) -> torch.Tens
     elif getattr(self, "_ltx_kernels_gemm_epilogue", False) and not has_hooks(proj) and _bf16_gemm_ok(hidden_states, proj):
         # reads proj's weight and bias directly: only when no hook (offloading, casting) owns them
         hidden_states = bf16_gemm(hidden_states, proj.weight, proj.bias, epilogue="gelu_tanh")
-    else:
+    elif use_kernel("gelu_tanh"):
         hidden_states = proj(hidden_states)
         hidden_states = gelu_tanh(hidden_states, out=hidden_states)
+    else:  # traced by torch.compile (_compile_policy)
+        hidden_states = torch.nn.functional.gelu(proj(hidden_states), approximate="tanh")
     for module in self.net[1:]:
         if isinstance(module, torch.nn.Dropout) and (not module.training or module.p == 0):
             continue

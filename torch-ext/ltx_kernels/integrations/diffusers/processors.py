@@ -14,6 +14,7 @@ from ...attention import quantize_attention_fp8
 from ...distributed import SequenceParallelComm
 from ...norm import rms_norm
 from ...rope import rms_norm_rope, rms_norm_split_rope
+from .._compile_policy import use_kernel
 from ._common import cast_weight, is_fp8_linear, is_prequant, logger, nn_rms_eps
 from .hooks import hooked_param
 
@@ -217,8 +218,11 @@ class LTX2FusedAttnProcessor(_FusedAttnBase):
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
 
-        if gate_logits is not None:  # x * 2 * sigmoid(logits), per head
+        if gate_logits is not None and use_kernel("gated_attention"):  # x * 2 * sigmoid(logits), per head
             hidden_states = gated_attention(hidden_states, gate_logits.to(hidden_states.dtype))
+        elif gate_logits is not None:  # traced by torch.compile (_compile_policy): diffusers' composition
+            gates = 2.0 * torch.sigmoid(gate_logits)
+            hidden_states = (hidden_states.unflatten(2, (attn.heads, -1)) * gates.unsqueeze(-1)).flatten(2, 3)
 
         hidden_states = attn.to_out[0](hidden_states)
         hidden_states = attn.to_out[1](hidden_states)

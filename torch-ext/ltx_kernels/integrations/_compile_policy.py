@@ -1,0 +1,47 @@
+"""Which fused kernels the integrations' replaced forwards run while torch.compile traces them.
+
+In eager mode a replaced forward always runs our kernels: each one does the work of several
+PyTorch launches and intermediate tensors. Under torch.compile, Inductor generates one Triton
+kernel per chain of memory-bound ops, and for some of the compositions our kernels replace that
+kernel is faster than ours. Our time against torch.compile of the same composition, measured in
+one run on the H200 over every row of the families' benchmarks (LTX and LLM shapes, bf16 / fp16,
+benchmarks/results/h200/results.md):
+
+    adaln_rms_norm                 0.82 - 0.99x    gelu_tanh        0.89 - 0.96x
+    gated_residual_adaln_rms_norm  0.83 - 1.03x    silu_and_mul     0.85 - 0.96x
+    add_rms_norm                   0.94 - 1.04x    gelu_and_mul     0.78 - 0.95x
+    gated_attention                0.73 - 0.95x
+
+While Dynamo traces a forward, `use_kernel(op)` is False for those ops and the forward writes
+the plain PyTorch composition (the original module's math), which Inductor then fuses with its
+neighbours. Every other op keeps our kernel under compile: `rms_norm_rope` and
+`rms_norm_split_rope` (1.24 - 2.99x compile), `rms_norm` (0.99 - 1.09x at LTX shapes), the
+attention kernel when asked for, and every FP8 path (quantized norms, FP8 GEMMs).
+
+`LTX_KERNELS_COMPILE_ALL_KERNELS=1` (read at import) keeps every kernel under compile, to
+measure the difference or to trace our ops' fake implementations.
+"""
+
+import os
+
+import torch
+
+LEFT_TO_INDUCTOR = frozenset({
+    "adaln_rms_norm",
+    "gated_residual_adaln_rms_norm",
+    "add_rms_norm",
+    "gelu_tanh",
+    "silu_and_mul",
+    "gelu_and_mul",
+    "gated_attention",
+})
+
+KEEP_ALL = os.environ.get("LTX_KERNELS_COMPILE_ALL_KERNELS", "0") not in ("", "0")
+
+
+def use_kernel(op: str) -> bool:
+    """Whether a replaced forward runs our kernel for `op` here: always in eager mode; while
+    torch.compile traces, unless `op` is one that Inductor's own kernel runs faster."""
+    if KEEP_ALL or op not in LEFT_TO_INDUCTOR:
+        return True
+    return not torch.compiler.is_compiling()
