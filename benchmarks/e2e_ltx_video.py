@@ -20,8 +20,10 @@ Measured per variant: per-step time (CUDA events around each step; median over t
 the last run after `--warmup-iterations` full warm-up runs), total time of that run, peak
 memory, and the error of the final latents against the eager run of the same dtype and seed
 (relative L2 and PSNR with the reference's max |value| as peak). `--compare` runs eager,
-torch.compile, optimized, optimized + compile (and the quantized variants when
-`--quantization` is given) in one process on one set of weights and prints a table. Compile is
+torch.compile, optimized, optimized + compile, optimized + compile with every kernel kept
+(`LTX_KERNELS_COMPILE_ALL_KERNELS=1`: what leaving the glue to Inductor gains; see
+docs/integrations.md "Under torch.compile"), and the quantized variants when `--quantization`
+is given, in one process on one set of weights, and prints a table. Compile is
 regional (each transformer block compiled with fullgraph=True, as diffusers'
 `compile_repeated_blocks` does), which keeps compile time to one block's.
 
@@ -349,6 +351,9 @@ def common_main(argv, spec):
     attns = [None if a == "none" else a for a in (args.attention or ["none"])]
 
     import ltx_kernels.integrations.diffusers as lkd
+    from ltx_kernels.integrations import _compile_policy
+
+    KEEP_ALL_DEFAULT = _compile_policy.KEEP_ALL
 
     torch.manual_seed(args.seed)
     model, weights_note = spec.build_model(args, device, dtype)
@@ -391,19 +396,24 @@ def common_main(argv, spec):
         rows = []
         # one set of weights throughout: optimize() swaps forwards only; quantization (last)
         # replaces linears in place after every unquantized variant has run
-        # (name, optimize, quantization, compile, attention)
-        plan = [("eager", False, None, False, None)]
+        # (name, optimize, quantization, compile, attention, every kernel kept under compile)
+        plan = [("eager", False, None, False, None, False)]
         if not args.no_compile_variants:
-            plan.append(("compile", False, None, True, None))
+            plan.append(("compile", False, None, True, None, False))
         for q in [None] + ([quant] if quant else []):
             for a in attns:
                 name = "optimized" + (f"+{q}" if q else "") + (f"+attn-{a}" if a else "")
-                plan.append((name, True, q, False, a))
+                plan.append((name, True, q, False, a, False))
                 if not args.no_compile_variants:
-                    plan.append((name + "+compile", True, q, True, a))
-        for name, opt, q, comp, a in plan:
+                    plan.append((name + "+compile", True, q, True, a, False))
+                    if q is None and a is None:
+                        # the compile policy off (LTX_KERNELS_COMPILE_ALL_KERNELS=1): what leaving
+                        # the glue to Inductor gains
+                        plan.append((name + "+compile(all kernels)", True, q, True, a, True))
+        for name, opt, q, comp, a, keep_all in plan:
             if opt:
                 lkd.optimize(model, quantization=q, attention=a)
+            _compile_policy.KEEP_ALL = keep_all or KEEP_ALL_DEFAULT
             if comp:
                 torch._dynamo.reset()
                 compile_blocks(model)
