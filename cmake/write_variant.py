@@ -69,6 +69,7 @@ def main() -> None:
     ap.add_argument("--cuda-compiler", default="", help="'<id> <version>' of the CUDA compiler")
     ap.add_argument("--cuda-host-compiler", default="")
     ap.add_argument("--build-type", default="")
+    ap.add_argument("--sha-pin", default="", help="LTX_KERNELS_SHA when the build pinned the namespace suffix")
     a = ap.parse_args()
 
     variant = Path(a.variant_dir)
@@ -83,6 +84,9 @@ def main() -> None:
 
     info = {
         **(git_state(a.source_dir) if a.source_dir else {"git_sha": None, "git_dirty": None}),
+        # the commit the builder named (-DLTX_KERNELS_SHA), e.g. for a copy of a tree whose git
+        # metadata is stale: git_sha above is what git says in the source directory
+        "sha_pin": a.sha_pin or None,
         "backend": a.backend,
         "archs": a.archs.split(";") if a.archs else [],
         "cxx_compiler": a.cxx_compiler.strip() or None,
