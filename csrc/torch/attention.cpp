@@ -372,8 +372,9 @@ void attention(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const 
   if (be == Backend::kTorch) return run_torch(pr);
   if (be == Backend::kCpu) return run_cpu(pr);
 #ifdef LTX_KERNELS_WITH_CUDA
-  run_sm90(pr, "attention");  // select() picks sm90 only for CUDA tensors in a CUDA build
+  if (be == Backend::kSm90) return run_sm90(pr, "attention");  // only for CUDA tensors (select())
 #endif
+  LTX_CHECK(false, "attention", "backend ", int(be), " cannot run in this build (internal error)");
 }
 
 int64_t attention_backend(const at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
