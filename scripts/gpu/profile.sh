@@ -3,7 +3,7 @@
 # attention vs cuDNN, the FP8 / bf16 GEMMs vs cuBLASLt / cuBLAS, the fused glue vs torch.compile's
 # Triton kernels) and of the FP8 quantizers (scripts/profile_fp8.py), with the sections that explain
 # a gap: speed of light, memory workload, occupancy, launch statistics (registers, shared memory),
-# warp stall reasons. One CSV per family (`--page details`, one row per kernel and metric), with the
+# warp stall reasons, pipe utilisation (ComputeWorkloadAnalysis: the tensor pipe for the GEMMs). One CSV per family (`--page details`, one row per kernel and metric), with the
 # NVTX range that names each launch, packed into $OUT/ncu.tar.gz.
 #   VARIANT=<built variant dir> OUT=<dir> bash scripts/gpu/profile.sh [families...]
 # families: attention gemm glue fp8 (default: all). Each family is capped at FAMILY_LIMIT s (120).
@@ -15,17 +15,13 @@ FAMILY_LIMIT=${FAMILY_LIMIT:-120}
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
 export PYTHONPATH="$VARIANT:${PYTHONPATH:-}"
-SECTIONS=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats
-          --section WarpStateStats --section SchedulerStats)
+SECTIONS=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis
+          --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats)
 for fam in ${@:-attention gemm glue fp8}; do
   t0=$(date +%s)
-  if [ "$fam" = fp8 ]; then
-    # profile_fp8.py does not bracket its launches: skip the five warm-up launches
-    cmd=(ncu "${SECTIONS[@]}" --csv --page details --launch-skip 5 --launch-count 5 python3 scripts/profile_fp8.py)
-  else
-    cmd=(ncu "${SECTIONS[@]}" --csv --page details --profile-from-start off --nvtx --print-nvtx-rename kernel
-         python3 scripts/profile_heavy.py "$fam")
-  fi
+  if [ "$fam" = fp8 ]; then script=(scripts/profile_fp8.py); else script=(scripts/profile_heavy.py "$fam"); fi
+  cmd=(ncu "${SECTIONS[@]}" --csv --page details --profile-from-start off --nvtx --print-nvtx-rename kernel
+       python3 "${script[@]}")
   timeout "$FAMILY_LIMIT" "${cmd[@]}" > "$WORK/$fam.csv" 2> "$WORK/$fam.log"
   echo "profile: $fam rc=$? in $(( $(date +%s) - t0 )) s, $(grep -c '' "$WORK/$fam.csv") CSV lines"
 done
