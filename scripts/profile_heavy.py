@@ -5,8 +5,8 @@ torch.cuda.profiler.start() / stop() so that only those launches are profiled
 
     python3 scripts/profile_heavy.py [attention] [gemm] [glue]     (default: all three)
 
-- attention: ours (bf16, d64 LTX-Video and d128 LTX-2 self-attention at 49x512x768) and
-  cuDNN SDPA on the same operands;
+- attention: ours (bf16, and FP8 with 128-key / per-key K factors; d64 LTX-Video and d128 LTX-2
+  self-attention at 49x512x768) and cuDNN SDPA on the same operands;
 - gemm: ours (backend "sm90"), the CUTLASS-collective kernel ("sm90_cutlass") and cuBLASLt's
   blockwise FP8 GEMM (torch._scaled_mm with 1x128 / 128x128 scales) at 5376x2048x2048 and
   8192^3, and the bf16 GEMM beside cuBLAS;
@@ -30,6 +30,9 @@ def attention_calls():
         q, k, v = (torch.randn(2, s, h, d, device=dev, dtype=bf) for _ in range(3))
         qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
         calls.append((f"ours d{d}", lambda q=q, k=k, v=v: lk.attention(q, k, v)))
+        for kb in (128, 1):  # FP8 with one K factor per 128 keys / per key (quantizer not profiled)
+            ops8 = lk.quantize_attention_fp8(q, k, v, k_block=kb)
+            calls.append((f"ours fp8 kblock{kb} d{d}", lambda o=ops8: lk.attention(*o)))
 
         def cudnn(qt=qt, kt=kt, vt=vt):
             with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):

@@ -3,7 +3,8 @@
 # attention vs cuDNN, the FP8 / bf16 GEMMs vs cuBLASLt / cuBLAS, the fused glue vs torch.compile's
 # Triton kernels) and of the FP8 quantizers (scripts/profile_fp8.py), with the sections that explain
 # a gap: speed of light, memory workload, occupancy, launch statistics (registers, shared memory),
-# warp stall reasons, pipe utilisation (ComputeWorkloadAnalysis: the tensor pipe for the GEMMs). One CSV per family (`--page details`, one row per kernel and metric), with the
+# warp stall reasons, pipe utilisation (ComputeWorkloadAnalysis: the tensor pipe for the GEMMs).
+# One CSV per family (`--page details`, one row per kernel and metric), with the
 # NVTX range that names each launch, packed into $OUT/ncu.tar.gz.
 #   VARIANT=<built variant dir> OUT=<dir> bash scripts/gpu/profile.sh [families...]
 # families: attention gemm glue fp8 (default: all). Each family is capped at FAMILY_LIMIT s (120).
