@@ -1,8 +1,10 @@
 // FP8 quantization launchers: vector width, register-resident or looping kernel, launch shape.
 // See fp8.cuh for the kernels and their byte counts, common/fp8_util.h for the element rule.
 #include <algorithm>
+#include <type_traits>
 
 #include "ltx_kernels/common/device.h"
+#include "ltx_kernels/common/rowwise_launch.h"
 #include "ltx_kernels/quant/fp8.cuh"
 #include "ltx_kernels/cuda/ops.h"
 
@@ -24,38 +26,52 @@ int sm_count() {
   return n > 0 ? n : 132;
 }
 
-template <typename T, class F, int VEC, int NV, int TPG>
-void group_regs(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t scc, const T* x, int64_t xs,
-                int64_t rows, int64_t gpr, int group, cudaStream_t st) {
-  const int64_t per_block = (kThreads / 32) * (32 / TPG);  // groups per CTA
-  // a few resident waves, so that every warp loops (its next batch's loads overlap the encode)
-  const int64_t grid = std::min<int64_t>(blocks_for(rows * gpr, per_block), int64_t(sm_count()) * 8);
-  quant_group_regs<T, F, VEC, NV, TPG><<<unsigned(grid), kThreads, 0, st>>>(
-      q, qs, sc, sr, scc, x, xs, rows, gpr, group);
+// The (accesses per lane, lanes per group) pairs that segment_shape picks, as template arguments.
+template <class Fn>
+void with_segment_shape(const SegmentShape& sh, Fn&& fn) {
+  using std::integral_constant;
+  if (sh.tpg == 1) {
+    if (sh.nv == 1) fn(integral_constant<int, 1>{}, integral_constant<int, 1>{});
+    else if (sh.nv == 2) fn(integral_constant<int, 2>{}, integral_constant<int, 1>{});
+    else fn(integral_constant<int, 4>{}, integral_constant<int, 1>{});
+  } else if (sh.tpg == 2) {
+    fn(integral_constant<int, 4>{}, integral_constant<int, 2>{});
+  } else if (sh.tpg == 4) {
+    fn(integral_constant<int, 4>{}, integral_constant<int, 4>{});
+  } else if (sh.tpg == 8) {
+    fn(integral_constant<int, 4>{}, integral_constant<int, 8>{});
+  } else if (sh.tpg == 16) {
+    fn(integral_constant<int, 4>{}, integral_constant<int, 16>{});
+  } else if (sh.nv <= 4) {
+    fn(integral_constant<int, 4>{}, integral_constant<int, 32>{});
+  } else {
+    fn(integral_constant<int, 8>{}, integral_constant<int, 32>{});
+  }
 }
 
 template <typename T, class F, int VEC>
 cudaError_t group_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t scc, const T* x,
                          int64_t xs, int64_t rows, int64_t cols, int group, cudaStream_t st) {
   const int64_t gpr = cols / group;
-  const int nvec = group / VEC;
-#define LTX_ARGS q, qs, sc, sr, scc, x, xs, rows, gpr, group, st
-  // 2 accesses per lane before lanes are added (x2 with the prefetched next batch: 64 bytes in
-  // flight per thread), the per-group work (index division, shuffles, scale, reciprocal)
-  // shared by twice the elements of one access per lane
-  if (nvec <= 1) group_regs<T, F, VEC, 1, 1>(LTX_ARGS);
-  else if (nvec <= 2) group_regs<T, F, VEC, 2, 1>(LTX_ARGS);
-  else if (nvec <= 4) group_regs<T, F, VEC, 2, 2>(LTX_ARGS);
-  else if (nvec <= 8) group_regs<T, F, VEC, 2, 4>(LTX_ARGS);
-  else if (nvec <= 16) group_regs<T, F, VEC, 2, 8>(LTX_ARGS);
-  else if (nvec <= 32) group_regs<T, F, VEC, 2, 16>(LTX_ARGS);
-  else if (nvec <= 64) group_regs<T, F, VEC, 2, 32>(LTX_ARGS);
-  else if (nvec <= 128) group_regs<T, F, VEC, 4, 32>(LTX_ARGS);
-  else if (nvec <= 256) group_regs<T, F, VEC, 8, 32>(LTX_ARGS);
-  else
-    quant_group_loop<T, F, VEC><<<unsigned(blocks_for(rows * gpr, kThreads / 32)), kThreads, 0, st>>>(
+  const int64_t groups = rows * gpr;
+  // launch shape: common/rowwise_launch.h (3 CTAs of 256 resident per SM: the kernels' bounds)
+  const SegmentShape sh = segment_shape(group / VEC, groups, sm_count(), 3);
+  if (!sh.in_regs) {
+    quant_group_loop<T, F, VEC><<<unsigned(blocks_for(groups, kThreads / 32)), kThreads, 0, st>>>(
         q, qs, sc, sr, scc, x, xs, rows, gpr, group);
-#undef LTX_ARGS
+    return cudaGetLastError();
+  }
+  const FastDiv32 gdiv = make_fast_div32(uint32_t(std::min<int64_t>(gpr, INT32_MAX)));
+  with_segment_shape(sh, [&](auto nv, auto tpg) {
+    constexpr int NV = decltype(nv)::value, TPG = decltype(tpg)::value;
+    if constexpr (VEC == kVec16<T>) {
+      quant_group_vec<T, F, NV, TPG><<<unsigned(sh.grid), sh.threads, 0, st>>>(
+          q, qs, sc, sr, scc, x, xs, rows, gpr, group, gdiv);
+    } else {  // element-wise accesses (unaligned or odd shapes)
+      quant_group_regs<T, F, VEC, NV, TPG><<<unsigned(sh.grid), sh.threads, 0, st>>>(
+          q, qs, sc, sr, scc, x, xs, rows, gpr, group);
+    }
+  });
   return cudaGetLastError();
 }
 
@@ -64,15 +80,25 @@ cudaError_t block_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t 
                          int64_t ws, BlockArgs a, cudaStream_t st) {
   // accesses in a full tile, clipped to the matrix (a small matrix needs no 128 x 128 CTA)
   const int64_t chunks = std::min(a.bn, a.rows) * (std::min(a.bk, a.cols) / VEC);
-  const unsigned grid = unsigned(std::min<int64_t>(a.tiles, kMaxGrid));
-  auto threads_for = [&](int nv) { return unsigned(std::max<int64_t>(32, ((chunks + nv - 1) / nv + 31) / 32 * 32)); };
-  if (chunks <= 8 * 256) {  // e.g. 128 x 128 bf16: 256 threads
-    quant_block_regs<T, F, VEC, 8><<<grid, threads_for(8), 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
-  } else if (VEC <= 4 && chunks <= 16 * 256) {  // 128 x 128 fp32 (VEC 8 x 16 accesses would spill)
-    if constexpr (VEC <= 4)
-      quant_block_regs<T, F, VEC, 16><<<grid, threads_for(16), 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
-  } else {
-    quant_block_loop<T, F, VEC><<<grid, kThreads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
+  if constexpr (VEC == kVec16<T>) {
+    // 8 accesses per thread (128 x 128 bf16: 256 threads), else 16 (128 x 128 fp32: 256)
+    const TileShape s8 = tile_shape(chunks, a.tiles, 8, kThreads, kMaxGrid);
+    const TileShape s16 = tile_shape(chunks, a.tiles, 16, kThreads, kMaxGrid);
+    if (s8.in_regs)
+      quant_block_vec<T, F, 8><<<unsigned(s8.grid), s8.threads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
+    else if (s16.in_regs)
+      quant_block_vec<T, F, 16><<<unsigned(s16.grid), s16.threads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
+    else
+      quant_block_loop<T, F, VEC><<<unsigned(s8.grid), kThreads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
+  } else {  // element-wise accesses (unaligned or odd shapes)
+    const TileShape s8 = tile_shape(chunks, a.tiles, 8, 256, kMaxGrid);
+    const TileShape s16 = tile_shape(chunks, a.tiles, 16, 256, kMaxGrid);
+    if (s8.in_regs)
+      quant_block_regs<T, F, VEC, 8><<<unsigned(s8.grid), s8.threads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
+    else if (s16.in_regs)
+      quant_block_regs<T, F, VEC, 16><<<unsigned(s16.grid), s16.threads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
+    else
+      quant_block_loop<T, F, VEC><<<unsigned(s8.grid), kThreads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
   }
   return cudaGetLastError();
 }

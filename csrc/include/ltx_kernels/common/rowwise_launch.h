@@ -1,0 +1,85 @@
+// Launch shapes for memory-bound row-wise kernels (host only, no CUDA): one place that turns a
+// problem size into lanes per segment, 16-byte accesses per lane, threads per CTA and grid size.
+//
+// Why these numbers (H200: ~4.3 TB/s, 132 SMs): to keep HBM busy, each SM needs roughly
+// 25-35 KB of loads in flight at all times (bandwidth x latency / SMs). A kernel that issues
+// all its loads for a segment before using any of them, and the next segment's loads before
+// it computes on the current one, keeps (accesses per lane) x 16 B x 2 per thread in flight:
+// with 4 accesses per lane and 768 resident threads (three 256-thread CTAs of up to 80
+// registers) that is up to 96 KB per SM, about three times the need, so the loads stay
+// saturated even while half the warps are computing or the grid is draining. Four accesses per lane (64 bytes) also spread the per-segment work (index
+// arithmetic, reductions, the scale and its reciprocal, the scale store) over 32 elements
+// of 2-byte types.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace ltx_kernels {
+
+constexpr int kRowwiseThreads = 256;     // threads per CTA of the segment kernels
+constexpr int kRowwiseLaneChunks = 4;    // preferred 16-byte accesses per lane per segment
+constexpr int kRowwiseMaxLaneChunks = 8; // most a lane holds (beyond: a looping kernel)
+
+// TPG lanes of a warp own one segment (a quantization group, a short row) of `seg_chunks`
+// 16-byte accesses, NV each; a warp handles 32 / TPG segments at a time and the grid strides
+// over warp-sized batches of segments.
+struct SegmentShape {
+  int nv = 1;         // accesses per lane: 1, 2, 4 or 8
+  int tpg = 1;        // lanes per segment: a power of two <= 32
+  int threads = kRowwiseThreads;
+  int64_t grid = 1;   // CTAs
+  bool in_regs = false;  // false: the segment does not fit (seg_chunks > 32 * 8)
+};
+
+// ctas_per_sm: the CTAs of `threads` the kernel keeps resident (its __launch_bounds__); the grid
+// is at most one resident wave, so that every warp loops and overlaps its next batch's loads
+// with the current batch's arithmetic.
+inline SegmentShape segment_shape(int64_t seg_chunks, int64_t segments, int sm_count,
+                                  int ctas_per_sm) {
+  SegmentShape s;
+  seg_chunks = std::max<int64_t>(seg_chunks, 1);
+  while (s.tpg < 32 && int64_t(s.tpg) * kRowwiseLaneChunks < seg_chunks) s.tpg *= 2;
+  const int64_t per_lane = (seg_chunks + s.tpg - 1) / s.tpg;
+  s.in_regs = per_lane <= kRowwiseMaxLaneChunks;
+  while (s.nv < per_lane && s.nv < kRowwiseMaxLaneChunks) s.nv *= 2;
+  const int64_t per_cta = int64_t(s.threads / 32) * (32 / s.tpg);
+  const int64_t want = (std::max<int64_t>(segments, 1) + per_cta - 1) / per_cta;
+  s.grid = std::max<int64_t>(1, std::min<int64_t>(want, int64_t(std::max(sm_count, 1)) * ctas_per_sm));
+  return s;
+}
+
+// A CTA owns a tile of `chunks` 16-byte accesses held in registers, `nv` per thread (all loads
+// issued before the CTA-wide reduction), one tile per CTA; `max_threads` is the kernel's limit.
+struct TileShape {
+  int threads = 32;
+  int64_t grid = 1;
+  bool in_regs = false;
+};
+
+inline TileShape tile_shape(int64_t chunks, int64_t tiles, int nv, int max_threads,
+                            int64_t max_grid = int64_t(1) << 30) {
+  TileShape s;
+  const int64_t want = (std::max<int64_t>(chunks, 1) + nv - 1) / nv;
+  s.in_regs = want <= max_threads;
+  s.threads = int(std::min<int64_t>(max_threads, std::max<int64_t>(32, (want + 31) / 32 * 32)));
+  s.grid = std::max<int64_t>(1, std::min<int64_t>(tiles, max_grid));
+  return s;
+}
+
+// n / d for 0 <= n, d < 2^31 by a multiply-high, an add and a shift (Granlund-Montgomery):
+// with k = ceil(log2 d) and m = floor(2^32 (2^k - d) / d) + 1, n / d = (umulhi(n, m) + n) >> k.
+struct FastDiv32 {
+  uint32_t d = 1, m = 1;
+  int k = 0;
+};
+inline FastDiv32 make_fast_div32(uint32_t d) {
+  FastDiv32 f;
+  f.d = d;
+  f.k = 0;
+  while ((uint64_t(1) << f.k) < d) ++f.k;
+  f.m = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << f.k) - d)) / d + 1);
+  return f;
+}
+
+}  // namespace ltx_kernels
