@@ -61,12 +61,14 @@ cudaError_t group_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t 
         q, qs, sc, sr, scc, x, xs, rows, gpr, group);
     return cudaGetLastError();
   }
-  const FastDiv32 gdiv = make_fast_div32(uint32_t(std::min<int64_t>(gpr, INT32_MAX)));
+  // M-major scales (sr == 1): walk the groups column by column so a warp's scales are adjacent
+  const bool col_order = sr == 1 && gpr > 1 && rows > 1;
+  const FastDiv32 gdiv = make_fast_div32(uint32_t(std::min<int64_t>(col_order ? rows : gpr, INT32_MAX)));
   with_segment_shape(sh, [&](auto nv, auto tpg) {
     constexpr int NV = decltype(nv)::value, TPG = decltype(tpg)::value;
     if constexpr (VEC == kVec16<T>) {
       quant_group_vec<T, F, NV, TPG><<<unsigned(sh.grid), sh.threads, 0, st>>>(
-          q, qs, sc, sr, scc, x, xs, rows, gpr, group, gdiv);
+          q, qs, sc, sr, scc, x, xs, rows, gpr, group, gdiv, col_order);
     } else {  // element-wise accesses (unaligned or odd shapes)
       quant_group_regs<T, F, VEC, NV, TPG><<<unsigned(sh.grid), sh.threads, 0, st>>>(
           q, qs, sc, sr, scc, x, xs, rows, gpr, group);

@@ -280,7 +280,7 @@ template <typename T, class F, int NV, int TPG>
 __global__ void __launch_bounds__(kRowwiseThreads, 3)
     quant_group_vec(uint8_t* __restrict__ q, int64_t qs, float* __restrict__ sc, int64_t s_row,
                     int64_t s_col, const T* __restrict__ x, int64_t xs, int64_t rows,
-                    int64_t gpr, int group, FastDiv32 gdiv) {
+                    int64_t gpr, int group, FastDiv32 gdiv, bool col_order) {
   constexpr int VEC = kVec16<T>;
   constexpr int W = VEC / 4;
   constexpr int GPW = 32 / TPG;  // groups per warp
@@ -293,7 +293,12 @@ __global__ void __launch_bounds__(kRowwiseThreads, 3)
   const int64_t wpb = blockDim.x >> 5;
   const int64_t step = int64_t(gridDim.x) * wpb * GPW;
   const bool fits31 = total + step < (int64_t(1) << 31);
-  // group g -> its first element, first code and scale (g clamped to a valid group)
+  // group g -> its first element, first code and scale (g clamped to a valid group). Row order
+  // (g = r * gpr + gi) puts a warp's groups side by side in one row; column order (g = gi * rows
+  // + r, taken for M-major scales, s_row == 1) puts them in consecutive rows of one group column,
+  // so that the warp's scales are consecutive floats (one 32-byte store instead of 32 / TPG
+  // scattered ones). `gdiv` divides by the inner count (gpr, or rows in column order).
+  const int64_t inner = col_order ? rows : gpr;
   struct Ptrs {
     const T* x;
     uint8_t* q;
@@ -301,16 +306,17 @@ __global__ void __launch_bounds__(kRowwiseThreads, 3)
   };
   auto locate = [&](int64_t g) {
     g = g < total ? g : 0;
-    int64_t r, gi;
+    int64_t outer, in;
     if (fits31) {
       const uint32_t gg = uint32_t(g);
-      const uint32_t rr = (__umulhi(gg, gdiv.m) + gg) >> gdiv.k;
-      r = rr;
-      gi = gg - rr * uint32_t(gpr);
+      const uint32_t oo = (__umulhi(gg, gdiv.m) + gg) >> gdiv.k;
+      outer = oo;
+      in = gg - oo * uint32_t(inner);
     } else {
-      r = g / gpr;
-      gi = g - r * gpr;
+      outer = g / inner;
+      in = g - outer * inner;
     }
+    const int64_t r = col_order ? in : outer, gi = col_order ? outer : in;
     return Ptrs{x + r * xs + gi * group + t * VEC, q + r * qs + gi * group + t * VEC,
                 sc + r * s_row + gi * s_col};
   };
