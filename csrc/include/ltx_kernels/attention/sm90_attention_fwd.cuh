@@ -196,21 +196,22 @@ struct RowState {
 // column group g = i / 4; column = 8 g + 2 (lane % 4) + e.
 template <class Tr, class TensorS>
 __device__ __forceinline__ void softmax_block(TensorS& s, RowState& st, float (&alpha)[2], int kv_valid,
-                                              const float* bias, const float* kcol, int64_t kstride,
-                                              float p_offset) {
+                                              const float* bias, const float* kf, float p_offset) {
   constexpr int N = size(TensorS{});
   const int lane = threadIdx.x % 32;
   const int c0 = 2 * (lane % 4);
-  const bool prescaled = bias != nullptr || kcol != nullptr;
+  const bool prescaled = bias != nullptr || kf != nullptr;
   if (prescaled) {
     // Scores to the log2 domain here (per-key factor, bias); keys past kv_valid are never read.
+    // kf: this thread's per-key K factors, loaded into registers while S was computed
+    // (kf[2 * (i / 4) + i % 2] is the factor of the column of s(i)).
     CUTE_UNROLL
     for (int i = 0; i < N; ++i) {
       const int col = 8 * (i / 4) + c0 + (i % 2);
       float t = -INFINITY;
       if (col < kv_valid) {
         t = s(i);
-        if (kcol != nullptr) t *= __ldg(kcol + col * kstride);
+        if (kf != nullptr) t *= kf[2 * (i / 4) + (i % 2)];
         t *= st.coef[(i / 2) % 2];
         if (bias != nullptr) t = fmaf(__ldg(bias + col), 1.4426950408889634f, t);
       }
@@ -340,16 +341,35 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   const float* kd_base = nullptr;
   if constexpr (Tr::kFp8) kd_base = p.k_descale + b * p.kd.b + hk * p.kd.h;
 
-  // Per key block: bias/factor pointers, and the k block factor folded into coef.
-  auto block_args = [&](int j, const float*& bias, const float*& kcol, float (&coef)[2]) {
+  // Per-key K factors (FP8, one per key): this thread's kBlockN / 4 columns of key block j,
+  // loaded right after the block's S GEMM is issued so that the loads run under the GEMM (read
+  // inside the softmax instead, their latency stalled every block: ncu measured the per-key
+  // path 6x slower than the per-block one, stalled on L1TEX scoreboards).
+  constexpr int kKCols = Tr::kKPerToken ? kBlockN / 4 : 1;
+  float kf[kKCols];
+  auto load_kf = [&](int j) {
+    if constexpr (Tr::kKPerToken) {
+      const float* kc = kd_base + int64_t(j) * kBlockN * p.kd.s;
+      const int valid = min(kv_len - j * kBlockN, kBlockN);
+      const int c0 = 2 * (lane % 4);
+      CUTE_UNROLL
+      for (int c = 0; c < kKCols; ++c) {
+        const int col = 8 * (c / 2) + c0 + (c % 2);
+        kf[c] = col < valid ? __ldg(kc + col * p.kd.s) : 0.f;
+      }
+    } else {
+      (void)j;
+    }
+  };
+  const float* kf_arg = Tr::kKPerToken ? kf : nullptr;
+
+  // Per key block: the bias pointer, and the k block factor folded into coef.
+  auto block_args = [&](int j, const float*& bias, float (&coef)[2]) {
     bias = bias_row != nullptr ? bias_row + j * kBlockN : nullptr;
-    kcol = nullptr;
     coef[0] = st.coef[0];
     coef[1] = st.coef[1];
     if constexpr (Tr::kFp8) {
-      if constexpr (Tr::kKPerToken) {
-        kcol = kd_base + int64_t(j) * kBlockN * p.kd.s;
-      } else {
+      if constexpr (!Tr::kKPerToken) {
         const float f = kd_base[int64_t(j) * kBlockN / p.k_block * p.kd.s];
         coef[0] *= f;
         coef[1] *= f;
@@ -378,15 +398,15 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       my_turn();
       wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, 0), tSrS);
       your_turn();
+      load_kf(0);
       warpgroup_wait<0>();
       const float* bias;
-      const float* kcol;
       float coef[2];
-      block_args(0, bias, kcol, coef);
+      block_args(0, bias, coef);
       RowState tmp = st;
       tmp.coef[0] = coef[0];
       tmp.coef[1] = coef[1];
-      softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len, kBlockN), bias, kcol, p.kd.s, p_offset);
+      softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len, kBlockN), bias, kf_arg, p_offset);
       st.max[0] = tmp.max[0];
       st.max[1] = tmp.max[1];
       st.sum[0] = tmp.sum[0];
@@ -406,15 +426,15 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
         wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrO);
       }
       your_turn();
+      load_kf(j);
       warpgroup_wait<1>();
       const float* bias;
-      const float* kcol;
       float coef[2];
-      block_args(j, bias, kcol, coef);
+      block_args(j, bias, coef);
       RowState tmp = st;
       tmp.coef[0] = coef[0];
       tmp.coef[1] = coef[1];
-      softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len - j * kBlockN, kBlockN), bias, kcol, p.kd.s, p_offset);
+      softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len - j * kBlockN, kBlockN), bias, kf_arg, p_offset);
       st.max[0] = tmp.max[0];
       st.max[1] = tmp.max[1];
       st.sum[0] = tmp.sum[0];
