@@ -124,8 +124,9 @@ inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {
 
 // Whether "auto" runs the CUTLASS-collective FP8 kernel ("sm90_cutlass") rather than ours for a
 // plain FP8 GEMM (no epilogue beyond the bias, 16-bit output, more than 64 rows): on the H200 it
-// measured 1.3-2.3x faster than ours at every LTX shape (ours 0.43-0.76x cuBLASLt's blockwise
-// GEMM, it 0.85-1.1x), so ours runs only what the other cannot: the fused epilogues and FP8 output.
+// measured faster than ours at every LTX shape (ours 0.54-0.82x cuBLASLt's blockwise GEMM, it
+// 0.85-1.1x; gemm/README.md), so ours runs only what the other cannot: the fused epilogues and
+// FP8 output.
 inline bool prefer_cutlass(const Problem& pr) {
   return pr.ops == Operands::kFp8Blockwise && pr.epilogue == Epilogue::kNone && pr.out != OutKind::kFP8 &&
          pr.M > 64;

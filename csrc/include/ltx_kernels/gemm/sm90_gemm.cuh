@@ -30,16 +30,11 @@
 //
 // FP8 promotion: per K block, each consumer warpgroup issues 4 wgmma k32 steps into a fresh fp32
 // accumulator, waits, releases the stage, then adds acc * sa[row] * sb[block] into its fp32
-// total. The two warpgroups take turns on the tensor cores (two "turn" mbarriers: a warpgroup
-// issues its group only after the other has issued its own), so the tensor cores run one
-// warpgroup's whole group while the other promotes. Without the turns both warpgroups wait on the
-// same stage, issue together, their groups interleave on the tensor cores and finish together,
-// and both promote at once on the same schedulers with the tensor cores idle: ncu on the H200
-// measured that schedule at ~50% of the FP8 tensor peak (8192^3: 1.55 ms, no faster than the
-// bf16 kernel). A warpgroup's columns can straddle two 128-row scale blocks of B (bn = 144, 160,
-// 192); each 8-column accumulator group lies in one block, so the scale is chosen per group
-// (exact, no approximation); tiles whose slices lie in one block (bn 128 / 256 with 128-column
-// slices, and the halves of bm = 64 tiles) take one scale per row without the choice.
+// total. The two warpgroups alternate on the tensor cores: one promotes while the other's wgmma
+// runs. A warpgroup's columns can straddle two 128-row scale blocks of B (bn = 144, 160, 192);
+// each 8-column accumulator group lies in one block, so the scale is chosen per group (exact, no
+// approximation); tile shapes whose slices always lie in one block (bn 128, bn 256 with 128-column
+// slices, the halves of bm = 64 tiles) take one scale per row without the choice.
 #pragma once
 
 #include <cuda.h>
@@ -71,7 +66,6 @@ struct KernelArgs {
   uint32_t M = 0, N = 0, K = 0;
   uint32_t num_m = 0, num_n = 0, num_kb = 0, num_tiles = 0, group_m = 16;
   uint32_t cluster = 1;
-  uint32_t pingpong = 1;  // FP8: consumer warpgroups take turns issuing their wgmma groups
   Sm90Layout L;
   const float* sa = nullptr;
   int64_t sa_sm = 0, sa_sk = 0;
@@ -300,7 +294,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto full_bar = [&](uint32_t s) { return sbase + L.off_bar + 8u * s; };
   auto empty_bar = [&](uint32_t s) { return sbase + L.off_bar + 8u * (S + s); };
   const uint32_t epi_bar = sbase + L.off_bar + 16u * S, dfull_bar = epi_bar + 8u;
-  const uint32_t turn_bar = dfull_bar + 8u;  // FP8: turn_bar + 8 * w = warpgroup w may issue
 
   if (tid == 0) {
     for (uint32_t s = 0; s < S; ++s) {
@@ -309,8 +302,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     ptx::mbar_init(epi_bar, 1);
     ptx::mbar_init(dfull_bar, kConsumerWarps);
-    ptx::mbar_init(turn_bar, kConsumerWarps / 2);  // one arrival per warp of the other warpgroup
-    ptx::mbar_init(turn_bar + 8u, kConsumerWarps / 2);
     ptx::fence_barrier_init();
   }
   if (warp == kConsumerWarps && lane == 0) {
@@ -443,16 +434,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint32_t stage = 0, phase = 0, it = 0;
     float acc[T::kAcc];
     float fin[T::kWaves][T::kAcc];
-    // FP8 turns (see the header), on two mbarriers (the wait the mainloop already uses; a named
-    // barrier in the loop made ptxas spill the accumulators of the largest tiles): warpgroup w
-    // waits for phase `turn` of turn_bar + 8 w, which the other warpgroup's four warps complete
-    // once they have issued their group. Warpgroup 0 goes first (warpgroup 1 completes its first
-    // phase up front). Both warpgroups issue the same number of groups (same tiles, K blocks and
-    // slices), so the turns stay paired; warpgroup 1's last hand-over is left unobserved.
-    const bool pp = kFp8 && p.pingpong != 0;
-    const uint32_t my_turn = turn_bar + 8u * uint32_t(wg), your_turn = turn_bar + 8u * uint32_t(1 - wg);
-    uint32_t turn = 0;
-    if (pp && wg == 1 && lane == 0) ptx::mbar_arrive(your_turn);
     for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++it) {
       const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
       const uint32_t m0 = tc.mb * BM, n0 = tc.nb * BN;
@@ -496,15 +477,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int v = 0; v < T::kWaves; ++v) {
             const uint64_t adesc = ptx::desc_sw128(a_base + stage * kAStage + uint32_t(v) * 128u * kStageK);
             ptx::fence_regs(acc);
-            if (pp) {  // my turn: the other warpgroup has issued its group
-              ptx::mbar_wait(my_turn, turn);
-              turn ^= 1u;
-            }
             ptx::wgmma_fence();
 #pragma unroll
             for (int k = 0; k < 4; ++k) Mma::mma(acc, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
             ptx::wgmma_commit();
-            if (pp && lane == 0) ptx::mbar_arrive(your_turn);  // the other's turn
             ptx::fence_regs(acc);
             ptx::wgmma_wait<0>();
             ptx::fence_regs(acc);
