@@ -1,0 +1,91 @@
+"""A/B of sm_90a FP8 GEMM configurations: each LTX_KERNELS_GEMM_CONFIG string given (read per
+call, so per captured graph; e.g. "128x128:i1" against "128x128:i0" for the next K block's group
+in flight during the promotion, or "auto" for the heuristic's pick) runs our kernel (backend
+"sm90"), beside the CUTLASS collective ("sm90_cutlass") and cuBLASLt's blockwise FP8 GEMM
+(torch._scaled_mm, 1x128 / 128x128 scales), at the LTX shapes and the two peak shapes of
+benchmarks/bench_gemm.py. Same timing as the benchmarks (CUDA-graph replay, inputs rotated past
+L2, medians).
+
+    python3 scripts/gemm_ab.py [--configs CFG ...] [--quick] [--json out.json]
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+
+import ltx_kernels as lk  # noqa: E402
+
+from bench_gemm import LTX_M, LTX_NK, PEAK, fp8_inputs, tflops  # noqa: E402
+from common import n_copies, time_graph  # noqa: E402
+
+
+def timed(fn, sets, cfg=None):
+    if cfg:
+        os.environ["LTX_KERNELS_GEMM_CONFIG"] = cfg
+    try:
+        fn(0)
+        torch.cuda.synchronize()
+        return time_graph(fn, sets, trials=9)
+    except RuntimeError as e:
+        print(f"  cannot run ({cfg}): {str(e).splitlines()[0][:160]}")
+        return None
+    finally:
+        os.environ.pop("LTX_KERNELS_GEMM_CONFIG", None)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--configs", nargs="+", default=["128x128:i1", "128x128:i0", "auto"])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    shapes = [(m, n, k, name) for m in LTX_M for (n, k, name) in LTX_NK] + list(PEAK)
+    if args.quick:
+        shapes = shapes[:2] + list(PEAK[:1])
+    rows = []
+    for m, n, k, name in shapes:
+        sets = n_copies(m * k + n * k + 2 * m * n)
+        ins = fp8_inputs(m, n, k, sets)
+
+        def ours(i):
+            return lk.fp8_blockwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"], out=ins[i]["y"],
+                                         backend="sm90")
+
+        cfg = lk.gemm_config("fp8_blockwise_gemm", ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"],
+                             backend="sm90")  # the heuristic's pick ("auto")
+        t = {c: timed(ours, sets, c) for c in args.configs}
+        t["sm90_cutlass"] = timed(lambda i, ins=ins: lk.fp8_blockwise_gemm(
+            ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"], out=ins[i]["y"], backend="sm90_cutlass"), sets)
+        t["cublaslt_blockwise"] = timed(lambda i, ins=ins: torch._scaled_mm(
+            ins[i]["a"], ins[i]["b"].t(), scale_a=ins[i]["sa_cm"], scale_b=ins[i]["sb"].t(), out_dtype=torch.bfloat16),
+            sets)
+        ins.clear()
+        torch.cuda.empty_cache()
+        tf = {kk: (round(tflops(m, n, k, v), 1) if v else None) for kk, v in t.items()}
+        rows.append(dict(shape=[m, n, k], name=name, config=cfg, us=t, tflops=tf))
+        print(f"{m}x{n}x{k} {name}: {cfg} " + " ".join(f"{kk} {v}" for kk, v in tf.items()), flush=True)
+    cols = list(args.configs) + ["sm90_cutlass", "cublaslt_blockwise"]
+    print("\nTFLOP/s; last column: first config / cuBLASLt blockwise")
+    print(f"{'shape':>19} {'name':<13} " + " ".join(f"{c[:14]:>14}" for c in cols) + f" {'x cuBLASLt':>10}")
+    for r in rows:
+        tf, us = r["tflops"], r["us"]
+        first, cb = us[args.configs[0]], us["cublaslt_blockwise"]
+        x = cb / first if first and cb else float("nan")
+        print(f"{'x'.join(map(str, r['shape'])):>19} {r['name']:<13} " + " ".join(f"{tf[c] or 0:14.0f}" for c in cols)
+              + f" {x:10.3f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(meta=dict(command="python3 scripts/gemm_ab.py --configs " + " ".join(args.configs)
+                                     + (" --quick" if args.quick else ""),
+                                     torch=torch.__version__, gpu=torch.cuda.get_device_name(0),
+                                     git_sha=os.environ.get("GIT_SHA")),
+                           rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
