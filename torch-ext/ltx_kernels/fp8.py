@@ -43,6 +43,16 @@ def mn_major_scales(m: int, groups: int, device=None) -> torch.Tensor:
     return torch.zeros(groups, m_pad, dtype=torch.float32, device=device).t()[:m]
 
 
+def _mn_major_scales_out(m: int, groups: int, device=None) -> torch.Tensor:
+    """mn_major_scales for a kernel that writes every [m, groups] entry: only the padding is
+    zeroed (no fill kernel at all when m % 4 == 0)."""
+    m_pad = (m + 3) // 4 * 4
+    s = torch.empty(groups, m_pad, dtype=torch.float32, device=device)
+    if m_pad > m:
+        s[:, m:].zero_()
+    return s.t()[:m]
+
+
 def quantize_fp8_per_token_group(x: torch.Tensor, group_size: int = 128, scale_layout: str = "row",
                                  fp8_dtype: torch.dtype = torch.float8_e4m3fn,
                                  out: Optional[Tuple[torch.Tensor,
@@ -67,7 +77,7 @@ def quantize_fp8_per_token_group(x: torch.Tensor, group_size: int = 128, scale_l
         if scale_layout == "row":
             scales = torch.empty(m, g, dtype=torch.float32, device=x.device)
         else:
-            scales = mn_major_scales(m, g, x.device)
+            scales = _mn_major_scales_out(m, g, x.device)
     ops.quantize_fp8_per_token_group(q, scales, x, int(group_size), scale_layout)
     return q, scales
 

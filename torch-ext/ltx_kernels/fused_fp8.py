@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 import torch
 
 from ._common import register_fake
+from .fp8 import _mn_major_scales_out
 from ._ops import ops
 
 __all__ = []
@@ -48,8 +49,7 @@ def fp8_outputs(op: str, shape, device, group_size: int, scale_layout: str) -> T
     if scale_layout == "row":
         scales = torch.empty(m, g, dtype=torch.float32, device=device)
     else:
-        m_pad = (m + 3) // 4 * 4
-        scales = torch.zeros(g, m_pad, dtype=torch.float32, device=device).t()[:m]
+        scales = _mn_major_scales_out(m, g, device)
     return q, scales
 
 
