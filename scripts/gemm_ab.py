@@ -1,9 +1,8 @@
 """A/B of sm_90a FP8 GEMM configurations: each LTX_KERNELS_GEMM_CONFIG string given (read per
-call, so per captured graph; e.g. "128x128:i1" against "128x128:i0" for the next K block's group
-in flight during the promotion, or "auto" for the heuristic's pick) runs our kernel (backend
-"sm90"), beside the CUTLASS collective ("sm90_cutlass") and cuBLASLt's blockwise FP8 GEMM
-(torch._scaled_mm, 1x128 / 128x128 scales), at the LTX shapes and the two peak shapes of
-benchmarks/bench_gemm.py. Same timing as the benchmarks (CUDA-graph replay, inputs rotated past
+call, so per captured graph; e.g. "auto" for the heuristic's pick, "128x128", "128x192:c2")
+runs our kernel (backend "sm90"), beside the CUTLASS collective ("sm90_cutlass") and cuBLASLt's
+blockwise FP8 GEMM (torch._scaled_mm, 1x128 / 128x128 scales), at the LTX shapes and the two peak
+shapes of benchmarks/bench_gemm.py. Same timing as the benchmarks (CUDA-graph replay, inputs rotated past
 L2, medians).
 
     python3 scripts/gemm_ab.py [--configs CFG ...] [--quick] [--json out.json]
@@ -40,7 +39,7 @@ def timed(fn, sets, cfg=None):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--configs", nargs="+", default=["128x128:i1", "128x128:i0", "auto"])
+    ap.add_argument("--configs", nargs="+", default=["auto", "128x128"])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()

@@ -204,34 +204,6 @@ cudaError_t tensor_typed(uint8_t* q, float* scale, const T* x, int64_t n,
   return tensor_launch<T, E4M3, 1>(q, scale, x, n, compute_scale, stream);
 }
 
-// 16-code chunks (dequant_vec16): 16 | cols, 16 | bc, 16-byte aligned rows, cols < 2^31 (32-bit
-// column offsets) and a chunk count that leaves the 32-bit grid stride room (<= 2^30). The grid
-// is at most four CTAs per SM (the kernel's __launch_bounds__), rounded so that every CTA runs
-// the same number of batches. Returns false (nothing launched) for other shapes.
-template <typename T, class F>
-bool dequant_vec16_launch(T* out, int64_t os, const uint8_t* q, int64_t qs, const float* sc,
-                          int64_t sr, int64_t scc, int64_t rows, int64_t cols, int64_t br,
-                          int64_t bc, cudaStream_t st) {
-  bc = std::min(bc, cols);
-  br = std::min(br, rows);
-  if (cols % 16 != 0 || bc % 16 != 0 || os % 16 != 0 || qs % 16 != 0 || !aligned_to(out, 16) ||
-      !aligned_to(q, 16) || cols > int64_t(INT32_MAX) || rows > int64_t(1) << 30 ||
-      rows * (cols / 16) > int64_t(1) << 30)
-    return false;
-  DequantVecArgs a;
-  a.n = uint32_t(rows * (cols / 16));
-  a.cpr = make_fast_div32(uint32_t(cols / 16));
-  a.br = make_fast_div32(uint32_t(br));
-  a.bcc = make_fast_div32(uint32_t(bc / 16));
-  const int64_t per_cta = int64_t(kThreads) * kDeqChunks;
-  const int64_t batches = (int64_t(a.n) + per_cta - 1) / per_cta;
-  const int64_t max_grid = int64_t(sm_count()) * 4;
-  const int64_t sweeps = (batches + max_grid - 1) / max_grid;
-  const unsigned grid = unsigned(std::max<int64_t>(1, (batches + sweeps - 1) / sweeps));
-  dequant_vec16<T, F><<<grid, kThreads, 0, st>>>(out, os, q, qs, sc, sr, scc, a);
-  return true;
-}
-
 template <typename T>
 cudaError_t dequant_typed(T* out, int64_t out_stride, const uint8_t* q, int64_t q_stride,
                            const float* scales, int64_t s_row, int64_t s_col, int64_t rows,
@@ -243,9 +215,6 @@ cudaError_t dequant_typed(T* out, int64_t out_stride, const uint8_t* q, int64_t 
   const bool vec_ok = cols % V == 0 && block_cols % V == 0 && out_stride % V == 0 &&
                       q_stride % V == 0 && aligned_to(out, 16) && aligned_to(q, V);
 #define LTX_ARGS out, out_stride, q, q_stride, scales, s_row, s_col, rows, cols, block_rows, block_cols, stream
-  if (fmt == Fp8Format::E5M2 ? dequant_vec16_launch<T, E5M2>(LTX_ARGS)
-                             : dequant_vec16_launch<T, E4M3>(LTX_ARGS))
-    return cudaGetLastError();
   if (fmt == Fp8Format::E5M2) {
     if (vec_ok) return dequant_launch<T, E5M2, V>(LTX_ARGS);
     return dequant_launch<T, E5M2, 1>(LTX_ARGS);

@@ -39,16 +39,13 @@ enum class Operands : int { kFp8Blockwise = 0, kBf16 = 1, kFp6Blockwise = 2 };
 // forces all or part of one). bm x bn output tile per CTA, K step of 128 bytes per pipeline stage
 // (128 FP8 or 64 bf16 elements); cluster 2 = two CTAs on adjacent M tiles of the same N tile share
 // B through TMA multicast; group_m = M tiles per raster group of the persistent tile order (even
-// when cluster == 2); sms = persistent CTAs; fp8_inflight (FP8, tiles with one <= 128-column slice
-// per consumer warpgroup) = 1 on, 2 off: the next K block's wgmma group is issued before this
-// one is promoted (see sm90_gemm.cuh). A field left 0 means "the heuristic's value" (for sms:
-// every SM; for fp8_inflight: on).
+// when cluster == 2); sms = persistent CTAs. A field left 0 means "the heuristic's value" (for sms:
+// every SM).
 struct TileConfig {
   int bm = 0, bn = 0;
   int cluster = 0;
   int group_m = 0;
   int sms = 0;
-  int fp8_inflight = 0;
 };
 
 struct GemmParams {

@@ -66,7 +66,6 @@ struct KernelArgs {
   uint32_t M = 0, N = 0, K = 0;
   uint32_t num_m = 0, num_n = 0, num_kb = 0, num_tiles = 0, group_m = 16;
   uint32_t cluster = 1;
-  uint32_t fp8_inflight = 1;  // FP8, tiles with one 64-row slice of <= 128 columns: see the mainloop
   Sm90Layout L;
   const float* sa = nullptr;
   int64_t sa_sm = 0, sa_sk = 0;
@@ -460,100 +459,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int v = 0; v < T::kWaves; ++v)
 #pragma unroll
           for (int i = 0; i < T::kAcc; ++i) fin[v][i] = 0.f;
-        // Two accumulators (tiles with one 64-row slice of <= 128 columns per warpgroup: the
-        // registers hold fin + 2 x acc): K block kb + 1's group is issued before block kb's is
-        // waited for, so the tensor cores have the next group while block kb is promoted, as the
-        // bf16 path keeps one group in flight. Otherwise (and with fp8_inflight = 0) each block's
-        // group is drained before its promotion and the two warpgroups overlap each other.
-        bool inflight_done = false;
-        if constexpr (T::kWaves == 1 && T::kAcc <= 64) {
-          if (p.fp8_inflight != 0 && p.num_kb > 0) {
-            inflight_done = true;
-            float acc2[T::kAcc];
-            struct Sc {
-              float a0, a1, b0, b1;
-            };
-            // wait for stage st, read its scales, issue its group into a
-            auto issue = [&](float (&a)[T::kAcc], uint32_t st, uint32_t ph, Sc& sc) {
-              ptx::mbar_wait(full_bar(st), ph);
-              const uint32_t sfa = sbase + L.off_sfa + st * uint32_t(BM) * 4u;
-              const uint32_t r = T::row_off(wg, 0) + uint32_t(16 * wl + g);
-              sc.a0 = lds_f32(sfa + 4u * r);
-              sc.a1 = lds_f32(sfa + 4u * (r + 8u));
-              const uint32_t sfb = sbase + L.off_sfb + st * 16u + 4u * fbk;
-              sc.b0 = lds_f32(sfb);
-              sc.b1 = lds_f32(sfb + 4u);
-              const uint64_t bdesc = ptx::desc_sw128(b_base + st * kBStage);
-              const uint64_t adesc = ptx::desc_sw128(a_base + st * kAStage);
-              ptx::fence_regs(a);
-              ptx::wgmma_fence();
-#pragma unroll
-              for (int k = 0; k < 4; ++k) Mma::mma(a, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
-              ptx::wgmma_commit();
-              ptx::fence_regs(a);
-            };
-            auto promote = [&](const float (&a)[T::kAcc], const Sc& sc) {
-              const float s00 = sc.a0 * sc.b0, s01 = sc.a0 * sc.b1, s10 = sc.a1 * sc.b0, s11 = sc.a1 * sc.b1;
-#pragma unroll
-              for (int j = 0; j < T::kAcc / 4; ++j) {
-                const bool first = kOneBlock || uint32_t(j) < former;
-                const float lo = first ? s00 : s01, hi = first ? s10 : s11;
-                fin[0][4 * j] = fmaf(a[4 * j], lo, fin[0][4 * j]);
-                fin[0][4 * j + 1] = fmaf(a[4 * j + 1], lo, fin[0][4 * j + 1]);
-                fin[0][4 * j + 2] = fmaf(a[4 * j + 2], hi, fin[0][4 * j + 2]);
-                fin[0][4 * j + 3] = fmaf(a[4 * j + 3], hi, fin[0][4 * j + 3]);
-              }
-            };
-            auto advance = [&] {
-              if (++stage == S) {
-                stage = 0;
-                phase ^= 1u;
-              }
-            };
-            auto next_stage = [&](uint32_t& st, uint32_t& ph) {
-              st = stage + 1u;
-              ph = phase;
-              if (st == S) {
-                st = 0;
-                ph ^= 1u;
-              }
-            };
-            // Block kb's group is in flight in `cur`: issue kb + 1 into `nxt`, drain kb (one group
-            // left in flight), release its stage and promote it. Every path keeps the same groups
-            // in flight at its joins (the loop carries exactly one), so ptxas need not serialize.
-            auto step = [&](float (&cur)[T::kAcc], float (&nxt)[T::kAcc], Sc& sc_cur, Sc& sc_nxt) {
-              uint32_t ns, nph;
-              next_stage(ns, nph);
-              issue(nxt, ns, nph, sc_nxt);
-              ptx::wgmma_wait<1>();
-              ptx::fence_regs(cur);
-              release(stage);
-              promote(cur, sc_cur);
-              advance();
-            };
-            auto last = [&](float (&cur)[T::kAcc], const Sc& sc_cur) {
-              ptx::wgmma_wait<0>();
-              ptx::fence_regs(cur);
-              release(stage);
-              promote(cur, sc_cur);
-              advance();
-            };
-            Sc sc0, sc1;
-            issue(acc, stage, phase, sc0);
-            uint32_t kb = 0;
-            for (; kb + 2u < p.num_kb; kb += 2u) {  // blocks kb, kb + 1, kb + 2 exist; kb is in acc
-              step(acc, acc2, sc0, sc1);
-              step(acc2, acc, sc1, sc0);
-            }
-            if (kb + 1u < p.num_kb) {  // two blocks left: kb (in acc) and kb + 1
-              step(acc, acc2, sc0, sc1);
-              last(acc2, sc1);
-            } else {
-              last(acc, sc0);
-            }
-          }
-        }
-        for (uint32_t kb = 0; kb < p.num_kb && !inflight_done; ++kb) {
+        for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
           ptx::mbar_wait(full_bar(stage), phase);
           // scales first: the slot may be refilled as soon as it is released below
           const uint32_t sfa = sbase + L.off_sfa + stage * uint32_t(BM) * 4u;

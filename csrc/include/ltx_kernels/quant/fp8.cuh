@@ -45,11 +45,8 @@
 // quant_block_loop: tiles too large for registers: two passes.
 // amax_kernel / finalize_scale / quant_scaled: per tensor (grid reduction by atomicMax on the
 //     bits of non-negative floats, scale = amax / fmax, then encode with that device scale).
-// dequant_vec16: all granularities when rows are 16-code aligned (16 | cols, 16 | block_cols):
-//     16 codes per 16-byte load, one scale and one NaN test per chunk, the hardware fp8x2 ->
-//     f16x2 conversion, the 256-entry decode table in shared memory for chunks with a NaN code
-//     (and before sm_89); a persistent grid-stride loop. Design notes at the kernel.
-// dequant: the same element rule for other shapes (8- or 1-code chunks, rows on grid.y).
+// dequant: one kernel for all granularities: the hardware fp8x2 -> f16x2 conversion, the
+//     256-entry decode table in shared memory for chunks with a NaN code (and before sm_89).
 #pragma once
 
 #include <type_traits>
@@ -779,126 +776,6 @@ __global__ void __launch_bounds__(256)
           store_stream<T, VEC>(orow + c, o);
         }
       }
-    }
-  }
-}
-
-// ---- dequant_vec16: the 16-code-chunk dequantizer ----
-// Per 16-byte load of 16 codes (one chunk; 16 | cols, 16 | bc, 16-byte aligned rows) the work
-// is one scale lookup, one NaN test on the raw words and 8 paired conversions:
-//   - index: the flat chunk index i (32-bit, rows * cols / 16 < 2^31) splits into (row, chunk
-//     in row) and both into scale coordinates by multiply-high divisions (FastDiv32, three
-//     instructions each); the whole chunk lies in one scale block, so the scale is loaded once
-//     (an L1 hit) for 16 elements.
-//   - NaN test: (w & 0x7f..) + k sets a byte's top bit iff its magnitude code is a NaN; the four
-//     sums are OR-ed and tested once. Only a chunk with a NaN takes the decode table (it keeps
-//     the NaN's sign; the conversion's NaN is canonical), as does every chunk before sm_89.
-//   - conversion: cvt.rn.f16x2.{e4m3,e5m2}x2 (exact), f16 -> f32, the product in fp32, rounded
-//     once by from_f32 (the compiler packs two into one cvt.rn.{bf16,f16}x2.f32).
-//   - stores: 32 (2-byte types) or 64 (fp32) bytes per chunk as 16-byte streaming stores.
-// Loads in flight: each thread issues the code loads of kDeqChunks chunks (64 bytes) before it
-// converts any; the launcher sizes the grid to whole strides of the persistent grid (every CTA
-// the same number of batches), four 256-thread CTAs per SM: 64 KB in flight per SM. Codes are
-// read once (streaming loads); warps read 512 contiguous bytes per load instruction.
-// The older per-element formulation (8-byte code loads unpacked byte by byte, 64-bit index
-// arithmetic per chunk, the decode table built by every row's CTA) issued ~105 instructions per
-// 8 codes and was issue bound at 78-87% of the copy ceiling.
-constexpr int kDeqChunks = 4;  // 16-code chunks per thread per batch
-
-struct DequantVecArgs {
-  uint32_t n;       // chunks: rows * cols / 16
-  FastDiv32 cpr;    // chunks per row
-  FastDiv32 br;     // block_rows
-  FastDiv32 bcc;    // block_cols / 16 (chunks per scale block)
-};
-
-__device__ __forceinline__ uint32_t fast_div(uint32_t n, const FastDiv32& f) {
-  return (__umulhi(n, f.m) + n) >> f.k;
-}
-
-template <typename T>
-__device__ __forceinline__ void store_chunk16(T* p, const uint32_t (&o)[16 * sizeof(T) / 4]) {
-#pragma unroll
-  for (int i = 0; i < int(4 * sizeof(T)) / 4; ++i)
-    __stcs(reinterpret_cast<int4*>(p) + i,
-           make_int4(int(o[4 * i]), int(o[4 * i + 1]), int(o[4 * i + 2]), int(o[4 * i + 3])));
-}
-
-// Two codes (the low 16 bits of `pair`) -> two outputs decode(code) * s, packed as raw words.
-template <class F, typename T>
-__device__ __forceinline__ void decode_pair_hw(uint32_t pair, float s, uint32_t* o) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(pair),
-                                                    F::kExp == 4 ? __NV_E4M3 : __NV_E5M2);
-  const float2 f = __half22float2(__half2(hr));
-  if constexpr (std::is_same_v<T, float>) {
-    o[0] = __float_as_uint(f.x * s);
-    o[1] = __float_as_uint(f.y * s);
-  } else {
-    const T a = from_f32<T>(f.x * s), b = from_f32<T>(f.y * s);
-    o[0] = uint32_t(*reinterpret_cast<const uint16_t*>(&a)) |
-           (uint32_t(*reinterpret_cast<const uint16_t*>(&b)) << 16);
-  }
-#endif
-}
-
-template <typename T, class F>
-__global__ void __launch_bounds__(256, 4)
-    dequant_vec16(T* __restrict__ out, int64_t os, const uint8_t* __restrict__ q, int64_t qs,
-                  const float* __restrict__ sc, int64_t s_row, int64_t s_col, DequantVecArgs a) {
-  constexpr int kWords = 16 * int(sizeof(T)) / 4;  // output words per chunk
-  __shared__ float table[256];
-  for (int i = threadIdx.x; i < 256; i += blockDim.x) table[i] = minifloat_decode<F>(uint8_t(i));
-  __syncthreads();
-  const uint32_t step = gridDim.x * blockDim.x * kDeqChunks;
-  for (uint32_t base = blockIdx.x * blockDim.x * kDeqChunks + threadIdx.x; base < a.n;
-       base += step) {
-    uint4 cq[kDeqChunks];
-    uint32_t row[kDeqChunks], cc[kDeqChunks];
-#pragma unroll
-    for (int k = 0; k < kDeqChunks; ++k) {
-      const uint32_t i = base + k * blockDim.x;
-      row[k] = fast_div(i, a.cpr);
-      cc[k] = i - row[k] * a.cpr.d;
-      if (i < a.n) cq[k] = load_chunk(q + int64_t(row[k]) * qs + cc[k] * 16);
-    }
-#pragma unroll
-    for (int k = 0; k < kDeqChunks; ++k) {
-      if (base + k * blockDim.x >= a.n) break;
-      const float s = __ldg(sc + int64_t(fast_div(row[k], a.br)) * s_row +
-                            int64_t(fast_div(cc[k], a.bcc)) * s_col);
-      uint32_t o[kWords];
-      bool hw = false;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-      {
-        constexpr uint32_t kNaNLow = F::kExp == 4 ? 0x7fu : 0x7du;  // smallest NaN magnitude code
-        constexpr uint32_t kAdd = (0x80u - kNaNLow) * 0x01010101u;
-        const uint32_t t = ((cq[k].x & 0x7f7f7f7fu) + kAdd) | ((cq[k].y & 0x7f7f7f7fu) + kAdd) |
-                           ((cq[k].z & 0x7f7f7f7fu) + kAdd) | ((cq[k].w & 0x7f7f7f7fu) + kAdd);
-        hw = (t & 0x80808080u) == 0;  // a byte >= kNaNLow reaches 0x80
-      }
-#endif
-      if (hw) {
-        constexpr int kPerPair = int(sizeof(T)) / 2;  // output words per two codes: 1 or 2
-#pragma unroll
-        for (int w = 0; w < 4; ++w) {
-          const uint32_t x = chunk_word(cq[k], w);
-          decode_pair_hw<F, T>(x, s, o + (2 * w) * kPerPair);
-          decode_pair_hw<F, T>(x >> 16, s, o + (2 * w + 1) * kPerPair);
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          const T v = from_f32<T>(table[(chunk_word(cq[k], j / 4) >> (8 * (j % 4))) & 0xffu] * s);
-          if constexpr (sizeof(T) == 4) {
-            o[j] = *reinterpret_cast<const uint32_t*>(&v);
-          } else {
-            const uint32_t h = *reinterpret_cast<const uint16_t*>(&v);
-            o[j / 2] = (j % 2 == 0) ? h : (o[j / 2] | (h << 16));
-          }
-        }
-      }
-      store_chunk16<T>(out + int64_t(row[k]) * os + cc[k] * 16, o);
     }
   }
 }
