@@ -7,9 +7,9 @@
 // it computes on the current one, keeps (accesses per lane) x 16 B x 2 per thread in flight:
 // with 4 accesses per lane and 768 resident threads (three 256-thread CTAs of up to 80
 // registers) that is up to 96 KB per SM, about three times the need, so the loads stay
-// saturated even while half the warps are computing or the grid is draining. Four accesses per lane (64 bytes) also spread the per-segment work (index
-// arithmetic, reductions, the scale and its reciprocal, the scale store) over 32 elements
-// of 2-byte types.
+// saturated even while half the warps are computing or the grid is draining. Four accesses
+// per lane (64 bytes) also spread the per-segment work (index arithmetic, reductions, the scale
+// and its reciprocal, the scale store) over 32 elements of 2-byte types.
 #pragma once
 
 #include <algorithm>
