@@ -8,9 +8,15 @@ beside the Triton kernel torch.compile generates for the same composition (the p
 and 128x128-block quantizers). The benchmarks time these ops; this only launches them, after one
 warm-up call each."""
 
+import os
+import sys
+
 import torch
 
 import ltx_kernels as lk
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profile_heavy import profile_calls  # noqa: E402
 
 dev, bf, F8 = "cuda", torch.bfloat16, torch.float8_e4m3fn
 x = torch.randn(12288, 4096, device=dev, dtype=bf)
@@ -48,14 +54,4 @@ calls = [
     ("ours rms_norm_split_rope->fp8", lambda: lk.rms_norm_split_rope(x3, cs, sn, w, out_dtype=F8,
                                                                     scale_layout="mn_major")),
 ]
-for _, f in calls:  # warm-up (compilation, module loading, allocator)
-    f()
-torch.cuda.synchronize()
-torch.cuda.profiler.start()
-for name, f in calls:
-    torch.cuda.nvtx.range_push(name)
-    f()
-    torch.cuda.nvtx.range_pop()
-torch.cuda.synchronize()
-torch.cuda.profiler.stop()
-print("profile_fp8: profiled " + ", ".join(name for name, _ in calls))
+profile_calls("profile_fp8", calls)

@@ -95,8 +95,14 @@ def main(argv):
     unknown = [f for f in families if f not in makers]
     if unknown:
         sys.exit(f"profile_heavy.py: unknown family {unknown}; known: {sorted(makers)}")
-    calls = [c for f in families for c in makers[f]()]
-    for _, fn in calls:  # unprofiled: compile, autotune, load modules
+    profile_calls("profile_heavy", [c for f in families for c in makers[f]()])
+
+
+def profile_calls(tag, calls):
+    """Each (name, fn) once unprofiled (compile, autotune, load modules), then once more between
+    torch.cuda.profiler.start() / stop() inside an NVTX range of its name (what
+    `ncu --profile-from-start off --nvtx` keeps and names)."""
+    for _, fn in calls:
         fn()
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
@@ -106,7 +112,7 @@ def main(argv):
         torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
-    print("profile_heavy: profiled " + ", ".join(name for name, _ in calls))
+    print(f"{tag}: profiled " + ", ".join(name for name, _ in calls))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@
 //     encodes the current one: 4 loads x 16 bytes x 2 batches per thread, 768 threads per SM,
 //     so ~48-96 KB per SM stay outstanding. The block kernel holds 8 loads (128 bytes) per
 //     thread, three 256-thread CTAs per SM (96 KB).
-//   - Few instructions per element, or the SM's issue slots, not HBM, set the time: at
+//   - Few instructions per element, or the SM's instruction throughput, not HBM, sets the time: at
 //     4.3 TB/s an H200 has about 0.75 warp-instructions to spend per bf16 element. The
 //     element rule is a true division, x / s, computed exactly as one multiply and two FMAs
 //     (Fp8Divisor in common/fp8_util.h), after which the paired hardware conversion encodes
@@ -23,9 +23,9 @@
 //     four elements are gathered by one byte permute and OR-ed into four codes by one LOP3,
 //     and two conversions write the two halves of a 32-bit code word directly. The fast
 //     path is ~5 instructions per element per thread for the encode (~10 in all with loads,
-//     maximum, shuffles and per-group work), about a third of the older per-element
-//     formulation, whose 16-bit element registers and byte-wise code packing had made it
-//     issue bound (~0.85 warp-instructions per element).
+//     maximum, shuffles and per-group work), about a third of a per-element formulation with
+//     16-bit element registers and byte-wise code packing (~0.85 warp-instructions per
+//     element: instruction-bound).
 //   Per-group work (the division of the group index into row and group by a multiply-high,
 //   pointer arithmetic, the shuffle reduction, the scale and its reciprocal) is shared by the
 //   32 elements a thread owns (4 accesses of 8 bf16).
