@@ -28,12 +28,16 @@ __device__ __forceinline__ void fence_barrier_init() {
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// Arrive on the barrier at the same shared-memory offset in CTA `cta` of the cluster.
+// Arrive on the barrier at the same shared-memory offset in CTA `cta` of the cluster. Default
+// semantics (release at CTA scope): what the arrival publishes is that this thread's reads of a
+// stage are done, and those reads are wgmma's, already complete when wgmma.wait_group returned.
+// `.release.cluster` would make ptxas put a MEMBAR.ALL.GPU before the arrival, which stalls the
+// releasing warp for hundreds of cycles on every K block.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
   asm volatile(
       "{\n.reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
       "r"(cta)
       : "memory");
 }
