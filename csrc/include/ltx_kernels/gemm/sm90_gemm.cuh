@@ -87,6 +87,8 @@ struct KernelArgs {
 
 // Byte offset of element (r, c) (c even) of a [rows x bn] 16-bit staging tile stored as column
 // chunks of `sw` bytes (chunk_bytes apart), each chunk swizzled as TMA's SWIZZLE_<sw>B mode lays it.
+constexpr int gcd_c(int a, int b) { return b == 0 ? a : gcd_c(b, a % b); }
+
 template <int kSW>
 __device__ __forceinline__ uint32_t stage_off16(uint32_t r, uint32_t c, uint32_t chunk_bytes) {
   constexpr uint32_t kCols = kSW / 2;
@@ -149,6 +151,39 @@ struct Tile {
   }
   __device__ __forceinline__ static uint32_t col_off(int wg) { return BM == 64 ? uint32_t(wg * kWN) : 0u; }
 };
+
+// FP8 promotion of one 64-row slice: fin += acc * scale, where the scale of 8-column group j is
+// (s0 for rows g, s0h for rows g + 8) in the first 128-column scale block of B, i.e. for
+// j < former, and (s1, s1h) after it. F >= 0: former == F, known at compile time (no per-group
+// choice); F < 0: chosen per group at run time.
+template <int F, int N>
+__device__ __forceinline__ void promote(float (&fin)[N], const float (&acc)[N], float s0, float s0h, float s1,
+                                        float s1h, uint32_t former) {
+#pragma unroll
+  for (int j = 0; j < N / 4; ++j) {
+    const bool first = F >= 0 ? j < F : uint32_t(j) < former;
+    const float lo = first ? s0 : s1, hi = first ? s0h : s1h;
+    fin[4 * j] = fmaf(acc[4 * j], lo, fin[4 * j]);
+    fin[4 * j + 1] = fmaf(acc[4 * j + 1], lo, fin[4 * j + 1]);
+    fin[4 * j + 2] = fmaf(acc[4 * j + 2], hi, fin[4 * j + 2]);
+    fin[4 * j + 3] = fmaf(acc[4 * j + 3], hi, fin[4 * j + 3]);
+  }
+}
+// promote<F> for the run-time `former`, one compiled copy per value it can take (F = 16, 16 - kStep,
+// ..., kStep groups): the slice start is a multiple of kStep * 8 columns modulo 128.
+template <int kStep, int F = 16, int N>
+__device__ __forceinline__ void promote_dispatch(float (&fin)[N], const float (&acc)[N], float s0, float s0h, float s1,
+                                                 float s1h, uint32_t former) {
+  if constexpr (F <= 0) {
+    promote<-1>(fin, acc, s0, s0h, s1, s1h, former);
+  } else {
+    if (former == uint32_t(F)) {
+      promote<F>(fin, acc, s0, s0h, s1, s1h, former);
+    } else {
+      promote_dispatch<kStep, F - kStep>(fin, acc, s0, s0h, s1, s1h, former);
+    }
+  }
+}
 
 // Epilogue of one consumer warpgroup for 16-bit outputs: y = res (+ bias), activation or gated
 // residual, rounded once into the staging tile. kMode: 0 plain, 1 gelu_tanh, 2 gated residual.
@@ -469,6 +504,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       if constexpr (kFp8) {
         // every slice of this tile shape lies inside one 128-column scale block of B
         constexpr bool kOneBlock = BN % 128 == 0 && T::kWN <= 128 && 128 % T::kWN == 0;
+        // slice starts (n0 + col_off) are multiples of gcd(BN, kWN, 128) columns modulo 128
+        constexpr int kFormerStep = gcd_c(gcd_c(BN, T::kWN), 128) / 8;
         const uint32_t cstart = n0 + T::col_off(wg);
         const uint32_t fbk = cstart / 128u - n0 / 128u;       // first scale block of this warpgroup
         const uint32_t former = (128u - cstart % 128u) / 8u;  // 8-column groups inside it
@@ -514,14 +551,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (turns == 1 && lane == 0) ptx::mbar_arrive(your_turn);
             if (v == T::kWaves - 1) release(stage);
             const float s00 = sa0[v] * sb0, s01 = sa0[v] * sb1, s10 = sa1[v] * sb0, s11 = sa1[v] * sb1;
-#pragma unroll
-            for (int j = 0; j < T::kAcc / 4; ++j) {
-              const bool first = kOneBlock || uint32_t(j) < former;
-              const float lo = first ? s00 : s01, hi = first ? s10 : s11;
-              fin[v][4 * j] = fmaf(acc[4 * j], lo, fin[v][4 * j]);
-              fin[v][4 * j + 1] = fmaf(acc[4 * j + 1], lo, fin[v][4 * j + 1]);
-              fin[v][4 * j + 2] = fmaf(acc[4 * j + 2], hi, fin[v][4 * j + 2]);
-              fin[v][4 * j + 3] = fmaf(acc[4 * j + 3], hi, fin[v][4 * j + 3]);
+            if constexpr (kOneBlock) {
+              promote<T::kAcc / 4>(fin[v], acc, s00, s10, s01, s11, former);
+            } else {
+              promote_dispatch<kFormerStep>(fin[v], acc, s00, s10, s01, s11, former);
             }
           }
           if (++stage == S) {
