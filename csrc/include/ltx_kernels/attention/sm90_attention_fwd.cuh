@@ -341,10 +341,12 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   const float* kd_base = nullptr;
   if constexpr (Tr::kFp8) kd_base = p.k_descale + b * p.kd.b + hk * p.kd.h;
 
-  // Per-key K factors (FP8, one per key): this thread's kBlockN / 4 columns of key block j,
-  // loaded right after the block's S GEMM is issued so that the loads run under the GEMM (read
-  // inside the softmax instead, their latency stalled every block: ncu measured the per-key
-  // path 6x slower than the per-block one, stalled on L1TEX scoreboards).
+  // Per-key K factors (FP8, one per key): this thread's kBlockN / 4 columns of key block j, loaded
+  // one block ahead (right after block j - 1's softmax has read the previous ones), so that the
+  // loads' latency passes under the rest of that block and the other warpgroup's turn. Read
+  // inside the softmax, they stalled every block (ncu: 6x slower than the per-block factors,
+  // stalled on L1TEX scoreboards); issued with the block's own GEMM, still 3.5x (the d64 GEMM is
+  // shorter than a load from L2).
   constexpr int kKCols = Tr::kKPerToken ? kBlockN / 4 : 1;
   float kf[kKCols];
   auto load_kf = [&](int j) {
@@ -392,13 +394,13 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
 
   float alpha[2];
   if (n_blocks > 0) {
+    load_kf(0);
     Barrier::wait(&ss.bar_q, 0);
     {
       Barrier::wait(&ss.full_k[0], 0);
       my_turn();
       wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, 0), tSrS);
       your_turn();
-      load_kf(0);
       warpgroup_wait<0>();
       const float* bias;
       float coef[2];
@@ -407,6 +409,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       tmp.coef[0] = coef[0];
       tmp.coef[1] = coef[1];
       softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len, kBlockN), bias, kf_arg, p_offset);
+      if (n_blocks > 1) load_kf(1);
       st.max[0] = tmp.max[0];
       st.max[1] = tmp.max[1];
       st.sum[0] = tmp.sum[0];
@@ -426,7 +429,6 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
         wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrO);
       }
       your_turn();
-      load_kf(j);
       warpgroup_wait<1>();
       const float* bias;
       float coef[2];
@@ -435,6 +437,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       tmp.coef[0] = coef[0];
       tmp.coef[1] = coef[1];
       softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len - j * kBlockN, kBlockN), bias, kf_arg, p_offset);
+      if (j + 1 < n_blocks) load_kf(j + 1);
       st.max[0] = tmp.max[0];
       st.max[1] = tmp.max[1];
       st.sum[0] = tmp.sum[0];
