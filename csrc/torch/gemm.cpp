@@ -15,9 +15,7 @@
 //
 // LTX_KERNELS_GEMM_CONFIG (read per call, for tests and sweeps) forces all or part of the sm_90a
 // kernel's tile configuration: "auto" or "<bm>x<bn>", then optionally ":c<1|2>" (cluster),
-// ":g<n>" (M tiles per raster group), ":s<n>" (persistent CTAs), ":t<0|1|2>" (FP8: consumer
-// warpgroups issue together / take turns handing over at completion / before the last k32 step;
-// TileConfig::turns), e.g. "128x160:c2:g8".
+// ":g<n>" (M tiles per raster group), ":s<n>" (persistent CTAs), e.g. "128x160:c2:g8".
 #include <ATen/ATen.h>
 
 #include <cstdlib>
@@ -113,7 +111,7 @@ gemm::TileConfig env_config(const char* op) {
   const std::string s(env);
   auto bad = [&](const std::string& why) {
     LTX_CHECK(false, op, "LTX_KERNELS_GEMM_CONFIG must be 'auto' or '<bm>x<bn>', optionally followed by ':c<1|2>', "
-              ":g<n>', ':s<n>', ':t<0|1|2>' (", why, "; got '", s, "')");
+              ":g<n>', ':s<n>' (", why, "; got '", s, "')");
   };
   size_t pos = s.find(':');
   const std::string tile = s.substr(0, pos);
@@ -141,7 +139,6 @@ gemm::TileConfig env_config(const char* op) {
     if (f[0] == 'c' && (v == 1 || v == 2)) c.cluster = v;
     else if (f[0] == 'g' && v > 0 && v <= 1024) c.group_m = v;
     else if (f[0] == 's' && v > 0) c.sms = v;
-    else if (f[0] == 't' && v >= 0 && v <= 2) c.turns = v + 1;
     else bad("bad field '" + f + "'");
     pos = next;
   }

@@ -111,7 +111,7 @@ TEST(GemmPlan, FitsAlignedDisjoint) {
           EXPECT_GE(L.off_g, L.off_d + uint32_t(bm * bn * (out == OutKind::kFP8 ? 1 : 2)));
           EXPECT_GE(L.off_bias, L.off_sfb);
           EXPECT_GE(L.off_bar, L.off_bias + uint32_t(bn) * 4u);
-          EXPECT_LE(L.off_bar + 8u * (2u * s + 4u) + 1024u, L.smem_bytes);  // + epi, dfull, two turn barriers
+          EXPECT_LE(L.off_bar + 8u * (2u * s + 2u) + 1024u, L.smem_bytes);
           if (gate == GateKind::kPerToken) EXPECT_EQ(L.g_rows, bm);
           // the swizzle width divides a 16-bit output row; 128 for the FP8 output
           EXPECT_EQ((bn * (out == OutKind::kFP8 ? 1 : 2)) % L.d_sw, 0);

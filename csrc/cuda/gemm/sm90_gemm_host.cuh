@@ -124,7 +124,6 @@ cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cuda
   p.cluster = uint32_t(cfg.cluster == 2 ? 2 : 1);
   p.group_m = uint32_t(cfg.group_m > 0 ? cfg.group_m : 16);
   if (p.cluster == 2 && (p.group_m & 1u)) p.group_m += 1;  // pairs need even raster groups
-  p.turns = cfg.turns >= 1 && cfg.turns <= 3 ? uint32_t(cfg.turns - 1) : 2u;
   p.L = L;
   p.sa = g.a_scales;
   p.sa_sm = g.sa_stride_m;

@@ -39,17 +39,13 @@ enum class Operands : int { kFp8Blockwise = 0, kBf16 = 1, kFp6Blockwise = 2 };
 // forces all or part of one). bm x bn output tile per CTA, K step of 128 bytes per pipeline stage
 // (128 FP8 or 64 bf16 elements); cluster 2 = two CTAs on adjacent M tiles of the same N tile share
 // B through TMA multicast; group_m = M tiles per raster group of the persistent tile order (even
-// when cluster == 2); sms = persistent CTAs; turns (FP8 only): how the two consumer warpgroups
-// share the tensor cores, 1 = both issue each K block together, 2 = they take turns, handing over
-// when a group completes, 3 = they take turns, handing over when all but the group's last k32
-// step have completed (sm90_gemm.cuh). A field left 0 means "the heuristic's value" (for sms: every
-// SM; for turns: 3).
+// when cluster == 2); sms = persistent CTAs. A field left 0 means "the heuristic's value" (for sms:
+// every SM).
 struct TileConfig {
   int bm = 0, bn = 0;
   int cluster = 0;
   int group_m = 0;
   int sms = 0;
-  int turns = 0;
 };
 
 struct GemmParams {

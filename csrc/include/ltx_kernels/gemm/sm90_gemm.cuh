@@ -30,11 +30,8 @@
 //
 // FP8 promotion: per K block, each consumer warpgroup issues 4 wgmma k32 steps into a fresh fp32
 // accumulator, waits, releases the stage, then adds acc * sa[row] * sb[block] into its fp32
-// total. If both warpgroups wait on the same stage and issue together, their groups interleave on
-// the tensor cores, finish together, and both promote at once with the tensor cores idle (ncu on
-// the H200: ~50% of the FP8 tensor peak at 8192^3). So they take turns (KernelArgs::turns): a
-// warpgroup issues only after the other's group has completed, or all but its last k32 step has,
-// so that the tensor cores run one warpgroup's group while the other promotes. A warpgroup's columns can straddle two 128-row scale blocks of B (bn = 144, 160, 192);
+// total. The two warpgroups alternate on the tensor cores: one promotes while the other's wgmma
+// runs. A warpgroup's columns can straddle two 128-row scale blocks of B (bn = 144, 160, 192);
 // each 8-column accumulator group lies in one block, so the scale is chosen per group (exact, no
 // approximation); tile shapes whose slices always lie in one block (bn 128, bn 256 with 128-column
 // slices, the halves of bm = 64 tiles) take one scale per row without the choice.
@@ -69,7 +66,6 @@ struct KernelArgs {
   uint32_t M = 0, N = 0, K = 0;
   uint32_t num_m = 0, num_n = 0, num_kb = 0, num_tiles = 0, group_m = 16;
   uint32_t cluster = 1;
-  uint32_t turns = 2;  // FP8: 0 = issue together, 1 / 2 = take turns (TileConfig::turns - 1)
   Sm90Layout L;
   const float* sa = nullptr;
   int64_t sa_sm = 0, sa_sk = 0;
@@ -333,7 +329,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto full_bar = [&](uint32_t s) { return sbase + L.off_bar + 8u * s; };
   auto empty_bar = [&](uint32_t s) { return sbase + L.off_bar + 8u * (S + s); };
   const uint32_t epi_bar = sbase + L.off_bar + 16u * S, dfull_bar = epi_bar + 8u;
-  const uint32_t turn_bar = dfull_bar + 8u;  // FP8: turn_bar + 8 w completes when warpgroup w may issue
 
   if (tid == 0) {
     for (uint32_t s = 0; s < S; ++s) {
@@ -342,8 +337,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     ptx::mbar_init(epi_bar, 1);
     ptx::mbar_init(dfull_bar, kConsumerWarps);
-    ptx::mbar_init(turn_bar, kConsumerWarps / 2);  // one arrival per warp of the other warpgroup
-    ptx::mbar_init(turn_bar + 8u, kConsumerWarps / 2);
     ptx::fence_barrier_init();
   }
   if (warp == kConsumerWarps && lane == 0) {
@@ -476,16 +469,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint32_t stage = 0, phase = 0, it = 0;
     float acc[T::kAcc];
     float fin[T::kWaves][T::kAcc];
-    // FP8 turns (p.turns != 0, see the header): warpgroup w issues a group only once phase
-    // `turn` of turn_bar + 8 w has completed, which the other warpgroup's four warps do when their
-    // own group has (turns 1) or all but its last k32 step has (turns 2). Warpgroup 0 goes first
-    // (warpgroup 1 completes its first phase up front). Both warpgroups issue the same number of
-    // groups (same tiles, K blocks and slices), so the turns stay paired; warpgroup 1's last
-    // hand-over is left unobserved.
-    const uint32_t turns = kFp8 ? p.turns : 0u;
-    const uint32_t my_turn = turn_bar + 8u * uint32_t(wg), your_turn = turn_bar + 8u * uint32_t(1 - wg);
-    uint32_t turn = 0;
-    if (turns != 0 && wg == 1 && lane == 0) ptx::mbar_arrive(your_turn);
     for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++it) {
       const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
       const uint32_t m0 = tc.mb * BM, n0 = tc.nb * BN;
@@ -531,24 +514,13 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int v = 0; v < T::kWaves; ++v) {
             const uint64_t adesc = ptx::desc_sw128(a_base + stage * kAStage + uint32_t(v) * 128u * kStageK);
             ptx::fence_regs(acc);
-            if (turns != 0) {
-              ptx::mbar_wait(my_turn, turn);
-              turn ^= 1u;
-            }
             ptx::wgmma_fence();
 #pragma unroll
-            for (int k = 0; k < 3; ++k) Mma::mma(acc, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
-            ptx::wgmma_commit();
-            Mma::mma(acc, adesc + uint64_t(6), bdesc + uint64_t(6), 3);
+            for (int k = 0; k < 4; ++k) Mma::mma(acc, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
             ptx::wgmma_commit();
             ptx::fence_regs(acc);
-            if (turns == 2) {  // the other warpgroup's group queues behind this one's last step
-              ptx::wgmma_wait<1>();
-              if (lane == 0) ptx::mbar_arrive(your_turn);
-            }
             ptx::wgmma_wait<0>();
             ptx::fence_regs(acc);
-            if (turns == 1 && lane == 0) ptx::mbar_arrive(your_turn);
             if (v == T::kWaves - 1) release(stage);
             const float s00 = sa0[v] * sb0, s01 = sa0[v] * sb1, s10 = sa1[v] * sb0, s11 = sa1[v] * sb1;
             if constexpr (kOneBlock) {

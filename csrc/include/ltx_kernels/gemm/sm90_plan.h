@@ -93,7 +93,7 @@ LTX_GEMM_HD Sm90Layout plan_layout(Operands ops, int bm, int bn, OutKind out, Ga
   const uint32_t a_stage = uint32_t(bm) * kStageK, b_stage = uint32_t(bn) * kStageK;
   const uint32_t sfa_stage = fp8 ? uint32_t(bm) * 4 : 0, sfb_stage = fp8 ? 16 : 0;
   const uint32_t per_stage = a_stage + b_stage + sfa_stage + sfb_stage + 16;  // + two barriers
-  const uint32_t fixed = d_bytes + g_bytes + align_up(uint32_t(bn) * 4, 16) + 32 + 1024;  // + 4 barriers
+  const uint32_t fixed = d_bytes + g_bytes + align_up(uint32_t(bn) * 4, 16) + 16 + 1024;
   int s = smem_max > int(fixed) ? int((uint32_t(smem_max) - fixed) / per_stage) : 0;
   if (s > kMaxStages) s = kMaxStages;
   if (s < 2) return Sm90Layout{};
@@ -114,7 +114,7 @@ LTX_GEMM_HD Sm90Layout plan_layout(Operands ops, int bm, int bn, OutKind out, Ga
   L.off_bias = o;
   o += align_up(uint32_t(bn) * 4, 16);
   L.off_bar = o;
-  o += 8u * uint32_t(2 * s + 4);  // full, empty per stage; epi, dfull; two FP8 turn barriers
+  o += 8u * uint32_t(2 * s + 2);
   L.smem_bytes = o + 1024;
   return L;
 }
