@@ -30,6 +30,11 @@ heuristics::Problem fp8_problem(int64_t m, int64_t n, int64_t k, OutKind out = O
   p.tokens_per_sample = gate == GateKind::kPerSample ? m / 2 : 1;
   return p;
 }
+heuristics::Problem bf16_problem(int64_t m, int64_t n, int64_t k) {
+  heuristics::Problem p = fp8_problem(m, n, k);
+  p.ops = Operands::kBf16;
+  return p;
+}
 }  // namespace
 
 TEST(GemmTileOrder, EveryTileOnceAndPairsShareB) {
@@ -148,10 +153,30 @@ TEST(GemmHeuristics, CompiledTilesOnlyAndFp8OutputRule) {
   }
 }
 
+TEST(GemmHeuristics, Fp8PreferredTile) {
+  // 128x192 wherever it runs the problem and fills at least one wave
+  for (int64_t m : {2048, 5376, 10752})  // >= 16 x 11 = 176 tiles
+    for (int64_t n : {2048, 4096, 16384}) {
+      const TileConfig c = heuristics::choose_tile(fp8_problem(m, n, 4096), kSms, kH100Smem);
+      EXPECT_EQ(c.bm, 128);
+      EXPECT_EQ(c.bn, 192);
+    }
+  // FP8 output needs whole 128-column groups: the model chooses among the tiles that have them
+  const TileConfig q = heuristics::choose_tile(fp8_problem(5376, 2048, 2048, OutKind::kFP8), kSms, kH100Smem);
+  EXPECT_EQ(heuristics::warpgroup_cols(q.bm, q.bn) % 128, 0);
+  // fewer 128x192 tiles than SMs (300 x 2048: 33): the model, which spreads the work wider
+  const TileConfig s = heuristics::choose_tile(fp8_problem(300, 2048, 2048), kSms, kH100Smem);
+  EXPECT_FALSE(s.bm == 128 && s.bn == 192);
+  // bf16 keeps the model (it has no 128x192 preference; its tiles are its own list)
+  const TileConfig b = heuristics::choose_tile(bf16_problem(5376, 2048, 2048), kSms, kH100Smem);
+  EXPECT_TRUE(heuristics::tile_compiled(Operands::kBf16, b.bm, b.bn));
+}
+
 TEST(GemmHeuristics, WaveQuantization) {
   // 5376 x 2048 (LTX-Video attention projections): 128x128 makes 672 tiles = 5.09 waves on 132 SMs;
-  // the model must pick a tile with fewer, fuller waves.
-  const TileConfig c = heuristics::choose_tile(fp8_problem(5376, 2048, 2048), kSms, kH100Smem);
+  // the model must pick a tile with fewer, fuller waves (the model alone: FP8 output, whose tiles
+  // need whole 128-column groups, or bf16).
+  const TileConfig c = heuristics::choose_tile(fp8_problem(5376, 2048, 2048, OutKind::kFP8), kSms, kH100Smem);
   const int64_t tiles = heuristics::cdiv(5376, c.bm) * heuristics::cdiv(2048, c.bn);
   EXPECT_FALSE(c.bm == 128 && c.bn == 128);
   EXPECT_LE(heuristics::cdiv(tiles, kSms), 5);

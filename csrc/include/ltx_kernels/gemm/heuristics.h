@@ -5,7 +5,8 @@
 //   tile_compiled(ops, bm, bn)   the sm_90a tile configurations that exist (one kernel each)
 //   tile_ok(...)                 whether a configuration can run a problem (FP8 output needs
 //                                whole 128-column groups per warpgroup; shared memory must fit)
-//   choose_tile(...)             the configuration "auto" launches: the smallest modelled time
+//   choose_tile(...)             the configuration "auto" launches: FP8 128x192 where it fills
+//                                the GPU (measured), else the smallest modelled time
 //   prefer_skinny(...)           whether "auto" takes the few-token kernel over the sm_90a one
 //
 // Time model of choose_tile (cycles of one SM; only the ranking matters). A CTA runs
@@ -93,11 +94,28 @@ inline double tile_cost(const Problem& pr, int bm, int bn, int sms) {
   return double(per_cta) * (double(kblocks) * per_kb + epi);
 }
 
+// FP8: the tile "auto" takes whenever it can run the problem and makes at least one full wave.
+// The FP8 mainloop pays a fixed cost per K block (drain, stage release, the promotion's ~bn / 2
+// FMA per thread), which the time model below leaves out and which the widest tile amortises
+// best: on the H200 128x192 measured the fastest of the compiled FP8 tiles at all 18 LTX-Video /
+// LTX-2 / peak shapes of benchmarks/bench_gemm.py (scripts/gemm_ab.py; 10-30% ahead of the
+// model's 128x144 / 128x160 / 256x128 / 128x128 picks where they differed,
+// benchmarks/results/h200/experiments/gemm_turns_completion_ab.json), wave quantization included.
+constexpr TileShape kFp8Preferred = {128, 192};
+
 // The configuration "auto" launches on an sm_90a device with `sms` SMs. Ties go to the larger
 // tile (fewer bytes per FLOP). group_m: 16 M tiles per raster group (8 when bm = 256).
 inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {
   TileConfig best;
   double best_cost = 0;
+  if (pr.ops == Operands::kFp8Blockwise && tile_ok(pr, kFp8Preferred.bm, kFp8Preferred.bn, smem_max) &&
+      cdiv(pr.M, kFp8Preferred.bm) * cdiv(pr.N, kFp8Preferred.bn) >= int64_t(sms > 0 ? sms : 1)) {
+    best.bm = kFp8Preferred.bm;
+    best.bn = kFp8Preferred.bn;
+    best.group_m = 16;
+    best.cluster = 1;
+    return best;
+  }
   const TileShape* list = pr.ops == Operands::kFp8Blockwise ? kFp8Tiles : kBf16Tiles;
   const int n = pr.ops == Operands::kFp8Blockwise ? int(sizeof(kFp8Tiles) / sizeof(kFp8Tiles[0]))
                                                     : int(sizeof(kBf16Tiles) / sizeof(kBf16Tiles[0]));
@@ -124,9 +142,9 @@ inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {
 
 // Whether "auto" runs the CUTLASS-collective FP8 kernel ("sm90_cutlass") rather than ours for a
 // plain FP8 GEMM (no epilogue beyond the bias, 16-bit output, more than 64 rows): on the H200 it
-// measured faster than ours at every LTX shape (ours 0.54-0.82x cuBLASLt's blockwise GEMM, it
-// 0.85-1.1x; gemm/README.md), so ours runs only what the other cannot: the fused epilogues and
-// FP8 output.
+// measured faster than ours at 16 of the 18 LTX / peak shapes (ours at 128x192: 0.77-0.92x
+// cuBLASLt's blockwise GEMM and 0.71-1.08x this one; gemm/README.md), so ours runs only what the
+// other cannot: the fused epilogues and FP8 output.
 inline bool prefer_cutlass(const Problem& pr) {
   return pr.ops == Operands::kFp8Blockwise && pr.epilogue == Epilogue::kNone && pr.out != OutKind::kFP8 &&
          pr.M > 64;
