@@ -4,7 +4,9 @@
 // CTA = 3 warpgroups, one (128-query tile, head, batch) per CTA, grid (ceil(Sq/128), H, B):
 //   WG0  producer: one thread issues TMA loads (Q once; then K_j, V_j into a kStages-deep ring of
 //        shared-memory stages; full_k / full_v mbarriers complete on the bytes, empty[s] is
-//        released by the consumers once P_j V_j has read stage s). It keeps 24 registers.
+//        released by the consumers once P_j V_j has read stage s). With per-key FP8 K factors its
+//        first warp also copies block j's factors into the stage by cp.async (4 bytes per key,
+//        zero past kv_len), counted on full_k[s]. It keeps 24 registers.
 //   WG1, WG2  consumers (240 registers each): rows 0-63 and 64-127 of the query tile.
 //        S = Q K^T by wgmma with both operands in shared memory; online softmax in fp32 in the
 //        log2 domain (the softmax scale is folded into the exponent's FFMA); P converted in
@@ -124,6 +126,7 @@ struct Traits {
     alignas(1024) Element k[cosize_v<SmemLayoutK>];
     alignas(1024) Element v[cosize_v<SmemLayoutVStore>];
     alignas(1024) Out o[cosize_v<SmemLayoutO>];
+    alignas(16) float kf[kKPerToken ? kStages : 1][kKPerToken ? kBlockN : 2];  // FP8 per-key K factors
     alignas(8) uint64_t bar_q;
     uint64_t full_k[kStages];
     uint64_t full_v[kStages];
@@ -166,6 +169,18 @@ __device__ __forceinline__ void wg_gemm(TiledMma& mma, TA const& a, TB const& b,
   warpgroup_commit_batch();
   warpgroup_fence_operand(c);
   if constexpr (kARegs) warpgroup_fence_operand(const_cast<TA&>(a));
+}
+
+// 4-byte cp.async of *src into shared *dst (zero-filled when !valid), and one arrival on the
+// mbarrier once every cp.async this thread has issued has landed (counted among the barrier's
+// expected arrivals: .noinc).
+__device__ __forceinline__ void cp_async_f32_zfill(float* dst, const float* src, bool valid) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_arrive_noinc(uint64_t* bar) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(a) : "memory");
 }
 
 __device__ __forceinline__ float fast_exp2(float x) {  // 2^x; -inf -> +0
@@ -341,26 +356,23 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   const float* kd_base = nullptr;
   if constexpr (Tr::kFp8) kd_base = p.k_descale + b * p.kd.b + hk * p.kd.h;
 
-  // Per-key K factors (FP8, one per key): this thread's kBlockN / 4 columns of key block j, loaded
-  // one block ahead (right after block j - 1's softmax has read the previous ones), so that the
-  // loads' latency passes under the rest of that block and the other warpgroup's turn. Read
-  // inside the softmax, they stalled every block (ncu: 6x slower than the per-block factors,
-  // stalled on L1TEX scoreboards); issued with the block's own GEMM, still 3.5x (the d64 GEMM is
-  // shorter than a load from L2).
+  // Per-key K factors (FP8, one per key): this thread's kBlockN / 4 columns of key block j, read
+  // from the stage that holds K_j (the producer copies them with it) while S_j is computed.
+  // Loaded from global memory by the consumers instead, they cost 3.5x the per-block path even
+  // one block ahead (2.3x): a strided 4-byte load per column and thread.
   constexpr int kKCols = Tr::kKPerToken ? kBlockN / 4 : 1;
   float kf[kKCols];
-  auto load_kf = [&](int j) {
+  auto load_kf = [&](int s) {  // from stage s (the producer staged them with K; 0 past kv_len)
     if constexpr (Tr::kKPerToken) {
-      const float* kc = kd_base + int64_t(j) * kBlockN * p.kd.s;
-      const int valid = min(kv_len - j * kBlockN, kBlockN);
-      const int c0 = 2 * (lane % 4);
+      const float* kc = ss.kf[s] + 2 * (lane % 4);
       CUTE_UNROLL
-      for (int c = 0; c < kKCols; ++c) {
-        const int col = 8 * (c / 2) + c0 + (c % 2);
-        kf[c] = col < valid ? __ldg(kc + col * p.kd.s) : 0.f;
+      for (int c = 0; c < kKCols; c += 2) {  // columns 8 (c / 2) + c0 and + 1: one 8-byte load
+        const float2 f = *reinterpret_cast<const float2*>(kc + 4 * c);
+        kf[c] = f.x;
+        kf[c + 1] = f.y;
       }
     } else {
-      (void)j;
+      (void)s;
     }
   };
   const float* kf_arg = Tr::kKPerToken ? kf : nullptr;
@@ -394,13 +406,13 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
 
   float alpha[2];
   if (n_blocks > 0) {
-    load_kf(0);
     Barrier::wait(&ss.bar_q, 0);
     {
       Barrier::wait(&ss.full_k[0], 0);
       my_turn();
       wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, 0), tSrS);
       your_turn();
+      load_kf(0);
       warpgroup_wait<0>();
       const float* bias;
       float coef[2];
@@ -409,7 +421,6 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       tmp.coef[0] = coef[0];
       tmp.coef[1] = coef[1];
       softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len, kBlockN), bias, kf_arg, p_offset);
-      if (n_blocks > 1) load_kf(1);
       st.max[0] = tmp.max[0];
       st.max[1] = tmp.max[1];
       st.sum[0] = tmp.sum[0];
@@ -429,6 +440,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
         wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrO);
       }
       your_turn();
+      load_kf(s);
       warpgroup_wait<1>();
       const float* bias;
       float coef[2];
@@ -437,7 +449,6 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       tmp.coef[0] = coef[0];
       tmp.coef[1] = coef[1];
       softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len - j * kBlockN, kBlockN), bias, kf_arg, p_offset);
-      if (j + 1 < n_blocks) load_kf(j + 1);
       st.max[0] = tmp.max[0];
       st.max[1] = tmp.max[1];
       st.sum[0] = tmp.sum[0];
@@ -538,7 +549,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
     Barrier::init(&ss.bar_q, 1);
     CUTE_UNROLL
     for (int s = 0; s < kStages; ++s) {
-      Barrier::init(&ss.full_k[s], 1);
+      Barrier::init(&ss.full_k[s], Tr::kKPerToken ? 1 + 32 : 1);  // + the factor copiers' arrivals
       Barrier::init(&ss.full_v[s], 1);
       cutlass::arch::ClusterBarrier::init(&ss.empty[s], Tr::kMmaWG * 4);
     }
@@ -555,7 +566,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
   if (wg == 0) {
     // ---------------- producer ----------------
     cutlass::arch::warpgroup_reg_dealloc<24>();
-    if (threadIdx.x == 0 && n_blocks > 0) {
+    if (threadIdx.x < 32 && n_blocks > 0) {  // lane 0 issues the TMA loads
+      const int lane = threadIdx.x;
       Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.seqlen_q, int32_t(kD), p.heads, p.batch));
       Tensor gQ = local_tile(mQ(_, _, h, b), Shape<Int<kBlockM>, Int<kD>>{}, make_coord(m_block, _0{}));
       auto [tQgQ, tQsQ] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
@@ -577,15 +589,29 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
           copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
         }
       };
-      Barrier::arrive_and_expect_tx(&ss.bar_q, Tr::kBytesQ);
-      copy(p.tma_q.with(ss.bar_q), tQgQ, tQsQ);
+      if (lane == 0) {
+        Barrier::arrive_and_expect_tx(&ss.bar_q, Tr::kBytesQ);
+        copy(p.tma_q.with(ss.bar_q), tQgQ, tQsQ);
+      }
       for (int j = 0; j < n_blocks; ++j) {
         const int s = j % kStages;
         if (j >= kStages) cutlass::arch::ClusterBarrier::wait(&ss.empty[s], ((j / kStages) - 1) & 1);
-        Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK);
-        copy(p.tma_k.with(ss.full_k[s]), tKgK(_, j), tKsK(_, s));
-        Barrier::arrive_and_expect_tx(&ss.full_v[s], Tr::kBytesV);
-        issue_v(j, s);
+        if constexpr (Tr::kKPerToken) {  // block j's per-key K factors, zero past kv_len
+          const float* kd = p.k_descale + b * p.kd.b + hk * p.kd.h;
+          CUTE_UNROLL
+          for (int c = lane; c < kBlockN; c += 32) {
+            const int key = j * kBlockN + c;
+            cp_async_f32_zfill(&ss.kf[s][c], kd + int64_t(key < kv_len ? key : 0) * p.kd.s, key < kv_len);
+          }
+          cp_async_arrive_noinc(&ss.full_k[s]);
+        }
+        if (lane == 0) {
+          Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK);
+          copy(p.tma_k.with(ss.full_k[s]), tKgK(_, j), tKsK(_, s));
+          Barrier::arrive_and_expect_tx(&ss.full_v[s], Tr::kBytesV);
+          issue_v(j, s);
+        }
+        __syncwarp();
       }
     }
   } else {
