@@ -41,6 +41,7 @@
 #include <cutlass/numeric_types.h>
 
 #include "ltx_kernels/attention/attention.h"
+#include "ltx_kernels/gemm/sm90_ptx.cuh"  // cp.async with an mbarrier arrival (per-key K factors)
 
 namespace ltx_kernels {
 namespace attention_sm90 {
@@ -169,18 +170,6 @@ __device__ __forceinline__ void wg_gemm(TiledMma& mma, TA const& a, TB const& b,
   warpgroup_commit_batch();
   warpgroup_fence_operand(c);
   if constexpr (kARegs) warpgroup_fence_operand(const_cast<TA&>(a));
-}
-
-// 4-byte cp.async of *src into shared *dst (zero-filled when !valid), and one arrival on the
-// mbarrier once every cp.async this thread has issued has landed (counted among the barrier's
-// expected arrivals: .noinc).
-__device__ __forceinline__ void cp_async_f32_zfill(float* dst, const float* src, bool valid) {
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_arrive_noinc(uint64_t* bar) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(a) : "memory");
 }
 
 __device__ __forceinline__ float fast_exp2(float x) {  // 2^x; -inf -> +0
@@ -601,9 +590,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
           CUTE_UNROLL
           for (int c = lane; c < kBlockN; c += 32) {
             const int key = j * kBlockN + c;
-            cp_async_f32_zfill(&ss.kf[s][c], kd + int64_t(key < kv_len ? key : 0) * p.kd.s, key < kv_len);
+            gemm::sm90::ptx::cp_async4(gemm::sm90::ptx::smem_u32(&ss.kf[s][c]),
+                                       kd + int64_t(key < kv_len ? key : 0) * p.kd.s, key < kv_len ? 4u : 0u);
           }
-          cp_async_arrive_noinc(&ss.full_k[s]);
+          gemm::sm90::ptx::cp_async_mbar_arrive_noinc(gemm::sm90::ptx::smem_u32(&ss.full_k[s]));
         }
         if (lane == 0) {
           Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK);
