@@ -30,11 +30,13 @@
 //
 // FP8 promotion: per K block, each consumer warpgroup issues 4 wgmma k32 steps into a fresh fp32
 // accumulator, waits, releases the stage, then adds acc * sa[row] * sb[block] into its fp32
-// total. The two warpgroups alternate on the tensor cores: one promotes while the other's wgmma
-// runs. A warpgroup's columns can straddle two 128-row scale blocks of B (bn = 144, 160, 192);
-// each 8-column accumulator group lies in one block, so the scale is chosen per group (exact, no
-// approximation); tile shapes whose slices always lie in one block (bn 128, bn 256 with 128-column
-// slices, the halves of bm = 64 tiles) take one scale per row without the choice.
+// total. Both warpgroups wait on the same stage and issue their groups together (taking turns on
+// the tensor cores measured slower: gemm/README.md). A warpgroup's columns can straddle two
+// 128-row scale blocks of B (bn = 144, 160, 192); each 8-column accumulator group lies in one
+// block, and the promotion is compiled once per position of the block boundary in the slice
+// (promote_dispatch), so no group chooses its scale at run time (exact, no approximation); tile
+// shapes whose slices always lie in one block (bn 128, bn 256 with 128-column slices, the halves
+// of bm = 64 tiles) take one scale per row.
 #pragma once
 
 #include <cuda.h>
@@ -43,6 +45,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <numeric>
 #include <type_traits>
 
 #include "ltx_kernels/activation/activation.cuh"
@@ -83,8 +86,6 @@ struct KernelArgs {
 
 // Byte offset of element (r, c) (c even) of a [rows x bn] 16-bit staging tile stored as column
 // chunks of `sw` bytes (chunk_bytes apart), each chunk swizzled as TMA's SWIZZLE_<sw>B mode lays it.
-constexpr int gcd_c(int a, int b) { return b == 0 ? a : gcd_c(b, a % b); }
-
 template <int kSW>
 __device__ __forceinline__ uint32_t stage_off16(uint32_t r, uint32_t c, uint32_t chunk_bytes) {
   constexpr uint32_t kCols = kSW / 2;
@@ -488,7 +489,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // every slice of this tile shape lies inside one 128-column scale block of B
         constexpr bool kOneBlock = BN % 128 == 0 && T::kWN <= 128 && 128 % T::kWN == 0;
         // slice starts (n0 + col_off) are multiples of gcd(BN, kWN, 128) columns modulo 128
-        constexpr int kFormerStep = gcd_c(gcd_c(BN, T::kWN), 128) / 8;
+        constexpr int kFormerStep = std::gcd(std::gcd(BN, T::kWN), 128) / 8;
         const uint32_t cstart = n0 + T::col_off(wg);
         const uint32_t fbk = cstart / 128u - n0 / 128u;       // first scale block of this warpgroup
         const uint32_t former = (128u - cstart % 128u) / 8u;  // 8-column groups inside it
