@@ -82,26 +82,23 @@ cudaError_t block_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t 
                          int64_t ws, BlockArgs a, cudaStream_t st) {
   // accesses in a full tile, clipped to the matrix (a small matrix needs no 128 x 128 CTA)
   const int64_t chunks = std::min(a.bn, a.rows) * (std::min(a.bk, a.cols) / VEC);
-  if constexpr (VEC == kVec16<T>) {
-    // 8 accesses per thread (128 x 128 bf16: 256 threads), else 16 (128 x 128 fp32: 256)
-    const TileShape s8 = tile_shape(chunks, a.tiles, 8, kThreads, kMaxGrid);
-    const TileShape s16 = tile_shape(chunks, a.tiles, 16, kThreads, kMaxGrid);
-    if (s8.in_regs)
-      quant_block_vec<T, F, 8><<<unsigned(s8.grid), s8.threads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
-    else if (s16.in_regs)
-      quant_block_vec<T, F, 16><<<unsigned(s16.grid), s16.threads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
-    else
-      quant_block_loop<T, F, VEC><<<unsigned(s8.grid), kThreads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
-  } else {  // element-wise accesses (unaligned or odd shapes)
-    const TileShape s8 = tile_shape(chunks, a.tiles, 8, 256, kMaxGrid);
-    const TileShape s16 = tile_shape(chunks, a.tiles, 16, 256, kMaxGrid);
-    if (s8.in_regs)
-      quant_block_regs<T, F, VEC, 8><<<unsigned(s8.grid), s8.threads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
-    else if (s16.in_regs)
-      quant_block_regs<T, F, VEC, 16><<<unsigned(s16.grid), s16.threads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
-    else
-      quant_block_loop<T, F, VEC><<<unsigned(s8.grid), kThreads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
-  }
+  // 8 accesses per thread (128 x 128 bf16: 256 threads), else 16 (128 x 128 fp32: 256), else two
+  // passes; whole 16-byte chunks as raw words (quant_block_vec), else element-wise accesses
+  // (unaligned or odd shapes: quant_block_regs)
+  const TileShape s8 = tile_shape(chunks, a.tiles, 8, kThreads, kMaxGrid);
+  const TileShape s16 = tile_shape(chunks, a.tiles, 16, kThreads, kMaxGrid);
+  auto regs = [&](auto nv) {
+    constexpr int NV = decltype(nv)::value;
+    const TileShape& s = NV == 8 ? s8 : s16;
+    if constexpr (VEC == kVec16<T>) {
+      quant_block_vec<T, F, NV><<<unsigned(s.grid), s.threads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
+    } else {
+      quant_block_regs<T, F, VEC, NV><<<unsigned(s.grid), s.threads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
+    }
+  };
+  if (s8.in_regs) regs(std::integral_constant<int, 8>{});
+  else if (s16.in_regs) regs(std::integral_constant<int, 16>{});
+  else quant_block_loop<T, F, VEC><<<unsigned(s8.grid), kThreads, 0, st>>>(q, qs, sc, sr, scc, w, ws, a);
   return cudaGetLastError();
 }
 

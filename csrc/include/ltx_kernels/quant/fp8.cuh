@@ -275,7 +275,8 @@ __device__ __forceinline__ void store_code_words(uint8_t* p, const uint32_t (&w)
 // current batch is reduced and encoded (2 * NV * 16 bytes in flight per thread).
 // The group index is split into (row, group in row) by a multiply-high (FastDiv32) while the
 // index space fits 31 bits, else by a 64-bit division.
-// __launch_bounds__(256, 4): at most 64 registers, four CTAs (1024 threads) per SM.
+// __launch_bounds__(256, 3): at most 80 registers, three CTAs (768 threads) resident per SM, the
+// count the launcher passes to segment_shape.
 template <typename T, class F, int NV, int TPG>
 __global__ void __launch_bounds__(kRowwiseThreads, 3)
     quant_group_vec(uint8_t* __restrict__ q, int64_t qs, float* __restrict__ sc, int64_t s_row,
