@@ -29,7 +29,9 @@ SMALL_M = [(16, 4096, 4096), (32, 4096, 4096), (48, 4096, 4096), (64, 4096, 4096
            (64, 2048, 8192), (300, 2048, 2048), (1000, 4096, 4096)]
 
 
-def time_cfg(fn, sets, cfg):
+def time_cfg(fn, sets, cfg, trials=7, say_why=False):
+    """Median time of fn under LTX_KERNELS_GEMM_CONFIG=cfg (None: the heuristic's pick), or None
+    when the configuration cannot run the problem (with the reason printed if say_why)."""
     if cfg:
         os.environ["LTX_KERNELS_GEMM_CONFIG"] = cfg
     else:
@@ -37,8 +39,10 @@ def time_cfg(fn, sets, cfg):
     try:
         fn(0)
         torch.cuda.synchronize()
-        return time_graph(fn, sets, trials=7)
-    except RuntimeError:
+        return time_graph(fn, sets, trials=trials)
+    except RuntimeError as e:
+        if say_why:
+            print(f"  cannot run ({cfg}): {str(e).splitlines()[0][:160]}")
         return None
     finally:
         os.environ.pop("LTX_KERNELS_GEMM_CONFIG", None)

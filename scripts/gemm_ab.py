@@ -20,21 +20,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import ltx_kernels as lk  # noqa: E402
 
 from bench_gemm import LTX_M, LTX_NK, PEAK, fp8_inputs, tflops  # noqa: E402
-from common import n_copies, time_graph  # noqa: E402
+from common import n_copies  # noqa: E402
+from sweep_gemm import time_cfg  # noqa: E402
 
 
 def timed(fn, sets, cfg=None):
-    if cfg:
-        os.environ["LTX_KERNELS_GEMM_CONFIG"] = cfg
-    try:
-        fn(0)
-        torch.cuda.synchronize()
-        return time_graph(fn, sets, trials=9)
-    except RuntimeError as e:
-        print(f"  cannot run ({cfg}): {str(e).splitlines()[0][:160]}")
-        return None
-    finally:
-        os.environ.pop("LTX_KERNELS_GEMM_CONFIG", None)
+    return time_cfg(fn, sets, cfg, trials=9, say_why=True)
 
 
 def main():
