@@ -101,6 +101,9 @@ inline double tile_cost(const Problem& pr, int bm, int bn, int sms) {
 // LTX-2 / peak shapes of benchmarks/bench_gemm.py (scripts/gemm_ab.py; 10-30% ahead of the
 // model's 128x144 / 128x160 / 256x128 / 128x128 picks where they differed,
 // benchmarks/results/h200/experiments/gemm_turns_completion_ab.json), wave quantization included.
+// Adding that cost to tile_cost instead (~600 cycles per K block and 64-row slice, from Nsight
+// Compute at 8192^3) reproduces 17 of the 18 picks; it takes 128x160 at 4096 x 7168 x 16384,
+// where 128x192 measured 8% faster, so the measured rule stays explicit.
 // It runs as a 2-CTA cluster (B multicast): 0.96-1.17x the single-CTA rate, higher at 16 of the
 // 18 shapes (experiments/gemm_fp8_128x192_cluster_ab.json).
 constexpr TileShape kFp8Preferred = {128, 192};
