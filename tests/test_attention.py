@@ -268,6 +268,49 @@ def test_fp8_quantizer_follows_its_rule():
     assert sorted(KEY_ORDER) == list(range(32))
 
 
+# The sm_90 kernel's alternative tile configurations (LTX_KERNELS_ATTENTION_TILE, what
+# csrc/cuda/attention/attention_tiles_sm90.cu builds): each one forced on ragged shapes, with
+# kv_lengths, a key mask and grouped heads, with both warpgroup schedules.
+SM90_TILES = {("bf16", 64): [1, 2, 3, 4], ("bf16", 128): [1, 2, 3, 4], ("fp8", 64): [1], ("fp8", 128): [1]}
+
+
+@CUDA
+@pytest.mark.parametrize("kind,d,tile", [(k, d, t) for (k, d), ts in SM90_TILES.items() for t in ts])
+@pytest.mark.parametrize("pingpong", ["0", "1"])
+def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
+    if not sm90_available():
+        pytest.skip("the sm90 kernel's tiles")
+    monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
+    dev, dtype = "cuda", torch.bfloat16
+    for b, sq, skv, h, hk in [(2, 389, 450, 4, 2), (1, 200, 129, 2, 2), (1, 7, 1, 1, 1)]:
+        q, k, v = mk(b, sq, h, d, dtype, dev, "bshd"), mk(b, skv, hk, d, dtype, dev, "bshd"), mk(
+            b, skv, hk, d, dtype, dev, "bshd")
+        lengths = torch.tensor([skv, max(skv - 37, 0)][:b], device=dev, dtype=torch.int32)
+        mask = torch.rand(b, skv, device=dev) > 0.2
+        monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", str(tile))
+        what = f"{kind} d{d} tile {tile} pingpong {pingpong} {(b, sq, skv, h, hk)}"
+        if kind == "bf16":
+            out = lk.attention(q, k, v, kv_lengths=lengths, attn_mask=mask, backend="sm90")
+            monkeypatch.delenv("LTX_KERNELS_ATTENTION_TILE")
+            key_bias = torch.zeros(b, skv, device=dev).masked_fill(~mask, float("-inf"))
+            check16(out, ref.attention(q, k, v, kv_lengths=lengths, key_bias=key_bias), v, dtype, what)
+        else:
+            ops8 = lk.quantize_attention_fp8(q, k, v, k_block=128)
+            out = lk.attention(*ops8, kv_lengths=lengths, backend="sm90")
+            monkeypatch.delenv("LTX_KERNELS_ATTENTION_TILE")
+            fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, what=what)
+
+
+@CUDA
+def test_sm90_unknown_tile_is_refused(monkeypatch):
+    if not sm90_available():
+        pytest.skip("the sm90 kernel's tiles")
+    q = torch.randn(1, 64, 2, 64, device="cuda", dtype=torch.bfloat16)
+    monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", "99")
+    with pytest.raises(RuntimeError, match="ltx_kernels.attention: CUDA error"):
+        lk.attention(q, q, q, backend="sm90")
+
+
 # ---- errors, empty inputs, compile -----------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ cudaError_t dispatch(const AttentionParams& a, cudaStream_t stream) {
 }  // namespace
 
 cudaError_t forward_e4m3(const AttentionParams& a, cudaStream_t stream) {
+  if (a.tile != 0) return forward_e4m3_tile(a, stream);  // the alternatives (attention_tiles_e4m3_sm90.cu)
   return a.out_dtype == AttnDtype::kBF16 ? dispatch<cutlass::bfloat16_t>(a, stream)
                                          : dispatch<cutlass::half_t>(a, stream);
 }

@@ -60,7 +60,7 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
                           Shape<Int<Tr::kBlockN>, Int<D>>{}, _1{});
   }
   typename Tr::Params p{
-      make_tma_copy(SM90_TMA_LOAD{}, mQ, typename Tr::SmemLayoutQ{}, Shape<Int<Tr::kBlockM>, Int<D>>{}, _1{}),
+      make_tma_copy(SM90_TMA_LOAD{}, mQ, take<0, 2>(typename Tr::SmemLayoutQ{}), Shape<_64, Int<D>>{}, _1{}),
       make_tma_copy(SM90_TMA_LOAD{}, mK, take<0, 2>(typename Tr::SmemLayoutK{}), Shape<Int<Tr::kBlockN>, Int<D>>{},
                     _1{}),
       tma_v,
@@ -100,6 +100,10 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
 cudaError_t forward_bf16(const AttentionParams& a, cudaStream_t stream);
 cudaError_t forward_fp16(const AttentionParams& a, cudaStream_t stream);
 cudaError_t forward_e4m3(const AttentionParams& a, cudaStream_t stream);
+// The alternative tile configurations (AttentionParams::tile > 0; bf16 output only), in their own
+// translation unit: cudaErrorInvalidValue for a tile number that does not exist.
+cudaError_t forward_bf16_tile(const AttentionParams& a, cudaStream_t stream);
+cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream);
 
 }  // namespace attention_sm90
 }  // namespace ltx_kernels

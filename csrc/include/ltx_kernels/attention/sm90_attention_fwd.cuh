@@ -1,13 +1,15 @@
 // Dense attention forward for sm_90a (bf16 / fp16, and FP8 E4M3 with dequantization factors).
 // Included only by csrc/cuda/attention/attention_sm90.cu. Semantics: attention.h.
 //
-// CTA = 3 warpgroups, one (128-query tile, head, batch) per CTA, grid (ceil(Sq/128), H, B):
-//   WG0  producer: one thread issues TMA loads (Q once; then K_j, V_j into a kStages-deep ring of
+// CTA = 1 + kMmaWG warpgroups, one (64 kMmaWG-query tile, head, batch) per CTA, grid
+// (ceil(Sq / (64 kMmaWG)), H, B):
+//   WG0  producer: one thread issues TMA loads (Q once, a (64, D) tile per consumer; then K_j, V_j into a kStages-deep ring of
 //        shared-memory stages; full_k / full_v mbarriers complete on the bytes, empty[s] is
 //        released by the consumers once P_j V_j has read stage s). With per-key FP8 K factors its
 //        first warp also copies block j's factors into the stage by cp.async (4 bytes per key,
 //        zero past kv_len), counted on full_k[s]. It keeps 24 registers.
-//   WG1, WG2  consumers (240 registers each): rows 0-63 and 64-127 of the query tile.
+//   WG1 .. WG kMmaWG  consumers (2: 240 registers each; 3: 160): rows 64 w .. 64 w + 63 of the
+//        query tile.
 //        S = Q K^T by wgmma with both operands in shared memory; online softmax in fp32 in the
 //        log2 domain (the softmax scale is folded into the exponent's FFMA); P converted in
 //        registers into the A operand of the P V wgmma (bf16/fp16 directly: the accumulator
@@ -21,8 +23,9 @@
 //        long sums in fp32). P is scaled by 448 (2^log2(448) folded into the exponent) so it uses
 //        E4M3's range; the row sums are of the same scaled values, so the scale cancels.
 //   Epilogue: O / l (0 where l = 0: a row with no valid key), FP8 per-channel V factors, rounded
-//        to the output dtype into shared memory (per warpgroup a 64-row tile) and stored by TMA
-//        (rows past Sq are clipped by the tensor map).
+//        to the output dtype into shared memory (per warpgroup a 64-row tile; 16-bit inputs write
+//        it over the warpgroup's own Q tile) and stored by TMA (rows past Sq are clipped by the
+//        tensor map).
 // Masking: keys past kv_len[b] get -inf (only the last block needs it); an optional additive
 // per-key bias is added in the log2 domain. Rows whose running max is -inf exponentiate against 0
 // so that they stay 0 instead of NaN.
@@ -64,22 +67,29 @@ CUTE_HOST_DEVICE constexpr auto smem_atom_k() {
 using GShape = Shape<int32_t, int32_t, int32_t, int32_t>;   // (rows, cols, head, batch)
 using GStride = Stride<int64_t, _1, int64_t, int64_t>;      // cols contiguous
 
-template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_>
+template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_, int kMmaWG_ = 2>
 struct Traits {
   using Element = Element_;  // cutlass::bfloat16_t, cutlass::half_t or cutlass::float_e4m3_t
   using Out = Out_;          // cutlass::bfloat16_t or cutlass::half_t
   static constexpr bool kFp8 = sizeof(Element) == 1;
   static constexpr bool kKPerToken = kKPerToken_;  // FP8: one K factor per key (else per block)
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kBlockM = 128;
+  static constexpr int kMmaWG = kMmaWG_;  // consumer warpgroups, 64 query rows each
+  static constexpr int kBlockM = 64 * kMmaWG;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kStages = kStages_;
-  static constexpr int kMmaWG = 2;
   static constexpr int kThreads = 128 * (kMmaWG + 1);
-  static_assert(kHeadDim % 64 == 0 && kBlockN % 64 == 0, "tile shape");
+  // setmaxnreg: the producer gives its registers to the consumers (24 x 128 + kMmaWG x 128 x
+  // kConsumerRegs <= 65536)
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = kMmaWG == 2 ? 240 : 160;
+  static_assert(kMmaWG == 2 || kMmaWG == 3, "two or three consumer warpgroups");
+  static_assert(kHeadDim % 64 == 0 && kBlockN % 16 == 0 && kBlockN <= 256, "tile shape");
   static_assert(!kFp8 || kBlockN % 32 == 0, "FP8 key blocks are whole 32-key groups");
+  static_assert(!kFp8 || kKPerToken || 128 % kBlockN == 0, "a key block within one 128-key K factor block");
 
-  using AtomLayout = Layout<Shape<Int<kMmaWG>, _1, _1>>;
+  // Each consumer warpgroup runs its own 64-row GEMMs on its own (64, D) slice of Q.
+  using AtomLayout = Layout<Shape<_1, _1, _1>>;
   using TiledMmaQK = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kBlockN>, Int<kHeadDim>>>(), AtomLayout{}));
   static constexpr GMMA::Major kMajorV = kFp8 ? GMMA::Major::K : GMMA::Major::MN;
@@ -88,7 +98,10 @@ struct Traits {
                            kMajorV>(),
       AtomLayout{}));
 
-  using SmemLayoutQ = decltype(tile_to_shape(smem_atom_k<Element, kHeadDim>(), Shape<Int<kBlockM>, Int<kHeadDim>>{}));
+  // Q as one (64, D) tile per consumer warpgroup, each contiguous, in the same layout as the O
+  // staging tiles: 16-bit inputs stage a warpgroup's O over its own Q (read by that warpgroup's
+  // GEMMs only, all complete by then), which leaves the shared memory to K / V stages.
+  using SmemLayoutQ = decltype(tile_to_shape(smem_atom_k<Element, kHeadDim>(), Shape<_64, Int<kHeadDim>, Int<kMmaWG>>{}));
   using SmemLayoutK =
       decltype(tile_to_shape(smem_atom_k<Element, kHeadDim>(), Shape<Int<kBlockN>, Int<kHeadDim>, Int<kStages>>{}));
   // V as the B operand of P V, (head dim, key, stage). 16-bit: stored like K ([key][d] rows) and
@@ -101,12 +114,13 @@ struct Traits {
       kFp8, SmemLayoutVStore,
       decltype(composition(SmemLayoutK{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>, Int<kStages>>{},
                                                               Step<_2, _1, _3>{})))>;
-  // Output staging: one (64, D) tile per consumer warpgroup.
+  // Output staging: one (64, D) tile per consumer warpgroup; over Q when the element sizes match.
   using SmemLayoutO = decltype(tile_to_shape(smem_atom_k<Out, kHeadDim>(), Shape<_64, Int<kHeadDim>, Int<kMmaWG>>{}));
+  static constexpr bool kOverQ = sizeof(Out) == sizeof(Element);
 
   using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{},
                                       make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GShape{}, GStride{}),
-                                      SmemLayoutQ{}, Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{}));
+                                      take<0, 2>(SmemLayoutQ{}), Shape<_64, Int<kHeadDim>>{}, _1{}));
   using TmaK = decltype(make_tma_copy(SM90_TMA_LOAD{},
                                       make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GShape{}, GStride{}),
                                       take<0, 2>(SmemLayoutK{}), Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}));
@@ -126,7 +140,11 @@ struct Traits {
     alignas(1024) Element q[cosize_v<SmemLayoutQ>];
     alignas(1024) Element k[cosize_v<SmemLayoutK>];
     alignas(1024) Element v[cosize_v<SmemLayoutVStore>];
-    alignas(1024) Out o[cosize_v<SmemLayoutO>];
+    struct OwnO {
+      alignas(1024) Out o[cosize_v<SmemLayoutO>];
+    };
+    struct NoO {};
+    std::conditional_t<kOverQ, NoO, OwnO> o_store;  // FP8 inputs: O has its own tiles
     alignas(16) float kf[kKPerToken ? kStages : 1][kKPerToken ? kBlockN : 2];  // FP8 per-key K factors
     alignas(8) uint64_t bar_q;
     uint64_t full_k[kStages];
@@ -134,6 +152,7 @@ struct Traits {
     uint64_t empty[kStages];
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage)) + 1024;  // + alignment slack
+  static_assert(kSmemBytes <= 227 * 1024, "more shared memory than an sm_90 CTA can have");
 
   struct Params {
     TmaQ tma_q;
@@ -306,21 +325,21 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kD = Tr::kHeadDim, kStages = Tr::kStages;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
   // ---------------- consumers ----------------
-  cutlass::arch::warpgroup_reg_alloc<240>();
+  cutlass::arch::warpgroup_reg_alloc<Tr::kConsumerRegs>();
   const int ctid = threadIdx.x - 128;
-  const int cwg = ctid / 128;  // 0 or 1: rows 64 cwg ..
+  const int cwg = ctid / 128;  // consumer warpgroup: rows 64 cwg ..
   const int lane = threadIdx.x % 32;
   const int row0 = 64 * cwg + 16 * ((ctid % 128) / 32) + lane / 4;  // and row0 + 8
 
   typename Tr::TiledMmaQK mma_qk;
   typename Tr::TiledMmaPV mma_pv;
-  auto thr_qk = mma_qk.get_thread_slice(ctid);
-  auto thr_pv = mma_pv.get_thread_slice(ctid);
-  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);  // (MMA, 1, D/k)
+  auto thr_qk = mma_qk.get_thread_slice(ctid % 128);
+  auto thr_pv = mma_pv.get_thread_slice(ctid % 128);
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ(_, _, cwg));  // (MMA, 1, D/k): this warpgroup's rows
   Tensor tSrK = thr_qk.partition_fragment_B(sK);  // (MMA, 1, D/k, ST)
   Tensor tOrV = thr_pv.partition_fragment_B(sVt);  // (MMA, 1, BN/k, ST)
-  Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});  // ((2,2,BN/8),1,1)
-  Tensor tOrO = partition_fragment_C(mma_pv, Shape<Int<kBlockM>, Int<kD>>{});       // ((2,2,D/8),1,1)
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<_64, Int<kBlockN>>{});  // ((2,2,BN/8),1,1)
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<_64, Int<kD>>{});       // ((2,2,D/8),1,1)
   using PLayout = std::conditional_t<Tr::kFp8, Layout<Shape<Shape<_4, _2, _2>, _1, Int<kBlockN / 32>>>,
                                      Layout<Shape<Shape<_2, _2, _2>, _1, Int<kBlockN / 16>>>>;
   Tensor tOrP = make_tensor<Element>(PLayout{});
@@ -380,18 +399,20 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
     }
   };
 
-  // Ping-pong (FA3's warpgroup scheduling): warpgroup w issues its GEMMs of a key block only after
-  // the other one has issued its own, so one warpgroup's softmax runs under the other's GEMMs.
-  // Named barriers 3 + w (256 threads: w syncs, the other warpgroup arrives); warpgroup 0 goes
-  // first. Both warpgroups walk the same key blocks, so the turns stay paired.
+  // Ping-pong (FA3's warpgroup scheduling): the consumer warpgroups issue their GEMMs of a key
+  // block in turn (0, 1, .., 0, 1, ..), so one warpgroup's softmax runs under the others' GEMMs.
+  // Warpgroup w waits on named barrier kTurn + w (256 threads: w syncs, its predecessor arrives)
+  // and then arrives on its successor's; the last one opens warpgroup 0's first turn. Every
+  // warpgroup walks the same key blocks, so the turns stay paired.
+  constexpr int kTurn = 1 + Tr::kMmaWG;  // barriers 1 .. kMmaWG are the epilogue's
   const bool pingpong = p.pingpong != 0 && n_blocks > 0;
   auto my_turn = [&] {
-    if (pingpong) cutlass::arch::NamedBarrier::sync(256, 3 + cwg);
+    if (pingpong) cutlass::arch::NamedBarrier::sync(256, kTurn + cwg);
   };
   auto your_turn = [&] {
-    if (pingpong) cutlass::arch::NamedBarrier::arrive(256, 3 + (1 - cwg));
+    if (pingpong) cutlass::arch::NamedBarrier::arrive(256, kTurn + (cwg + 1) % Tr::kMmaWG);
   };
-  if (pingpong && cwg == 1) cutlass::arch::NamedBarrier::arrive(256, 3);
+  if (pingpong && cwg == Tr::kMmaWG - 1) cutlass::arch::NamedBarrier::arrive(256, kTurn);
 
   float alpha[2];
   if (n_blocks > 0) {
@@ -506,7 +527,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   cutlass::arch::NamedBarrier::sync(128, 1 + cwg);
   if (ctid % 128 == 0) {
     Tensor mO = p.tma_o.get_tma_tensor(make_shape(p.seqlen_q, int32_t(kD), p.heads, p.batch));
-    Tensor gO = local_tile(mO(_, _, h, b), Shape<_64, Int<kD>>{}, make_coord(2 * m_block + cwg, _0{}));
+    Tensor gO = local_tile(mO(_, _, h, b), Shape<_64, Int<kD>>{}, make_coord(Tr::kMmaWG * m_block + cwg, _0{}));
     Tensor sOw = sO(_, _, cwg);
     auto [tOgO, tOsO] = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw), group_modes<0, 2>(gO));
     copy(p.tma_o, tOsO, tOgO);
@@ -520,7 +541,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Element = typename Tr::Element;
   using Out = typename Tr::Out;
-  constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kD = Tr::kHeadDim, kStages = Tr::kStages;
+  constexpr int kBlockN = Tr::kBlockN, kD = Tr::kHeadDim, kStages = Tr::kStages;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
 
   extern __shared__ char smem_raw[];
@@ -546,20 +567,24 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
   }
   __syncthreads();
 
-  Tensor sQ = make_tensor(make_smem_ptr(ss.q), typename Tr::SmemLayoutQ{});          // (BM, D)
   Tensor sK = make_tensor(make_smem_ptr(ss.k), typename Tr::SmemLayoutK{});          // (BN, D, ST)
   Tensor sV = make_tensor(make_smem_ptr(ss.v), typename Tr::SmemLayoutVStore{});     // store layout
   Tensor sVt = make_tensor(make_smem_ptr(ss.v), typename Tr::SmemLayoutVt{});        // (D, BN, ST)
-  Tensor sO = make_tensor(make_smem_ptr(ss.o), typename Tr::SmemLayoutO{});          // (64, D, WG)
+  Out* o_ptr;
+  if constexpr (Tr::kOverQ) {
+    o_ptr = reinterpret_cast<Out*>(ss.q);
+  } else {
+    o_ptr = ss.o_store.o;
+  }
+  Tensor sQ = make_tensor(make_smem_ptr(ss.q), typename Tr::SmemLayoutQ{});          // (64, D, WG)
+  Tensor sO = make_tensor(make_smem_ptr(o_ptr), typename Tr::SmemLayoutO{});         // (64, D, WG)
 
   if (wg == 0) {
     // ---------------- producer ----------------
-    cutlass::arch::warpgroup_reg_dealloc<24>();
+    cutlass::arch::warpgroup_reg_dealloc<Tr::kProducerRegs>();
     if (threadIdx.x < 32 && n_blocks > 0) {  // lane 0 issues the TMA loads
       const int lane = threadIdx.x;
       Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.seqlen_q, int32_t(kD), p.heads, p.batch));
-      Tensor gQ = local_tile(mQ(_, _, h, b), Shape<Int<kBlockM>, Int<kD>>{}, make_coord(m_block, _0{}));
-      auto [tQgQ, tQsQ] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
       Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
       Tensor gK = local_tile(mK(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));  // (BN,D,n)
       auto [tKgK, tKsK] = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
@@ -580,7 +605,13 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
       };
       if (lane == 0) {
         Barrier::arrive_and_expect_tx(&ss.bar_q, Tr::kBytesQ);
-        copy(p.tma_q.with(ss.bar_q), tQgQ, tQsQ);
+        CUTE_UNROLL
+        for (int w = 0; w < Tr::kMmaWG; ++w) {  // one (64, D) tile per consumer warpgroup
+          Tensor gQ = local_tile(mQ(_, _, h, b), Shape<_64, Int<kD>>{}, make_coord(Tr::kMmaWG * m_block + w, _0{}));
+          Tensor sQw = sQ(_, _, w);
+          auto [tQgQ, tQsQ] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQw), group_modes<0, 2>(gQ));
+          copy(p.tma_q.with(ss.bar_q), tQgQ, tQsQ);
+        }
       }
       for (int j = 0; j < n_blocks; ++j) {
         const int s = j % kStages;

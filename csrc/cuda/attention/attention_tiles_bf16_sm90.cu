@@ -1,0 +1,34 @@
+// Alternative tile configurations of the sm_90a attention kernel for bf16 inputs
+// (AttentionParams::tile > 0, the LTX_KERNELS_ATTENTION_TILE knob; attention_sm90_launch.cuh),
+// compiled apart from the defaults so that they build in parallel. Traits<element, out, head dim,
+// key block, stages, per-key K factors, consumer warpgroups>: the query tile is 64 x the consumer
+// warpgroups. Shared memory is Q (which O reuses) + stages x (K + V) within 227 KB; registers per
+// consumer thread about S (BN / 2) + P (BN / 4) + O (D / 2) within 240 (two consumer
+// warpgroups) or 160 (three).
+#include "attention_sm90_launch.cuh"
+
+namespace ltx_kernels {
+namespace attention_sm90 {
+
+cudaError_t forward_bf16_tile(const AttentionParams& a, cudaStream_t stream) {
+  using E = cutlass::bfloat16_t;
+  if (a.head_dim == 64) {
+    switch (a.tile) {
+      case 1: return launch<Traits<E, E, 64, 128, 4, false, 3>>(a, stream);  // 192 x 128, 152 KB
+      case 2: return launch<Traits<E, E, 64, 192, 3, false, 2>>(a, stream);  // 128 x 192, 160 KB
+      case 3: return launch<Traits<E, E, 64, 128, 6, false, 3>>(a, stream);  // 192 x 128, 216 KB
+      case 4: return launch<Traits<E, E, 64, 128, 6, false, 2>>(a, stream);  // 128 x 128, 208 KB
+      default: return cudaErrorInvalidValue;
+    }
+  }
+  switch (a.tile) {
+    case 1: return launch<Traits<E, E, 128, 160, 2, false, 2>>(a, stream);  // 128 x 160, 192 KB
+    case 2: return launch<Traits<E, E, 128, 128, 3, false, 2>>(a, stream);  // 128 x 128, 224 KB
+    case 3: return launch<Traits<E, E, 128, 176, 2, false, 2>>(a, stream);  // 128 x 176, 208 KB
+    case 4: return launch<Traits<E, E, 128, 192, 2, false, 2>>(a, stream);  // 128 x 192, 224 KB
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace attention_sm90
+}  // namespace ltx_kernels

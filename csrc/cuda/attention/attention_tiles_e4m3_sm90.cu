@@ -1,0 +1,28 @@
+// Alternative tile configurations of the sm_90a attention kernel for FP8 E4M3 inputs with k
+// factors per 128 keys and bf16 output (AttentionParams::tile > 0; see
+// attention_tiles_bf16_sm90.cu). Registers per consumer thread here are about S (BN / 2) + P
+// (BN / 8) + O and this block's P V (D / 2 each); O has its own shared memory tiles.
+#include "attention_sm90_launch.cuh"
+
+namespace ltx_kernels {
+namespace attention_sm90 {
+
+cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
+  using E = cutlass::float_e4m3_t;
+  using O = cutlass::bfloat16_t;
+  // K factors per 128 keys are folded once per key block: blocks of 64 or 128 keys only
+  if (a.out_dtype != AttnDtype::kBF16 || a.k_block == 1) return cudaErrorInvalidValue;
+  if (a.head_dim == 64) {
+    switch (a.tile) {
+      case 1: return launch<Traits<E, O, 64, 128, 6, false, 3>>(a, stream);  // 192 x 128, 132 KB
+      default: return cudaErrorInvalidValue;
+    }
+  }
+  switch (a.tile) {
+    case 1: return launch<Traits<E, O, 128, 128, 4, false, 2>>(a, stream);  // 128 x 128, 176 KB
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace attention_sm90
+}  // namespace ltx_kernels
