@@ -1,5 +1,5 @@
 """A/B of the sm_90a attention kernel's tile configurations: each LTX_KERNELS_ATTENTION_TILE value
-(0 the default, k > 0 the alternatives of csrc/cuda/attention/attention_tiles_sm90.cu) with both
+(0 the default, k > 0 the alternatives of csrc/cuda/attention/attention_tiles_{bf16,e4m3}_sm90.cu) with both
 warpgroup schedules (LTX_KERNELS_ATTENTION_PINGPONG 0 / 1), bf16 and FP8 (k factors per 128
 keys), beside cuDNN's SDPA (bf16, [B, H, S, D]) at the LTX shapes. Same timing as
 benchmarks/bench_attention.py (CUDA-graph replay, two input sets, medians). Each configuration's

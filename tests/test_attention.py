@@ -271,7 +271,7 @@ def test_fp8_quantizer_follows_its_rule():
 # The sm_90 kernel's alternative tile configurations (LTX_KERNELS_ATTENTION_TILE, what
 # csrc/cuda/attention/attention_tiles_sm90.cu builds): each one forced on ragged shapes, with
 # kv_lengths, a key mask and grouped heads, with both warpgroup schedules.
-SM90_TILES = {("bf16", 64): [1, 2, 3, 4], ("bf16", 128): [1, 2, 3, 4], ("fp8", 64): [1], ("fp8", 128): [1]}
+SM90_TILES = {("bf16", 64): [1, 2], ("bf16", 128): [1, 2, 3], ("fp8", 64): [1, 2], ("fp8", 128): [1, 2]}
 
 
 @CUDA
@@ -282,7 +282,9 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
         pytest.skip("the sm90 kernel's tiles")
     monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
     dev, dtype = "cuda", torch.bfloat16
-    for b, sq, skv, h, hk in [(2, 389, 450, 4, 2), (1, 200, 129, 2, 2), (1, 7, 1, 1, 1)]:
+    # (Skv = 1 gives FP8 operands whose K factors read as per key: a kernel the tiles do not cover)
+    shapes = [(2, 389, 450, 4, 2), (1, 200, 129, 2, 2), (1, 7, 1 if kind == "bf16" else 2, 1, 1)]
+    for b, sq, skv, h, hk in shapes:
         q, k, v = mk(b, sq, h, d, dtype, dev, "bshd"), mk(b, skv, hk, d, dtype, dev, "bshd"), mk(
             b, skv, hk, d, dtype, dev, "bshd")
         lengths = torch.tensor([skv, max(skv - 37, 0)][:b], device=dev, dtype=torch.int32)

@@ -4,12 +4,14 @@
 namespace ltx_kernels {
 namespace attention_sm90 {
 
-// 128 x 128 tiles, 4 stages at d 64 and 2 at d 128 (the O tiles reuse Q's shared memory).
+// d 64: 192 x 128 tiles (three consumer warpgroups), 4 stages; d 128: 128 x 128, 3 stages (the
+// O tiles reuse Q's shared memory). Measured fastest of the alternatives at the LTX shapes
+// (scripts/attention_tiles.py).
 cudaError_t forward_bf16(const AttentionParams& a, cudaStream_t stream) {
   using E = cutlass::bfloat16_t;
   if (a.tile != 0) return forward_bf16_tile(a, stream);  // the alternatives (attention_tiles_bf16_sm90.cu)
-  if (a.head_dim == 64) return launch<Traits<E, E, 64, 128, 4, false>>(a, stream);
-  return launch<Traits<E, E, 128, 128, 2, false>>(a, stream);
+  if (a.head_dim == 64) return launch<Traits<E, E, 64, 128, 4, false, 3>>(a, stream);
+  return launch<Traits<E, E, 128, 128, 3, false, 2>>(a, stream);
 }
 
 }  // namespace attention_sm90

@@ -5,18 +5,21 @@ namespace ltx_kernels {
 namespace attention_sm90 {
 namespace {
 
-// 64 x 128 blocks per warpgroup (d 128: 64 x 64, so that O, this block's P V, S and P fit in 240
-// registers), four stages; k factors per key (a multiply per score) or per 128 keys (folded).
+// K factors per 128 keys (folded into the score scale once per key block): d 64 192 x 128 tiles
+// (three consumer warpgroups), 6 stages; d 128 128 x 128, 4 stages. Per-key K factors (a multiply
+// per score, and kBlockN / 4 more registers per thread): two consumer warpgroups, 64 x 128
+// blocks per warpgroup at d 64 and 64 x 64 at d 128 (so that O, this block's P V, S, P and the
+// factors fit in 240 registers), 4 stages. Measured at the LTX shapes (scripts/attention_tiles.py).
 template <class O>
 cudaError_t dispatch(const AttentionParams& a, cudaStream_t stream) {
   using E = cutlass::float_e4m3_t;
   const bool per_token = a.k_block == 1;
   if (a.head_dim == 64) {
     return per_token ? launch<Traits<E, O, 64, 128, 4, true>>(a, stream)
-                     : launch<Traits<E, O, 64, 128, 4, false>>(a, stream);
+                     : launch<Traits<E, O, 64, 128, 6, false, 3>>(a, stream);
   }
   return per_token ? launch<Traits<E, O, 128, 64, 4, true>>(a, stream)
-                   : launch<Traits<E, O, 128, 64, 4, false>>(a, stream);
+                   : launch<Traits<E, O, 128, 128, 4, false, 2>>(a, stream);
 }
 
 }  // namespace

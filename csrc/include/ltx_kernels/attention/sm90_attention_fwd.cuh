@@ -385,17 +385,23 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   };
   const float* kf_arg = Tr::kKPerToken ? kf : nullptr;
 
+  // FP8 with K factors per 128 keys (k_block is 128 whenever the factors are not per key): the
+  // factor of the next key block, loaded one block ahead so that its latency is hidden.
+  auto k_block_factor = [&](int j) {
+    return j < n_blocks ? kd_base[int64_t(j * kBlockN / 128) * p.kd.s] : 0.f;
+  };
+  float kblk_next = 0.f;
+  if constexpr (Tr::kFp8 && !Tr::kKPerToken) kblk_next = k_block_factor(0);
+
   // Per key block: the bias pointer, and the k block factor folded into coef.
   auto block_args = [&](int j, const float*& bias, float (&coef)[2]) {
     bias = bias_row != nullptr ? bias_row + j * kBlockN : nullptr;
     coef[0] = st.coef[0];
     coef[1] = st.coef[1];
-    if constexpr (Tr::kFp8) {
-      if constexpr (!Tr::kKPerToken) {
-        const float f = kd_base[int64_t(j) * kBlockN / p.k_block * p.kd.s];
-        coef[0] *= f;
-        coef[1] *= f;
-      }
+    if constexpr (Tr::kFp8 && !Tr::kKPerToken) {
+      coef[0] *= kblk_next;
+      coef[1] *= kblk_next;
+      kblk_next = k_block_factor(j + 1);
     }
   };
 
