@@ -148,6 +148,11 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.impl("attention", c10::DeviceType::CUDA, &attention);
   ops.impl("attention_backend", c10::DeviceType::CUDA, &attention_backend);
 #endif
+  // FP8 operands of attention: q and k codes per (token, head) (k: its mean over the keys
+  // subtracted when smooth_k; a factor per key, k_block 1, or per 128 keys), v per channel stored
+  // transposed [B, Hkv, D, Skv_pad] in the kernel's key order; code = e4m3(x / (amax / 448))
+  ops.def("quantize_attention_fp8(Tensor! q8, Tensor! k8, Tensor! v8, Tensor! q_descale, Tensor! k_descale, Tensor! v_descale, Tensor q, Tensor k, Tensor v, str layout, bool smooth_k, int k_block) -> ()");
+  LTX_IMPL(ops, quantize_attention_fp8);
 
   // ---- natten family: neighborhood attention (NATTEN's na1d/na2d/na3d)
   // q, k, v, out [B, *spatial, heads, d], 1-3 spatial dims from q.dim(); softmax(scale q.k) v over

@@ -17,10 +17,12 @@
 
 #include "common.h"
 #include "ltx_kernels/attention/attention.h"
+#include "ltx_kernels/attention/attention_quant.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
 #include "ltx_kernels/attention/attention_cuda.h"
+#include "ltx_kernels/cuda/ops.h"
 #endif
 
 namespace {
@@ -389,3 +391,135 @@ int64_t attention_backend(const at::Tensor& out, const at::Tensor& q, const at::
   return int64_t(resolve(o, q, k, v, scale, kv_lengths, key_bias, q_descale, k_descale, v_descale, k_block, layout,
                          backend, pr, "attention"));
 }
+
+// ---- quantize_attention_fp8: the FP8 operands of attention (attention/attention_quant.h) -------
+// Checks in the order tests/test_attention_quant.py expects their messages, then one
+// AttnQuantParams for the CPU backend or the CUDA kernels. Inputs are read in place when the
+// backend can address them (head-dim stride 1; on CUDA also a 16-byte aligned base and (b, s, h)
+// strides), else through a contiguous copy; outputs must be contiguous (the Python wrapper
+// allocates them).
+namespace {
+
+constexpr const char* kQuantOp = "quantize_attention_fp8";
+
+void check_quant_output(const at::Tensor& t, at::ScalarType dtype, std::initializer_list<int64_t> shape,
+                        const at::Tensor& q, const char* name, const char* rule) {
+  const char* op = kQuantOp;
+  LTX_CHECK(t.scalar_type() == dtype, op, name, " must be ", dtype, " (got ", t.scalar_type(), ")");
+  check_same_device(t, q, op, name, "q");
+  LTX_CHECK(t.sizes() == c10::IntArrayRef(shape), op, name, " must have shape ", rule, " = ",
+            shape_str(c10::IntArrayRef(shape)), " (got ", shape_str(t.sizes()), ")");
+  LTX_CHECK(t.is_contiguous(), op, name, " must be contiguous (got strides ", shape_str(t.strides()), ")");
+}
+
+Prepared<AttnQuantParams> make_quantize_attention_fp8_params(
+    at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale, at::Tensor& k_descale,
+    at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c10::string_view layout,
+    bool smooth_k, int64_t k_block, bool cuda) {
+  const char* op = kQuantOp;
+  const std::string lay(layout.data(), layout.size());
+  LTX_CHECK(lay == "bshd" || lay == "bhsd", op, "layout must be 'bshd' ([B, S, H, D]) or 'bhsd' ([B, H, S, D]) (got '",
+            lay, "')");
+  const bool bhsd = lay == "bhsd";
+  const char* shp = bhsd ? "[B, H, S, D]" : "[B, S, H, D]";
+  LTX_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, op, "q, k and v must be 4-D ", shp, " (got shapes ",
+            shape_str(q.sizes()), ", ", shape_str(k.sizes()), ", ", shape_str(v.sizes()), ")");
+  const at::ScalarType qt = q.scalar_type();
+  LTX_CHECK(qt == at::kBFloat16 || qt == at::kHalf || qt == at::kFloat, op,
+            "q must be bfloat16, float16 or float32 (got ", qt, ")");
+  check_same_dtype(k, q, op, "k", "q");
+  check_same_dtype(v, q, op, "v", "q");
+  check_same_device(k, q, op, "k", "q");
+  check_same_device(v, q, op, "v", "q");
+  LTX_CHECK(cuda ? q.is_cuda() : q.is_cpu(), op, "tensors must be on the CPU or a CUDA device (got ", q.device(),
+            ")");
+  const int64_t B = q.size(0), Sq = q.size(bhsd ? 2 : 1), H = q.size(bhsd ? 1 : 2), D = q.size(3);
+  const int64_t Skv = k.size(bhsd ? 2 : 1), Hk = k.size(bhsd ? 1 : 2);
+  LTX_CHECK(k.size(0) == B && k.size(3) == D, op, "k must be ", shp, " with q's batch and head dim (got q ",
+            shape_str(q.sizes()), ", k ", shape_str(k.sizes()), ")");
+  LTX_CHECK(v.sizes() == k.sizes(), op, "v must have k's shape (got k ", shape_str(k.sizes()), ", v ",
+            shape_str(v.sizes()), ")");
+  LTX_CHECK(Hk > 0 ? H % Hk == 0 : H == 0, op, "q's heads must be a multiple of k's heads (got ", H, " and ", Hk,
+            ")");
+  LTX_CHECK(D >= 8 && D <= kAttnQuantMaxHeadDim && D % 8 == 0, op,
+            "the head dim must be a multiple of 8 in [8, 256] (got ", D, ")");
+  LTX_CHECK(k_block == 1 || k_block == 128, op, "k_block must be 1 (a k factor per key) or 128 (got ", k_block,
+            ")");
+  const int64_t pad = attention_quant_keys_padded(Skv), nb = k_block == 1 ? Skv : (Skv + 127) / 128;
+  check_quant_output(q8, at::kFloat8_e4m3fn, {q.size(0), q.size(1), q.size(2), D}, q, "q8", "q's shape");
+  check_quant_output(k8, at::kFloat8_e4m3fn, {k.size(0), k.size(1), k.size(2), D}, q, "k8", "k's shape");
+  check_quant_output(v8, at::kFloat8_e4m3fn, {B, Hk, D, pad}, q, "v8",
+                     "[B, Hkv, D, Skv_pad] (Skv_pad = 32 ceil(max(Skv, 1) / 32))");
+  check_quant_output(q_descale, at::kFloat, {B, Sq, H}, q, "q_descale", "[B, Sq, H]");
+  check_quant_output(k_descale, at::kFloat, {B, nb, Hk}, q, "k_descale",
+                     k_block == 1 ? "[B, Skv, Hkv]" : "[B, ceil(Skv / 128), Hkv]");
+  check_quant_output(v_descale, at::kFloat, {B, Hk, D}, q, "v_descale", "[B, Hkv, D]");
+  for (const at::Tensor* o : {&q8, &k8, &v8, &q_descale, &k_descale, &v_descale})
+    LTX_CHECK(!bytes_overlap(*o, q) && !bytes_overlap(*o, k) && !bytes_overlap(*o, v), op,
+              "the outputs must not overlap q, k or v");
+
+  Prepared<AttnQuantParams> pr;
+  if (q8.numel() + k8.numel() + v8.numel() + q_descale.numel() + k_descale.numel() + v_descale.numel() == 0)
+    return pr;
+  AttnQuantParams& p = pr.emplace();
+  // the kernels read rows of D contiguous elements (CUDA: 16-byte aligned rows)
+  auto input = [&](const at::Tensor& t) -> const at::Tensor& {
+    if (cuda) return pr.keep(addressable(t));
+    return pr.keep(t.size(3) <= 1 || t.stride(3) == 1 ? t : t.contiguous());
+  };
+  const at::Tensor& qi = input(q);
+  const at::Tensor& ki = input(k);
+  const at::Tensor& vi = input(v);
+  p.batch = B;
+  p.seqlen_q = Sq;
+  p.seqlen_kv = Skv;
+  p.heads = H;
+  p.heads_kv = Hk;
+  p.head_dim = D;
+  p.dtype = attn_dtype(qt);
+  p.q = qi.data_ptr();
+  p.k = ki.data_ptr();
+  p.v = vi.data_ptr();
+  p.q_stride = bsh_strides(qi, bhsd);
+  p.k_stride = bsh_strides(ki, bhsd);
+  p.v_stride = bsh_strides(vi, bhsd);
+  p.q8 = static_cast<uint8_t*>(q8.data_ptr());
+  p.k8 = static_cast<uint8_t*>(k8.data_ptr());
+  p.v8 = static_cast<uint8_t*>(v8.data_ptr());
+  p.q8_stride = bsh_strides(q8, bhsd);
+  p.k8_stride = bsh_strides(k8, bhsd);
+  p.v_keys_padded = pad;
+  p.q_descale = q_descale.data_ptr<float>();
+  p.k_descale = k_descale.data_ptr<float>();
+  p.v_descale = v_descale.data_ptr<float>();
+  p.smooth_k = smooth_k;
+  p.k_block = k_block;
+  const char* why = attention_quant_check(p);
+  LTX_CHECK(why == nullptr, op, why);
+  if (cuda) {  // the first pass's partial sums and maxima, on q's device (caching allocator, no sync)
+    const int64_t bytes = attention_quant_workspace_bytes(p);
+    if (bytes > 0) p.workspace = pr.keep(at::empty({bytes}, q.options().dtype(at::kByte))).data_ptr();
+  }
+  return pr;
+}
+
+}  // namespace
+
+void quantize_attention_fp8_cpu(at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale,
+                                at::Tensor& k_descale, at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k,
+                                const at::Tensor& v, c10::string_view layout, bool smooth_k, int64_t k_block) {
+  torch_adapter::run_cpu(make_quantize_attention_fp8_params(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v,
+                                                            layout, smooth_k, k_block, false),
+                         &ltx_kernels::cpu::quantize_attention_fp8);
+}
+
+#ifdef LTX_KERNELS_WITH_CUDA
+void quantize_attention_fp8_cuda(at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale,
+                                 at::Tensor& k_descale, at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k,
+                                 const at::Tensor& v, c10::string_view layout, bool smooth_k, int64_t k_block) {
+  const c10::cuda::CUDAGuard guard(q.device());
+  torch_adapter::run_cuda(make_quantize_attention_fp8_params(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v,
+                                                             layout, smooth_k, k_block, true),
+                          q, kQuantOp, &ltx_kernels::quantize_attention_fp8);
+}
+#endif

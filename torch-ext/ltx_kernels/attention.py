@@ -22,9 +22,10 @@ and for other head dims, the inputs in fp32 through PyTorch's ``scaled_dot_produ
 
 FP8: ``quantize_attention_fp8(q, k, v)`` returns the operands (q and k per token and head, k
 after subtracting its mean over the keys, which softmax cancels exactly; v per channel, stored
-transposed in the key order the kernel reads). ``attention(*fp8_operands)`` then runs the FP8
-kernel; its P is rounded to E4M3 as well, so expect errors of ~1e-2 relative (see
-tests/test_attention.py for the bounds).
+transposed in the key order the kernel reads), by one op (C++ on the CPU, a CUDA kernel on GPUs;
+its exact rule in its docstring). ``attention(*fp8_operands)`` then runs the FP8 kernel; its P is
+rounded to E4M3 as well, so expect errors of ~1e-2 relative (see tests/test_attention.py for the
+bounds).
 """
 
 import math
@@ -135,79 +136,59 @@ def attention_backend(q, k, v, q_descale=None, k_descale=None, v_descale=None, *
                                                v_descale, k_block, layout, backend))]
 
 
-_ORDER_CACHE = {}
-
-
-def _key_order_index(n: int, device) -> torch.Tensor:
-    """[n] source key of each position of an FP8 V^T row (KEY_ORDER per 32-key block), cached per
-    device so that quantizing under CUDA-graph capture copies nothing from the host."""
-    key = (str(device), n)
-    if key not in _ORDER_CACHE:
-        _ORDER_CACHE[key] = torch.tensor([(p // 32) * 32 + KEY_ORDER[p % 32] for p in range(n)], device=device)
-    return _ORDER_CACHE[key]
-
-
-def _e4m3(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-    """The FP8 rule of every quantizer here: code = e4m3(x / s) (a true fp32 division, round to
-    nearest even; |x / s| <= 448 since s = amax / 448); s == 0 (an all-zero group) -> codes 0."""
-    safe = torch.where(s == 0, torch.ones_like(s), s)
-    return torch.where(s == 0, x, x / safe).to(torch.float8_e4m3fn)
+def _quant_dims(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str):
+    """(B, Sq, H, D, Skv, Hkv) for the output allocation; the op itself checks everything else."""
+    op = "ltx_kernels.quantize_attention_fp8"
+    if layout not in ("bshd", "bhsd"):
+        raise ValueError(f"{op}: layout must be 'bshd' ([B, S, H, D]) or 'bhsd' ([B, H, S, D]) (got {layout!r})")
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError(f"{op}: q, k and v must be 4-D (got shapes {list(q.shape)}, {list(k.shape)}, "
+                         f"{list(v.shape)})")
+    b, sq, h, d = q.shape if layout == "bshd" else (q.shape[0], q.shape[2], q.shape[1], q.shape[3])
+    skv, hk = (k.shape[1], k.shape[2]) if layout == "bshd" else (k.shape[2], k.shape[1])
+    return b, sq, h, d, skv, hk
 
 
 def quantize_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, layout: str = "bshd",
                            smooth_k: bool = True, k_block: int = 128) -> AttentionFp8Operands:
-    """FP8 E4M3 operands for ``attention`` from bf16/fp16/fp32 q, k, v (same layouts).
+    """FP8 E4M3 operands for ``attention`` from bf16/fp16/fp32 q, k, v (same layouts, any strides,
+    head dim a multiple of 8 in [8, 256]).
 
-    q: one factor per token and head (``amax / 448`` over the head's D values). k: its mean over
-    the keys (per batch row, head and channel) subtracted first when ``smooth_k`` (softmax is
-    invariant to adding the same vector to every key: ``<q, k_j - mu> = <q, k_j> - <q, mu>``
-    shifts a whole row of scores), then one factor per ``k_block`` keys and head (1 or 128; 128 is
-    free in the kernel, 1 costs a multiply per score). v: one factor per channel over all keys,
-    stored transposed ``[B, Hkv, D, Skv_pad]`` (Skv rounded up to 32, zeros beyond) with the keys
-    of each 32-key block in ``KEY_ORDER``. Every code is ``e4m3(x / s)`` (fp32 division, round to
-    nearest even); an all-zero group gets ``s = 0`` and codes 0.
+    Every code is ``e4m3(x / s)`` with ``s = amax / 448`` over its group (a true fp32 division,
+    round to nearest even, saturating at 448); an all-zero group gets ``s = 0`` and the codes of
+    its values themselves (+-0, the sign kept). The groups:
+
+    - q: one factor per token and head over its D values (``q_descale [B, Sq, H]``).
+    - k: when ``smooth_k``, its mean over the keys (per batch row, head and channel) subtracted
+      first: ``mean = float32(sum_j float64(k_j) / Skv)`` (the sum in fp64, in a fixed chunked
+      order, divided in fp64, rounded once to fp32), ``kc = float32(float32(k) - mean)``. Softmax
+      is invariant to adding the same vector to every key (``<q, k_j - mu> = <q, k_j> - <q, mu>``
+      shifts a whole row of scores). Then one factor per ``k_block`` keys and head (1: per key,
+      ``[B, Skv, Hkv]``; 128: per 128 keys over the block's keys and all D channels,
+      ``[B, ceil(Skv / 128), Hkv]``, free in the kernel).
+    - v: one factor per channel over all keys (``v_descale [B, Hkv, D]``, 0 when Skv = 0), stored
+      transposed ``[B, Hkv, D, Skv_pad]`` (``Skv_pad = 32 ceil(max(Skv, 1) / 32)``, code 0 past Skv)
+      with position p of each 32-key block holding key ``KEY_ORDER[p]`` of the block.
+
+    q8 / k8 have q's / k's shape (contiguous, same layout). One op on every device (a C++ CPU
+    backend, a CUDA kernel); ``ltx_kernels.reference.quantize_attention_fp8`` is the definition
+    they match bit for bit.
     """
     if k_block not in (1, 128):
         raise ValueError(f"ltx_kernels.quantize_attention_fp8: k_block must be 1 or 128 (got {k_block})")
-    b, sq, h, d = _dims(q, layout)
-    _, skv, hk, _ = _dims(k, layout)
-    seq_dim = 1 if layout == "bshd" else 2
-    # q: per token and head
-    qf = q.float()
-    q_s = qf.abs().amax(-1, keepdim=True) / 448.0
-    q8 = _e4m3(qf, q_s)
-    q_descale = q_s.squeeze(-1)
-    if layout == "bhsd":
-        q_descale = q_descale.transpose(1, 2)
-    # k: smoothed, per key or per 128 keys
-    kf = k.float()
-    if smooth_k and skv > 0:
-        kf = kf - kf.mean(dim=seq_dim, keepdim=True)
-    if k_block == 1:
-        k_s = kf.abs().amax(-1, keepdim=True) / 448.0
-        k8 = _e4m3(kf, k_s)
-        k_descale = k_s.squeeze(-1)
-        if layout == "bhsd":
-            k_descale = k_descale.transpose(1, 2)
-    else:
-        nb = -(-skv // 128)
-        kb = kf if layout == "bshd" else kf.transpose(1, 2)  # [B, Skv, Hk, D]
-        pad = torch.zeros(b, nb * 128 - skv, hk, d, dtype=kb.dtype, device=kb.device)
-        blocks = torch.cat([kb, pad], 1).reshape(b, nb, 128, hk, d)
-        k_descale = blocks.abs().amax(dim=(2, 4)) / 448.0  # [B, nb, Hk]
-        s_full = k_descale.repeat_interleave(128, 1)[:, :skv].unsqueeze(-1)  # [B, Skv, Hk, 1]
-        if layout == "bhsd":
-            s_full = s_full.transpose(1, 2)
-        k8 = _e4m3(kf, s_full)
-    # v: per channel, transposed, keys reordered within 32-key blocks
-    vf = v.float()
-    vt = vf.permute(0, 2, 3, 1) if layout == "bshd" else vf.permute(0, 1, 3, 2)  # [B, Hk, D, Skv]
-    v_s = vt.abs().amax(-1, keepdim=True) / 448.0 if skv > 0 else torch.zeros(*vt.shape[:3], 1, device=v.device)
+    b, sq, h, d, skv, hk = _quant_dims(q, k, v, layout)
+    dev = q.device
+    f8 = torch.float8_e4m3fn
     spad = -(-max(skv, 1) // 32) * 32
-    vt = torch.cat([vt, torch.zeros(*vt.shape[:3], spad - skv, dtype=vt.dtype, device=vt.device)], -1)
-    order = _key_order_index(spad, v.device)
-    v8 = _e4m3(vt.index_select(-1, order), v_s).contiguous()
-    return AttentionFp8Operands(q8, k8, v8, q_descale, k_descale, v_s.squeeze(-1))
+    q8 = torch.empty(q.shape, dtype=f8, device=dev)
+    k8 = torch.empty(k.shape, dtype=f8, device=dev)
+    v8 = torch.empty(b, hk, d, spad, dtype=f8, device=dev)
+    q_descale = torch.empty(b, sq, h, dtype=torch.float32, device=dev)
+    k_descale = torch.empty(b, skv if k_block == 1 else -(-skv // 128), hk, dtype=torch.float32, device=dev)
+    v_descale = torch.empty(b, hk, d, dtype=torch.float32, device=dev)
+    ops.quantize_attention_fp8(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v, layout, bool(smooth_k),
+                               int(k_block))
+    return AttentionFp8Operands(q8, k8, v8, q_descale, k_descale, v_descale)
 
 
 @register_fake("attention")
@@ -220,3 +201,9 @@ def _attention_fake(out, q, k, v, scale, kv_lengths, key_bias, q_descale, k_desc
 def _attention_backend_fake(out, q, k, v, scale, kv_lengths, key_bias, q_descale, k_descale, v_descale, k_block,
                             layout, backend):
     return 0
+
+
+@register_fake("quantize_attention_fp8")
+def _quantize_attention_fp8_fake(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v, layout, smooth_k, k_block):
+    torch._check(q8.shape == q.shape and k8.shape == k.shape,
+                 lambda: "ltx_kernels.quantize_attention_fp8: q8 and k8 must have q's and k's shapes")

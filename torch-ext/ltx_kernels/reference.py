@@ -677,6 +677,59 @@ def attention(q, k, v, scale=None, kv_lengths=None, key_bias=None, layout: str =
     return o.transpose(1, 2) if layout == "bshd" else o
 
 
+def quantize_attention_fp8(q, k, v, layout: str = "bshd", smooth_k: bool = True, k_block: int = 128):
+    """The FP8 E4M3 operands of ``attention`` from bf16 / fp16 / fp32 q, k, v, written from the
+    definition (attention/attention_quant.h, docs/semantics.md); the CPU and CUDA backends match
+    it bit for bit on finite inputs. Every code is e4m3(x / s), s = amax / 448 over the group (an
+    fp32 division, round to nearest even, saturating), e4m3(x) where s == 0.
+
+    q: a factor per (token, head). k: if smooth_k (and Skv > 0), its mean over the keys per (batch
+    row, head, channel) subtracted first: mean = float32(float64 sum / Skv), kc = float32(k) - mean
+    in fp32; a factor per key (k_block 1) or per 128 keys and head (k_block 128). v: a factor per
+    channel over the keys (0 when Skv == 0), codes transposed [B, Hkv, D, Skv_pad] with position p
+    of each 32-key block holding key KEY_ORDER[p] of it, 0 past Skv.
+
+    Returns (q8, k8, v8, q_descale [B, Sq, H], k_descale, v_descale [B, Hkv, D]) with q8 / k8 in
+    q's / k's shape and layout, on the inputs' device.
+
+    The mean's float64 sum is computed by torch here and in a fixed chunked order by the backends
+    (attention_quant.h); the two agree whenever that sum is exact, which holds for any fp16 input,
+    for bf16 inputs unless a channel's values span more than ~2^30 in magnitude, and for fp32 inputs
+    whose values carry few enough significant bits (the tests use fp16-representable fp32 values).
+    """
+    from .attention import KEY_ORDER
+
+    f8 = torch.float8_e4m3fn
+    bshd = layout == "bshd"
+    qb, kb, vb = (t if bshd else t.transpose(1, 2) for t in (q, k, v))  # [B, S, H, D]
+    b, skv, hk, d = kb.shape
+    qf = qb.float()
+    q_s = _nan_abs(qf).amax(-1) / 448.0
+    q8 = _fp8_quantize_with(qf, q_s.unsqueeze(-1), f8)
+    kf = kb.float()
+    if smooth_k and skv > 0:
+        # + 0.0: an all -0.0 channel sums to +0 (the backends' sums start from +0.0)
+        kf = kf - ((kb.double().sum(1, keepdim=True) + 0.0) / skv).float()
+    if k_block == 1:
+        k_s = _nan_abs(kf).amax(-1) / 448.0  # [B, Skv, Hkv]
+        k8 = _fp8_quantize_with(kf, k_s.unsqueeze(-1), f8)
+    else:
+        nb = -(-skv // 128)
+        pad = torch.zeros(b, nb * 128 - skv, hk, d, dtype=kf.dtype, device=kf.device)
+        blocks = torch.cat([kf, pad], 1).reshape(b, nb, 128, hk, d)
+        k_s = _nan_abs(blocks).amax(dim=(2, 4)) / 448.0  # [B, nb, Hkv]
+        k8 = _fp8_quantize_with(kf, k_s.repeat_interleave(128, 1)[:, :skv].unsqueeze(-1), f8)
+    vt = vb.float().permute(0, 2, 3, 1)  # [B, Hkv, D, Skv]
+    v_s = _nan_abs(vt).amax(-1) / 448.0 if skv > 0 else torch.zeros(b, hk, d, device=vt.device)
+    spad = -(-max(skv, 1) // 32) * 32
+    vt = torch.cat([vt, torch.zeros(b, hk, d, spad - skv, device=vt.device)], -1)
+    order = torch.tensor([(p // 32) * 32 + KEY_ORDER[p % 32] for p in range(spad)], device=vt.device)
+    v8 = _fp8_quantize_with(vt.index_select(-1, order), v_s.unsqueeze(-1), f8)
+    if not bshd:
+        q8, k8 = q8.transpose(1, 2), k8.transpose(1, 2)
+    return q8, k8, v8, q_s, k_s, v_s
+
+
 def attention_fp8_dequantize(q8, k8, v8t, q_descale, k_descale, v_descale, layout: str = "bshd"):
     """The real-valued q, k, v (float64, q's layout; v [B, Skv_pad, Hkv, D] bshd) that FP8
     attention operands stand for: code value x its factor; v's keys put back in order."""

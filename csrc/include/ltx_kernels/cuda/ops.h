@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "ltx_kernels/activation/activation_params.h"
+#include "ltx_kernels/attention/attention_quant.h"
 #include "ltx_kernels/distributed/distributed_params.h"
 #include "ltx_kernels/natten/natten_params.h"
 #include "ltx_kernels/norm/fused_norm_params.h"
@@ -82,6 +83,12 @@ cudaError_t rms_norm_split_rope_fp8(const RopeFp8Params& p, cudaStream_t stream)
 
 // ---- dense attention: its own entry header, attention/attention_cuda.h (the sm_90a kernel and
 // why it cannot run a problem); the GEMM's: gemm/gemm.h.
+
+// ---- FP8 attention operands (csrc/cuda/attention/attention_quant.cu), every architecture: three
+// launches (partial k sums / v maxima with the q rows, their reduction, the k rows and v tiles).
+// p.workspace holds attention_quant_workspace_bytes(p) bytes of device memory; inputs 16-byte
+// aligned (base and strides: the adapter copies otherwise), outputs contiguous.
+cudaError_t quantize_attention_fp8(const AttnQuantParams& p, cudaStream_t stream);
 
 // ---- natten (csrc/cuda/natten/natten.cu): every residue group on the kernel
 // natten_heuristics.h chooses (the sm_90 kernel first where it applies, else or when it refuses

@@ -1,0 +1,691 @@
+// FP8 operands for dense attention (quantize_attention_fp8), CUDA kernels. Generic CUDA: built
+// for every architecture of the core library (the hardware fp32 -> e4m3 pair conversion on
+// sm_89+, fp8_util.h's integer encoder before). Semantics and the fixed order of the k mean's
+// fp64 sum: attention/attention_quant.h; the CPU backend (csrc/cpu/attention/attention_quant.cpp)
+// is the same arithmetic, and the two agree bit for bit.
+//
+// Memory-bound: the only reductions that need every key before any code can be written are the
+// k mean (smooth_k) and v's per-channel amax, so k and v are read twice and q once:
+//   launch 1  statistics (one grid, two kinds of CTA by blockIdx range):
+//     k sums:  a CTA per (batch row, 256 16-byte channel vectors, 64-key chunk); a thread sums its
+//              chunk's keys for its 8 (4 for fp32) channels in fp64, in key order, 8 loads in
+//              flight, and writes the chunk's partial sums to the workspace (smooth_k only);
+//     v amax:  the same tiling, the channels' partial maxima (packed bf16x2 / f16x2 max).
+//   launch 2  reduce: a thread per (batch row, channel) adds the partial sums in chunk order (fp64,
+//              then one division and one rounding to fp32: the mean) and takes the max of the
+//              partial maxima (v_descale). Deterministic: no atomics on values, fixed orders.
+//   launch 3  codes (one grid, three kinds of CTA; q here rather than in launch 1, where it would
+//              share the statistics' register budget and spill):
+//     q rows:  a CTA per (batch row, head, tile of rows), 8 chunks of 16 bytes per thread (4 for
+//              head dims of a non-power-of-two number of chunks), all loads issued first; amax
+//              per row by xor shuffles within the lanes of a row (its chunks sit in consecutive
+//              lanes) or shared-memory atomics (other head dims), then the codes and factors;
+//     k rows:  as q, with the mean (staged in shared memory) subtracted, per key (k_block 1) or a
+//              CTA per 128-key block (k_block 128, amax by a block reduction; head dims whose
+//              block does not fit 8 chunks per thread read the block twice, the second time
+//              mostly from L2);
+//     v tiles: a CTA per (batch row, kv head, 128 keys): coalesced 16-byte row loads, codes with
+//              the channels' divisors, written to shared memory as [key][channel] words (XOR
+//              swizzled by key bits so that the transposing reads below are conflict-free at
+//              D 128 and 256, 2-way at D 64), then each thread gathers 4 keys (one output word:
+//              positions 4w..4w+3 of a 32-key block hold keys k0, k0+1, k0+8, k0+9 in
+//              fp8_v_key_order) of 4 channels, transposes the 4x4 bytes by byte permutes and
+//              stores 4 words; a warp's store writes 128 contiguous bytes of one channel row.
+//              Keys >= Skv give 0.
+// Bytes: q, k, v read (k and v twice; k once without smoothing), one code byte per element
+// written, the factors, and a workspace of B * ceil(Skv / 64) * Hkv * D * (8 + 4) bytes written and
+// read once. At B 2, S 2688, H = Hkv 32, bf16, k_block 128: D 64 148 MB (the single-pass minimum
+// is 100 MB), D 128 295 MB (199 MB): ~41 / ~82 us at 3.6 TB/s.
+// Codes: fp8_util.h's rule; with a divisor in the Markstein range (fp8_divisor) one multiply
+// and two FMAs per element then the paired satfinite conversion (bit for bit the fp32 division,
+// signs restored from the values as fp8_quantize_bounded does), else the per-element rule.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "ltx_kernels/attention/attention_quant.h"
+#include "ltx_kernels/common/fp8_util.h"
+#include "ltx_kernels/common/reduce.cuh"
+#include "ltx_kernels/common/vec.cuh"
+#include "ltx_kernels/cuda/ops.h"
+#include "ltx_kernels/quant/fp8.cuh"
+
+namespace ltx_kernels {
+namespace {
+
+using fp8_detail::chunk_quad;
+using fp8_detail::cvt_fp8x4;
+
+constexpr int kThreads = 256;
+// 16-byte chunks per thread and pass of a q / k rows tile: 8 where a row is a power-of-two
+// number of chunks, 4 otherwise (the general chunk -> row map needs the registers)
+template <bool POW2>
+constexpr int kCpt = POW2 ? 8 : 4;
+template <bool POW2>
+constexpr int kTileChunks = kThreads * kCpt<POW2>;  // chunks per pass of a rows tile
+constexpr int kStatBatch = 8;                    // keys loaded together by a thread of the first pass
+constexpr int kVKeys = 128;                      // keys (positions) per v tile
+constexpr int kKBlock = 128;                     // keys per k factor in block mode
+constexpr int kGenericRows = kTileChunks<false> / 3 + 1;  // rows of a tile, nc >= 3 (or nc = 64: 32)
+
+// One of q / k as rows of D elements: (batch row, sequence position, head), codes and factors.
+struct RowsJob {
+  const void* x;
+  AttnStrides xs;
+  uint8_t* out;
+  AttnStrides os;
+  float* scale;        // scale[(b * nsc + s / block) * heads + h]
+  const float* mean;   // [B, heads * D] (subtracted first), or null
+  int64_t seq, heads, ntiles, nsc;
+  int rows;            // rows per tile (block mode: kKBlock)
+  int block;           // 1 (a factor per row) or kKBlock (per block of rows)
+};
+
+struct Args {
+  int64_t batch, skv, heads_kv;
+  int D, nc, nc_shift;  // head dim, 16-byte chunks per row, log2(nc) or -1
+  RowsJob q, k;
+  const void* kx;
+  const void* vx;
+  AttnStrides ks, vs;
+  uint8_t* v8;
+  int64_t vpad;
+  float* v_descale;
+  bool smooth;
+  double* sums;   // [B, nchunks, Hkv * D]
+  float* amax;    // [B, nchunks, Hkv * D]
+  float* mean;    // [B, Hkv * D]
+  int64_t nchunks;
+  int64_t stat_ct;            // channel-vector tiles (of kThreads) per batch row
+  int64_t n_stat_k, n_stat_v;  // launch 1 CTAs per kind
+  int64_t n_q, n_k, n_v;       // launch 3 CTAs per kind
+  int64_t v_tiles;             // v tiles per (batch row, kv head)
+};
+
+template <typename T>
+__device__ __forceinline__ uint4 ld_chunk(const T* p) {
+  const int4 r = __ldcs(reinterpret_cast<const int4*>(p));
+  return make_uint4(uint32_t(r.x), uint32_t(r.y), uint32_t(r.z), uint32_t(r.w));
+}
+template <typename T>
+__device__ __forceinline__ uint4 ld_chunk_cached(const T* p) {
+  const int4 r = *reinterpret_cast<const int4*>(p);
+  return make_uint4(uint32_t(r.x), uint32_t(r.y), uint32_t(r.z), uint32_t(r.w));
+}
+
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+// The sign bits of four floats at bits 7, 15, 23, 31 (other bits unspecified).
+__device__ __forceinline__ uint32_t sign_bytes(const float (&f)[4]) {
+  const uint32_t w0 = __float_as_uint(f[0]), w1 = __float_as_uint(f[1]), w2 = __float_as_uint(f[2]),
+                 w3 = __float_as_uint(f[3]);
+  return __byte_perm(__byte_perm(w0, w1, 0x0073u), __byte_perm(w2, w3, 0x7300u), 0x7610u);
+}
+#endif
+
+// Four values of one group (its scale from the group's own amax, so no quotient overflows) to
+// four codes, byte e the code of f[e]: fp8_quantize_value<E4M3, true>(f[e], d.s) bit for bit.
+__device__ __forceinline__ uint32_t encode4(const float (&f)[4], const Fp8Divisor& d) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if (!d.ieee) {
+    float q[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float q0 = f[e] * d.r;
+      q[e] = fmaf(fmaf(-q0, d.s, f[e]), d.r, q0);
+    }
+    return cvt_fp8x4<__NV_E4M3>(q) | (sign_bytes(f) & 0x80808080u);
+  }
+#endif
+  uint32_t w = 0;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) w |= uint32_t(fp8_quantize_div<E4M3>(f[e], d)) << (8 * e);
+  return w;
+}
+
+// The same with a divisor per value (v: per channel); dv[e] = (s, r), r = 0 where the divisor
+// takes the IEEE division (fp8_divisor's ieee flag).
+__device__ __forceinline__ uint32_t encode4_channels(const float (&f)[4], const float2* dv) {
+  float2 d[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) d[e] = dv[e];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if (d[0].y != 0.f && d[1].y != 0.f && d[2].y != 0.f && d[3].y != 0.f) {
+    float q[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float q0 = f[e] * d[e].y;
+      q[e] = fmaf(fmaf(-q0, d[e].x, f[e]), d[e].y, q0);
+    }
+    return cvt_fp8x4<__NV_E4M3>(q) | (sign_bytes(f) & 0x80808080u);
+  }
+#endif
+  uint32_t w = 0;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const Fp8Divisor dd{d[e].x, d[e].y, d[e].y == 0.f};
+    w |= uint32_t(fp8_quantize_div<E4M3>(f[e], dd)) << (8 * e);
+  }
+  return w;
+}
+
+// Values 4j .. 4j + 3 of a chunk as fp32, minus the channels' means when `mean` is not null
+// (mean points at the chunk's first channel).
+template <typename T>
+__device__ __forceinline__ void chunk_values(const uint4& c, int j, const float* mean, float (&f)[4]) {
+  uint32_t sg;
+  chunk_quad<T>(c, j, f, sg);
+  if (mean != nullptr) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) f[e] = __fsub_rn(f[e], mean[4 * j + e]);
+  }
+}
+
+__device__ __forceinline__ void split_chunk(int idx, int nc, int nc_shift, int& row, int& cv) {
+  row = nc_shift >= 0 ? idx >> nc_shift : idx / nc;
+  cv = idx - row * nc;
+}
+
+// Row and chunk of chunk t + kThreads * i of a pass (thread t, i < kCpt). POW2 (nc a power of
+// two, so nc divides kThreads): the chunk is t % nc for every i and the row advances by
+// kThreads / nc, which keeps one pointer per thread instead of one per chunk.
+template <bool POW2>
+struct ChunkMap {
+  int t, nc, shift;
+  __device__ __forceinline__ void at(int pass, int i, int& row, int& cv) const {
+    if constexpr (POW2) {
+      row = ((pass * kTileChunks<true> + t) >> shift) + i * (kThreads >> shift);
+      cv = t & (nc - 1);
+    } else {
+      split_chunk(pass * kTileChunks<false> + t + kThreads * i, nc, -1, row, cv);
+    }
+  }
+};
+
+// ---- launch 1: partial sums of k / partial amax of v over chunks of kAttnQuantSumKeys keys ----
+// Thread: one 16-byte channel vector of one head, the n keys of its chunk from x (key stride
+// `step`), kStatBatch loads in flight (unpredicated: past the chunk's end the last key again,
+// not counted).
+template <typename T>
+__device__ __forceinline__ void k_partial_sums(const T* x, int64_t step, int n, double* out) {
+  constexpr int VEC = kVec16<T>;
+  constexpr int W = VEC / 4;
+  double acc[VEC];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) acc[e] = 0.0;
+  for (int u0 = 0; u0 < n; u0 += kStatBatch) {
+    uint4 buf[kStatBatch];
+#pragma unroll
+    for (int u = 0; u < kStatBatch; ++u) buf[u] = ld_chunk(x + min(u0 + u, n - 1) * step);
+#pragma unroll
+    for (int u = 0; u < kStatBatch; ++u) {
+      if (u0 + u < n) {  // keys in order: each channel's sum is sequential
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          float f[4];
+          chunk_values<T>(buf[u], j, nullptr, f);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[4 * j + e] += double(f[e]);
+        }
+      }
+    }
+  }
+  double2* o = reinterpret_cast<double2*>(out);
+#pragma unroll
+  for (int e = 0; e < VEC / 2; ++e) o[e] = make_double2(acc[2 * e], acc[2 * e + 1]);
+}
+
+template <typename T>
+__device__ __forceinline__ void v_partial_amax(const T* x, int64_t step, int n, float* out) {
+  constexpr int VEC = kVec16<T>;
+  float m[VEC];
+  if constexpr (sizeof(T) == 2) {
+    uint32_t mw[4] = {0u, 0u, 0u, 0u};  // two non-negative 16-bit maxima per word (NaN-ignoring)
+    for (int u0 = 0; u0 < n; u0 += kStatBatch) {
+      uint4 buf[kStatBatch];
+#pragma unroll
+      for (int u = 0; u < kStatBatch; ++u) buf[u] = ld_chunk(x + min(u0 + u, n - 1) * step);
+#pragma unroll
+      for (int u = 0; u < kStatBatch; ++u) {  // a repeated last key changes no maximum
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const uint32_t w = fp8_detail::chunk_word(buf[u], i) & 0x7fff7fffu;
+          if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+            const __nv_bfloat162 r = __hmax2(*reinterpret_cast<const __nv_bfloat162*>(&mw[i]),
+                                             *reinterpret_cast<const __nv_bfloat162*>(&w));
+            mw[i] = *reinterpret_cast<const uint32_t*>(&r);
+          } else {
+            const __half2 r = __hmax2(*reinterpret_cast<const __half2*>(&mw[i]), *reinterpret_cast<const __half2*>(&w));
+            mw[i] = *reinterpret_cast<const uint32_t*>(&r);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+        m[2 * i] = __uint_as_float(mw[i] << 16);
+        m[2 * i + 1] = __uint_as_float(mw[i] & 0xffff0000u);
+      } else {
+        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&mw[i]));
+        m[2 * i] = f.x;
+        m[2 * i + 1] = f.y;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) m[e] = 0.f;
+    for (int u0 = 0; u0 < n; u0 += kStatBatch) {
+      uint4 buf[kStatBatch];
+#pragma unroll
+      for (int u = 0; u < kStatBatch; ++u) buf[u] = ld_chunk(x + min(u0 + u, n - 1) * step);
+#pragma unroll
+      for (int u = 0; u < kStatBatch; ++u)
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) m[e] = fp8_absmax(m[e], __uint_as_float(fp8_detail::chunk_word(buf[u], e)));
+    }
+  }
+  float4* o = reinterpret_cast<float4*>(out);
+#pragma unroll
+  for (int e = 0; e < VEC / 4; ++e) o[e] = make_float4(m[4 * e], m[4 * e + 1], m[4 * e + 2], m[4 * e + 3]);
+}
+
+// CTA (batch row, tile of kThreads channel vectors, chunk), chunk fastest.
+template <typename T>
+__device__ __forceinline__ void stat_tile(const Args& a, int64_t cta, bool is_k) {
+  constexpr int VEC = kVec16<T>;
+  const int64_t ch = cta % a.nchunks;
+  const int64_t rest = cta / a.nchunks;
+  const int64_t ct = rest % a.stat_ct, b = rest / a.stat_ct;
+  const int64_t cv = ct * kThreads + threadIdx.x;
+  if (cv >= a.heads_kv * a.nc) return;  // no barrier in this kind of CTA
+  const int64_t hk = cv / a.nc, c = cv - hk * a.nc;
+  const AttnStrides& s = is_k ? a.ks : a.vs;
+  const int64_t j0 = ch * kAttnQuantSumKeys;
+  const T* x = static_cast<const T*>(is_k ? a.kx : a.vx) + b * s.b + j0 * s.s + hk * s.h + c * VEC;
+  const int n = int(min(kAttnQuantSumKeys, a.skv - j0));
+  const int64_t out = (b * a.nchunks + ch) * (a.heads_kv * a.D) + hk * a.D + c * VEC;
+  if (is_k) k_partial_sums<T>(x, s.s, n, a.sums + out);
+  else v_partial_amax<T>(x, s.s, n, a.amax + out);
+}
+
+// ---- q / k rows ----------------------------------------------------------------------------
+// A tile of J.rows rows of one (batch row, head), in passes of TC chunks (one pass
+// unless a 128-key block has more than TC chunks). Chunk idx of a pass: row idx / nc,
+// chunk idx % nc of the row; thread t holds idx = t + kThreads * i, i < CPT, all loads issued
+// before any is used. A factor per row whose chunks sit in consecutive lanes (nc a power of two
+// <= 32): xor shuffles, then each chunk is encoded at once; otherwise (other head dims, or a
+// factor per block) the maxima go through shared memory first.
+struct RowsSmem {
+  float mean[kAttnQuantMaxHeadDim];
+  unsigned row_max[kGenericRows];
+  float red[32];
+};
+
+template <typename T, bool POW2>
+__device__ __forceinline__ void rows_tile(const RowsJob& J, int64_t cta, int D, int nc, int nc_shift, RowsSmem& sm) {
+  constexpr int VEC = kVec16<T>;
+  constexpr int W = VEC / 4;
+  constexpr int CPT = kCpt<POW2>, TC = kTileChunks<POW2>;
+  float* mean_s = sm.mean;
+  unsigned* row_max = sm.row_max;
+  float* red = sm.red;
+  const int t = threadIdx.x;
+  const int64_t h = cta % J.heads;
+  const int64_t rest = cta / J.heads;
+  const int64_t tile = rest % J.ntiles, b = rest / J.ntiles;
+  const int64_t s0 = tile * J.rows;
+  const int nrow = int(min(int64_t(J.rows), J.seq - s0));
+  const int total = nrow * nc;
+  const bool per_row = J.block == 1;
+  const bool shfl = POW2 && per_row && nc <= 32;
+  const ChunkMap<POW2> map{t, nc, nc_shift};
+  const float* mean = nullptr;
+  if (J.mean != nullptr) {
+    for (int d = t; d < D; d += kThreads) mean_s[d] = J.mean[(b * J.heads + h) * D + d];
+    mean = mean_s;
+  }
+  if (per_row && !shfl)
+    for (int r = t; r < nrow; r += kThreads) row_max[r] = 0u;
+  if (J.mean != nullptr || (per_row && !shfl)) __syncthreads();
+  const T* xb = static_cast<const T*>(J.x) + b * J.xs.b + h * J.xs.h + s0 * J.xs.s;
+  uint8_t* ob = J.out + b * J.os.b + h * J.os.h + s0 * J.os.s;
+  const int npass = (total + TC - 1) / TC;
+  uint4 buf[CPT];
+  auto load_pass = [&](int pass, bool stream) {
+#pragma unroll
+    for (int i = 0; i < CPT; ++i) {
+      const int idx = pass * TC + t + kThreads * i;
+      int r, c;
+      map.at(pass, i, r, c);
+      if (idx < total) {
+        const T* p = xb + r * J.xs.s + c * VEC;
+        buf[i] = stream ? ld_chunk(p) : ld_chunk_cached(p);
+      } else {
+        buf[i] = make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
+  };
+  auto chunk_max = [&](int i, int c) {
+    float m = 0.f;
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      float f[4];
+      chunk_values<T>(buf[i], j, mean == nullptr ? nullptr : mean + c * VEC, f);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) m = fp8_absmax(m, f[e]);
+    }
+    return m;
+  };
+  auto encode_store = [&](int i, int r, int c, const Fp8Divisor& dv) {
+    uint32_t words[W];
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      float f[4];
+      chunk_values<T>(buf[i], j, mean == nullptr ? nullptr : mean + c * VEC, f);
+      words[j] = encode4(f, dv);
+    }
+    fp8_detail::store_code_words<W>(ob + r * J.os.s + c * VEC, words);
+  };
+  if (shfl) {  // one pass (rows * nc <= TC)
+    load_pass(0, true);
+#pragma unroll
+    for (int i = 0; i < CPT; ++i) {
+      const int idx = t + kThreads * i;
+      int r, c;
+      map.at(0, i, r, c);
+      const float m = warp_max(idx < total ? chunk_max(i, c) : 0.f, nc);  // whole rows per lane group
+      if (idx < total) {
+        const float s = fp8_scale_from_amax<E4M3>(m);
+        encode_store(i, r, c, fp8_divisor(s));
+        if (c == 0) J.scale[(b * J.nsc + s0 + r) * J.heads + h] = s;
+      }
+    }
+    return;
+  }
+  float m_blk = 0.f;
+  for (int pass = 0; pass < npass; ++pass) {
+    load_pass(pass, npass == 1);
+#pragma unroll
+    for (int i = 0; i < CPT; ++i) {
+      const int idx = pass * TC + t + kThreads * i;
+      if (idx >= total) continue;
+      int r, c;
+      map.at(pass, i, r, c);
+      const float m = chunk_max(i, c);
+      if (per_row) atomicMax(&row_max[r], __float_as_uint(m));  // non-negative floats order as their bits
+      else m_blk = fmaxf(m_blk, m);
+    }
+  }
+  if (per_row) __syncthreads();
+  else m_blk = block_max(m_blk, red);
+  const Fp8Divisor d_blk = fp8_divisor(fp8_scale_from_amax<E4M3>(m_blk));
+  if (!per_row && t == 0) J.scale[(b * J.nsc + tile) * J.heads + h] = d_blk.s;
+  for (int pass = 0; pass < npass; ++pass) {
+    if (npass > 1) load_pass(pass, false);
+#pragma unroll
+    for (int i = 0; i < CPT; ++i) {
+      const int idx = pass * TC + t + kThreads * i;
+      if (idx >= total) continue;
+      int r, c;
+      map.at(pass, i, r, c);
+      if (per_row) {
+        const float s = fp8_scale_from_amax<E4M3>(__uint_as_float(row_max[r]));
+        encode_store(i, r, c, fp8_divisor(s));
+        if (c == 0) J.scale[(b * J.nsc + s0 + r) * J.heads + h] = s;
+      } else {
+        encode_store(i, r, c, d_blk);
+      }
+    }
+  }
+}
+
+// ---- v tiles -------------------------------------------------------------------------------
+// Word column of a [key][channel] code word in shared memory: XOR-swizzled by key bits 1, 2, 4,
+// 5, 6 (the bits that tell apart the 32 keys k0 of a warp's transposing reads) when a row's
+// word count is a power of two.
+__device__ __forceinline__ int swz(int key, int mask) {
+  return (((key >> 1) & 3) | (((key >> 4) & 7) << 2)) & mask;
+}
+
+template <typename T>
+__device__ __forceinline__ void v_tile(const Args& a, int64_t cta, uint32_t* smem) {
+  constexpr int VEC = kVec16<T>;
+  constexpr int W = VEC / 4;
+  const int t = threadIdx.x;
+  const int D = a.D, nc = a.nc, RW = D / 4;
+  const int mask = (RW & (RW - 1)) == 0 ? RW - 1 : 0;
+  const int64_t hk = cta % a.heads_kv;
+  const int64_t rest = cta / a.heads_kv;
+  const int64_t tile = rest % a.v_tiles, b = rest / a.v_tiles;
+  const int64_t p0 = tile * kVKeys;
+  const int tlen = int(min(int64_t(kVKeys), a.vpad - p0));  // a multiple of 32
+  uint32_t* codes = smem;                                            // [tlen][RW] words
+  float2* dv = reinterpret_cast<float2*>(smem + kVKeys * RW);       // [D] (s, r or 0)
+  for (int d = t; d < D; d += kThreads) {
+    const Fp8Divisor x = fp8_divisor(a.v_descale[(b * a.heads_kv + hk) * D + d]);
+    dv[d] = make_float2(x.s, x.ieee ? 0.f : x.r);
+  }
+  __syncthreads();
+  const T* xb = static_cast<const T*>(a.vx) + b * a.vs.b + hk * a.vs.h;
+  const int total = tlen * nc;
+  for (int base = 0; base < total; base += kTileChunks<true>) {
+    uint4 buf[kCpt<true>];
+#pragma unroll
+    for (int i = 0; i < kCpt<true>; ++i) {
+      const int idx = base + t + kThreads * i;
+      int key, c;
+      split_chunk(idx, nc, a.nc_shift, key, c);
+      buf[i] = idx < total && p0 + key < a.skv ? ld_chunk(xb + (p0 + key) * a.vs.s + c * VEC)
+                                               : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int i = 0; i < kCpt<true>; ++i) {
+      const int idx = base + t + kThreads * i;
+      if (idx >= total) continue;
+      int key, c;
+      split_chunk(idx, nc, a.nc_shift, key, c);
+      uint32_t w[W];
+#pragma unroll
+      for (int j = 0; j < W; ++j) {
+        float f[4];
+        chunk_values<T>(buf[i], j, nullptr, f);
+        w[j] = p0 + key < a.skv ? encode4_channels(f, dv + c * VEC + 4 * j) : 0u;
+      }
+      const int sw = swz(key, mask);
+      uint32_t* row = codes + key * RW;
+      if constexpr (W == 2) {  // the pair (2c, 2c + 1) stays one aligned pair under the XOR
+        const int col = (2 * c) ^ (sw & ~1);
+        *reinterpret_cast<uint2*>(row + col) = (sw & 1) ? make_uint2(w[1], w[0]) : make_uint2(w[0], w[1]);
+      } else {
+        row[c ^ sw] = w[0];
+      }
+    }
+  }
+  __syncthreads();
+  // Output word w of channel quad cq: positions 4w .. 4w + 3 = keys k0, k0 + 1, k0 + 8, k0 + 9.
+  const int nw = tlen / 4;
+  const int nw_shift = nw == 32 ? 5 : -1;
+  uint8_t* out = a.v8 + ((b * a.heads_kv + hk) * D) * a.vpad + p0;
+  for (int it = t; it < RW * nw; it += kThreads) {
+    int cq, w;
+    split_chunk(it, nw, nw_shift, cq, w);
+    const int wb = w & 7;
+    const int k0 = (w >> 3) * 32 + 16 * (wb >> 2) + 2 * (wb & 3);
+    auto rd = [&](int key) { return codes[key * RW + (cq ^ swz(key, mask))]; };
+    const uint32_t r0 = rd(k0), r1 = rd(k0 + 1), r2 = rd(k0 + 8), r3 = rd(k0 + 9);
+    const uint32_t lo01 = __byte_perm(r0, r1, 0x5140u), hi01 = __byte_perm(r0, r1, 0x7362u);
+    const uint32_t lo23 = __byte_perm(r2, r3, 0x5140u), hi23 = __byte_perm(r2, r3, 0x7362u);
+    const uint32_t o[4] = {__byte_perm(lo01, lo23, 0x5410u), __byte_perm(lo01, lo23, 0x7632u),
+                           __byte_perm(hi01, hi23, 0x5410u), __byte_perm(hi01, hi23, 0x7632u)};
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      __stcs(reinterpret_cast<int*>(out + int64_t(4 * cq + e) * a.vpad + 4 * w), int(o[e]));
+  }
+}
+
+// ---- kernels ---------------------------------------------------------------------------------
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 3) attn_quant_stats(const Args a) {
+  const int64_t cta = blockIdx.x;
+  if (cta < a.n_stat_k) stat_tile<T>(a, cta, true);
+  else stat_tile<T>(a, cta - a.n_stat_k, false);
+}
+
+// A thread per (batch row, channel); the partials of kReduceBatch chunks loaded together (one
+// memory round trip per batch instead of one per chunk), then added in chunk order.
+constexpr int kReduceBatch = 16;
+
+__global__ void __launch_bounds__(kThreads) attn_quant_reduce(const Args a) {
+  const int64_t CH = a.heads_kv * a.D;
+  const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= a.batch * CH) return;
+  const int64_t b = i / CH, c = i - b * CH;
+  const int64_t base = b * a.nchunks * CH + c;
+  const int n = int(a.nchunks);
+  double s = 0.0;
+  float m = 0.f;
+  for (int c0 = 0; c0 < n; c0 += kReduceBatch) {
+    double ps[kReduceBatch];
+    float pm[kReduceBatch];
+#pragma unroll
+    for (int u = 0; u < kReduceBatch; ++u) {
+      const int64_t at = base + int64_t(min(c0 + u, n - 1)) * CH;  // past the end: the last again, unused
+      ps[u] = a.smooth ? a.sums[at] : 0.0;
+      pm[u] = a.amax[at];
+    }
+#pragma unroll
+    for (int u = 0; u < kReduceBatch; ++u) {
+      if (c0 + u < n) {
+        s += ps[u];
+        m = fmaxf(m, pm[u]);
+      }
+    }
+  }
+  if (a.smooth) a.mean[i] = __double2float_rn(s / double(a.skv));
+  a.v_descale[i] = fp8_scale_from_amax<E4M3>(m);
+}
+
+// q rows, then k rows, then v tiles, by blockIdx range. Three CTAs per SM (80 registers) where
+// that compiles without spills (sm_89, sm_90, sm_100), two elsewhere.
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000)
+#define LTX_ATTN_QUANT_CODES_CTAS 3
+#else
+#define LTX_ATTN_QUANT_CODES_CTAS 2
+#endif
+template <typename T>
+__global__ void __launch_bounds__(kThreads, LTX_ATTN_QUANT_CODES_CTAS) attn_quant_codes(const Args a) {
+  extern __shared__ uint4 dyn_smem[];
+  __shared__ RowsSmem rows_smem;
+  int64_t cta = blockIdx.x;
+  if (cta < a.n_q + a.n_k) {
+    const bool is_q = cta < a.n_q;
+    const RowsJob& J = is_q ? a.q : a.k;
+    if (!is_q) cta -= a.n_q;
+    if (a.nc_shift >= 0) rows_tile<T, true>(J, cta, a.D, a.nc, a.nc_shift, rows_smem);
+    else rows_tile<T, false>(J, cta, a.D, a.nc, a.nc_shift, rows_smem);
+    return;
+  }
+  v_tile<T>(a, cta - a.n_q - a.n_k, reinterpret_cast<uint32_t*>(dyn_smem));
+}
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int log2_or_minus1(int n) {
+  for (int s = 0; s < 31; ++s)
+    if ((1 << s) == n) return s;
+  return -1;
+}
+
+RowsJob rows_job(const void* x, const AttnStrides& xs, uint8_t* out, const AttnStrides& os, float* scale,
+                 const float* mean, int64_t seq, int64_t heads, int block, int nc, bool pow2) {
+  RowsJob j;
+  j.x = x;
+  j.xs = xs;
+  j.out = out;
+  j.os = os;
+  j.scale = scale;
+  j.mean = mean;
+  j.seq = seq;
+  j.heads = heads;
+  j.block = block;
+  j.rows = block == 1 ? (pow2 ? kTileChunks<true> : kTileChunks<false>) / nc : kKBlock;
+  j.ntiles = cdiv(seq, j.rows);
+  j.nsc = cdiv(seq, block);
+  return j;
+}
+
+template <typename T>
+cudaError_t launch(const AttnQuantParams& p, cudaStream_t st) {
+  constexpr int VEC = kVec16<T>;
+  Args a{};
+  a.batch = p.batch;
+  a.skv = p.seqlen_kv;
+  a.heads_kv = p.heads_kv;
+  a.D = int(p.head_dim);
+  a.nc = a.D / VEC;
+  a.nc_shift = log2_or_minus1(a.nc);
+  a.smooth = p.smooth_k && p.seqlen_kv > 0;
+  a.nchunks = attention_quant_chunks(p.seqlen_kv);
+  const int64_t CH = p.heads_kv * p.head_dim;
+  const int64_t parts = p.batch * a.nchunks * CH;
+  char* ws = static_cast<char*>(p.workspace);
+  a.sums = p.smooth_k ? reinterpret_cast<double*>(ws) : nullptr;
+  const int64_t off_amax = p.smooth_k ? parts * 8 : 0;
+  a.amax = reinterpret_cast<float*>(ws + off_amax);
+  a.mean = p.smooth_k ? reinterpret_cast<float*>(ws + off_amax + (parts * 4 + 15) / 16 * 16) : nullptr;
+  a.q = rows_job(p.q, p.q_stride, p.q8, p.q8_stride, p.q_descale, nullptr, p.seqlen_q, p.heads, 1, a.nc,
+                 a.nc_shift >= 0);
+  a.k = rows_job(p.k, p.k_stride, p.k8, p.k8_stride, p.k_descale, a.smooth ? a.mean : nullptr, p.seqlen_kv,
+                 p.heads_kv, int(p.k_block), a.nc, a.nc_shift >= 0);
+  a.kx = p.k;
+  a.vx = p.v;
+  a.ks = p.k_stride;
+  a.vs = p.v_stride;
+  a.v8 = p.v8;
+  a.vpad = p.v_keys_padded;
+  a.v_descale = p.v_descale;
+  a.stat_ct = cdiv(p.heads_kv * a.nc, kThreads);
+  const int64_t stat = p.batch * a.stat_ct * a.nchunks;
+  a.n_stat_k = a.smooth ? stat : 0;
+  a.n_stat_v = stat;
+  a.n_q = p.batch * p.heads * a.q.ntiles;
+  a.n_k = p.batch * p.heads_kv * a.k.ntiles;
+  a.v_tiles = cdiv(p.v_keys_padded, kVKeys);
+  a.n_v = p.batch * p.heads_kv * a.v_tiles;
+  constexpr int64_t kMaxGrid = INT32_MAX;
+  const int64_t n1 = a.n_stat_k + a.n_stat_v, n2 = a.n_q + a.n_k + a.n_v;
+  const int64_t nr = cdiv(p.batch * CH, kThreads);
+  if (n1 > kMaxGrid || n2 > kMaxGrid || nr > kMaxGrid) return cudaErrorInvalidValue;
+  if (attention_quant_workspace_bytes(p) > 0 && p.workspace == nullptr) return cudaErrorInvalidValue;
+  if (n1 > 0) {
+    attn_quant_stats<T><<<unsigned(n1), kThreads, 0, st>>>(a);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  if (nr > 0) {
+    attn_quant_reduce<<<unsigned(nr), kThreads, 0, st>>>(a);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  if (n2 > 0) {
+    const size_t smem = a.n_v > 0 ? size_t(kVKeys) * a.D + size_t(8) * a.D : 0;
+    attn_quant_codes<T><<<unsigned(n2), kThreads, smem, st>>>(a);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t quantize_attention_fp8(const AttnQuantParams& p, cudaStream_t stream) {
+  if (attention_quant_check(p) != nullptr) return cudaErrorInvalidValue;
+  if (p.batch == 0) return cudaSuccess;
+  switch (p.dtype) {
+    case AttnDtype::kBF16: return launch<__nv_bfloat16>(p, stream);
+    case AttnDtype::kFP16: return launch<__half>(p, stream);
+    case AttnDtype::kFP32: return launch<float>(p, stream);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace ltx_kernels
