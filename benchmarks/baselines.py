@@ -251,3 +251,31 @@ def silu_and_mul_fp8(x, act_first: bool = True, group_size: int = 128):
 
 def gated_attention_fp8(x, gate_logits, group_size: int = 128):
     return quantize_fp8_per_token_group(_gated_attention_f32(x, gate_logits), group_size)
+
+
+# ---- FP8 attention operands (ltx_kernels.quantize_attention_fp8, [B, S, H, D] inputs) ---------
+# The definition in PyTorch (what the library's Python wrapper used to run): q per (token, head),
+# k minus its fp64-summed mean over the keys then per key or per 128 keys, v per channel,
+# transposed and reordered by `order` ([Skv_pad] source key of each position, padding keys
+# pointing past Skv into the zero padding).
+def quantize_attention_fp8(q, k, v, order, k_block: int = 128):
+    def e4m3(x, s):
+        return torch.where(s == 0, x, x / torch.where(s == 0, torch.ones_like(s), s)).to(F8)
+
+    b, skv, hk, d = k.shape
+    qf = q.float()
+    q_s = qf.abs().amax(-1, keepdim=True) / F8_MAX
+    kf = k.float() - ((k.double().sum(1, keepdim=True) + 0.0) / skv).float()
+    if k_block == 1:
+        k_s = kf.abs().amax(-1, keepdim=True) / F8_MAX
+        k8, k_d = e4m3(kf, k_s), k_s.squeeze(-1)
+    else:
+        nb = -(-skv // 128)
+        blocks = torch.nn.functional.pad(kf, (0, 0, 0, 0, 0, nb * 128 - skv)).reshape(b, nb, 128, hk, d)
+        k_d = blocks.abs().amax(dim=(2, 4)) / F8_MAX
+        k8 = e4m3(kf, k_d.repeat_interleave(128, 1)[:, :skv].unsqueeze(-1))
+    vt = v.float().permute(0, 2, 3, 1)  # [B, Hkv, D, Skv]
+    v_s = vt.abs().amax(-1, keepdim=True) / F8_MAX
+    vt = torch.nn.functional.pad(vt, (0, order.numel() - skv))
+    v8 = e4m3(vt.index_select(-1, order), v_s).contiguous()
+    return e4m3(qf, q_s), k8, v8, q_s.squeeze(-1), k_d, v_s.squeeze(-1)

@@ -1,0 +1,67 @@
+"""FP8 attention operands (quantize_attention_fp8, the pass before every FP8 attention call): ours
+vs the same definition in PyTorch (benchmarks/baselines.py: eager and torch.compile), at the
+self-attention shapes of benchmarks/bench_attention.py, k factors per 128 keys (what the
+attention kernel's fast path takes) and per key; same run, same method (benchmarks/common.py).
+
+Bytes = what the op must move: q, k and v read once (bf16), one code byte per element written,
+plus the factors. The kernel reads k and v a second time (their mean and per-channel maxima come
+first) and moves a small workspace; the note gives that traffic too, so the fraction of the copy
+ceiling is that of the single-pass minimum."""
+
+import torch
+
+import ltx_kernels as lk
+from ltx_kernels.attention import KEY_ORDER
+
+import baselines as bl
+from common import Row, n_copies, time_graph
+
+# name, B, S, H (= Hkv), D
+SHAPES = [
+    ("LTX-Video self 49x512x768", 2, 2688, 32, 64),
+    ("LTX-2 self 49x512x768", 2, 2688, 32, 128),
+    ("LTX-Video self 121x720x1280", 1, 14080, 32, 64),
+    ("LTX-2 self 16k", 1, 16384, 32, 128),
+]
+QUICK = [0, 1]
+
+
+def traffic(b, s, h, d, k_block):
+    """(minimal bytes, bytes the kernels move) for bf16 q, k, v of [b, s, h, d]."""
+    n = b * s * h * d
+    spad = -(-s // 32) * 32
+    factors = 4 * (b * s * h + b * (s if k_block == 1 else -(-s // 128)) * h + b * h * d)
+    minimal = 3 * n * 2 + 2 * n + b * h * d * spad + factors
+    chunks = -(-s // 64)
+    workspace = b * chunks * h * d * (8 + 4)
+    return minimal, minimal + 2 * n * 2 + 2 * workspace
+
+
+def run(copy_gbps, quick=False):
+    rows = []
+    compiled = torch.compile(bl.quantize_attention_fp8, dynamic=False)
+    for i, (name, b, s, h, d) in enumerate(SHAPES):
+        if quick and i not in QUICK:
+            continue
+        spad = -(-s // 32) * 32
+        order = torch.tensor([(p // 32) * 32 + KEY_ORDER[p % 32] for p in range(spad)], device="cuda")
+        for k_block in (128, 1):
+            nbytes, moved = traffic(b, s, h, d, k_block)
+            k = n_copies(nbytes)
+            qs, ks, vs = ([torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(k)]
+                          for _ in range(3))
+            base = {"eager": time_graph(lambda j: bl.quantize_attention_fp8(qs[j], ks[j], vs[j], order, k_block), k),
+                    "torch.compile": time_graph(lambda j: compiled(qs[j], ks[j], vs[j], order, k_block), k)}
+            ours = time_graph(lambda j: lk.quantize_attention_fp8(qs[j], ks[j], vs[j], k_block=k_block), k)
+            # what was timed, bit for bit against the PyTorch definition on these inputs
+            got = lk.quantize_attention_fp8(qs[0], ks[0], vs[0], k_block=k_block)
+            want = bl.quantize_attention_fp8(qs[0], ks[0], vs[0], order, k_block)
+            same = all(torch.equal(g.view(torch.uint8), w.view(torch.uint8)) if g.dtype == bl.F8 else
+                       torch.equal(g, w) for g, w in zip(got, want))
+            note = (f"{name}; k_block {k_block}; kernels move {moved / 1e6:.0f} MB (k and v read twice, "
+                    f"workspace) = {moved / (ours * 1e-6) / 1e9:.0f} GB/s; equal to the PyTorch definition: {same}")
+            rows.append(Row("quantize_attention_fp8", [b, s, h, d], "bfloat16", ours, base, bytes=nbytes,
+                            note=note).finish(copy_gbps))
+            del qs, ks, vs, got, want
+            torch.cuda.empty_cache()
+    return rows
