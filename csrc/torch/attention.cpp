@@ -517,7 +517,6 @@ void quantize_attention_fp8_cpu(at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, 
 void quantize_attention_fp8_cuda(at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale,
                                  at::Tensor& k_descale, at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k,
                                  const at::Tensor& v, c10::string_view layout, bool smooth_k, int64_t k_block) {
-  const c10::cuda::CUDAGuard guard(q.device());
   torch_adapter::run_cuda(make_quantize_attention_fp8_params(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v,
                                                              layout, smooth_k, k_block, true),
                           q, kQuantOp, &ltx_kernels::quantize_attention_fp8);
