@@ -21,6 +21,12 @@ import torch
 
 import ltx_kernels  # noqa: F401
 
+# Under pytest-xdist every worker would run torch's CPU ops on all cores; N workers each with
+# every core oversubscribe the machine (the CPU-side references of the CUDA tests then crawl).
+# Each worker takes its share of the cores instead (OMP_NUM_THREADS, when set, still wins).
+if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("OMP_NUM_THREADS"):
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))))
+
 HAS_CUDA = torch.cuda.is_available()
 DEVICES = ["cpu"] + (["cuda"] if HAS_CUDA else [])
 # A CUDA parameter always exists so the suite reports it as skipped on machines without a GPU.
