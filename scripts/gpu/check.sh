@@ -43,7 +43,9 @@ for s in "${@:-build attn-tests attn-bench}"; do
       crash)
         step crash 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider tests/test_build_toolchain.py ;;
       attn-tests)
-        step attn-tests 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider -rs -x tests/test_attention.py -k cuda ;;
+        # CUDA cases of the kernel (every tile alternative) and of its quantizer, one line per test
+        step attn-tests 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -v -p no:cacheprovider -rfEs \
+          tests/test_attention.py tests/test_attention_quant.py -k "cuda or tile" ;;
       attn-bench)
         step attn-bench 150 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 benchmarks/bench_attention.py --out "$OUT/attention.json" ;;
       gemm)
