@@ -104,11 +104,7 @@ struct Args {
   int64_t v_tiles;             // v tiles per (batch row, kv head)
 };
 
-template <typename T>
-__device__ __forceinline__ uint4 ld_chunk(const T* p) {
-  const int4 r = __ldcs(reinterpret_cast<const int4*>(p));
-  return make_uint4(uint32_t(r.x), uint32_t(r.y), uint32_t(r.z), uint32_t(r.w));
-}
+using fp8_detail::load_chunk;  // streaming 16-byte load
 template <typename T>
 __device__ __forceinline__ uint4 ld_chunk_cached(const T* p) {
   const int4 r = *reinterpret_cast<const int4*>(p);
@@ -131,10 +127,7 @@ __device__ __forceinline__ uint32_t encode4(const float (&f)[4], const Fp8Diviso
   if (!d.ieee) {
     float q[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float q0 = f[e] * d.r;
-      q[e] = fmaf(fmaf(-q0, d.s, f[e]), d.r, q0);
-    }
+    for (int e = 0; e < 4; ++e) q[e] = fp8_markstein_div(f[e], d.s, d.r);
     return cvt_fp8x4<__NV_E4M3>(q) | (sign_bytes(f) & 0x80808080u);
   }
 #endif
@@ -154,10 +147,7 @@ __device__ __forceinline__ uint32_t encode4_channels(const float (&f)[4], const 
   if (d[0].y != 0.f && d[1].y != 0.f && d[2].y != 0.f && d[3].y != 0.f) {
     float q[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float q0 = f[e] * d[e].y;
-      q[e] = fmaf(fmaf(-q0, d[e].x, f[e]), d[e].y, q0);
-    }
+    for (int e = 0; e < 4; ++e) q[e] = fp8_markstein_div(f[e], d[e].x, d[e].y);
     return cvt_fp8x4<__NV_E4M3>(q) | (sign_bytes(f) & 0x80808080u);
   }
 #endif
@@ -207,6 +197,21 @@ struct ChunkMap {
 // Thread: one 16-byte channel vector of one head, the n keys of its chunk from x (key stride
 // `step`), kStatBatch loads in flight (unpredicated: past the chunk's end the last key again,
 // not counted).
+// Every key u < n of a thread's chunk in order, f(chunk of key u), kStatBatch loads in flight:
+// the loads are unpredicated (past n they repeat the last key), f sees only keys < n.
+template <typename T, class F>
+__device__ __forceinline__ void for_each_key(const T* x, int64_t step, int n, F&& f) {
+  for (int u0 = 0; u0 < n; u0 += kStatBatch) {
+    uint4 buf[kStatBatch];
+#pragma unroll
+    for (int u = 0; u < kStatBatch; ++u) buf[u] = load_chunk(x + min(u0 + u, n - 1) * step);
+#pragma unroll
+    for (int u = 0; u < kStatBatch; ++u) {
+      if (u0 + u < n) f(buf[u]);
+    }
+  }
+}
+
 template <typename T>
 __device__ __forceinline__ void k_partial_sums(const T* x, int64_t step, int n, double* out) {
   constexpr int VEC = kVec16<T>;
@@ -214,23 +219,15 @@ __device__ __forceinline__ void k_partial_sums(const T* x, int64_t step, int n, 
   double acc[VEC];
 #pragma unroll
   for (int e = 0; e < VEC; ++e) acc[e] = 0.0;
-  for (int u0 = 0; u0 < n; u0 += kStatBatch) {
-    uint4 buf[kStatBatch];
+  for_each_key(x, step, n, [&](const uint4& c) {  // keys in order: each channel's sum is sequential
 #pragma unroll
-    for (int u = 0; u < kStatBatch; ++u) buf[u] = ld_chunk(x + min(u0 + u, n - 1) * step);
+    for (int j = 0; j < W; ++j) {
+      float f[4];
+      chunk_values<T>(c, j, nullptr, f);
 #pragma unroll
-    for (int u = 0; u < kStatBatch; ++u) {
-      if (u0 + u < n) {  // keys in order: each channel's sum is sequential
-#pragma unroll
-        for (int j = 0; j < W; ++j) {
-          float f[4];
-          chunk_values<T>(buf[u], j, nullptr, f);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[4 * j + e] += double(f[e]);
-        }
-      }
+      for (int e = 0; e < 4; ++e) acc[4 * j + e] += double(f[e]);
     }
-  }
+  });
   double2* o = reinterpret_cast<double2*>(out);
 #pragma unroll
   for (int e = 0; e < VEC / 2; ++e) o[e] = make_double2(acc[2 * e], acc[2 * e + 1]);
@@ -242,26 +239,10 @@ __device__ __forceinline__ void v_partial_amax(const T* x, int64_t step, int n, 
   float m[VEC];
   if constexpr (sizeof(T) == 2) {
     uint32_t mw[4] = {0u, 0u, 0u, 0u};  // two non-negative 16-bit maxima per word (NaN-ignoring)
-    for (int u0 = 0; u0 < n; u0 += kStatBatch) {
-      uint4 buf[kStatBatch];
+    for_each_key(x, step, n, [&](const uint4& c) {
 #pragma unroll
-      for (int u = 0; u < kStatBatch; ++u) buf[u] = ld_chunk(x + min(u0 + u, n - 1) * step);
-#pragma unroll
-      for (int u = 0; u < kStatBatch; ++u) {  // a repeated last key changes no maximum
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const uint32_t w = fp8_detail::chunk_word(buf[u], i) & 0x7fff7fffu;
-          if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-            const __nv_bfloat162 r = __hmax2(*reinterpret_cast<const __nv_bfloat162*>(&mw[i]),
-                                             *reinterpret_cast<const __nv_bfloat162*>(&w));
-            mw[i] = *reinterpret_cast<const uint32_t*>(&r);
-          } else {
-            const __half2 r = __hmax2(*reinterpret_cast<const __half2*>(&mw[i]), *reinterpret_cast<const __half2*>(&w));
-            mw[i] = *reinterpret_cast<const uint32_t*>(&r);
-          }
-        }
-      }
-    }
+      for (int i = 0; i < 4; ++i) mw[i] = fp8_detail::max_abs2<T>(mw[i], fp8_detail::chunk_word(c, i));
+    });
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       if constexpr (std::is_same_v<T, __nv_bfloat16>) {
@@ -276,15 +257,10 @@ __device__ __forceinline__ void v_partial_amax(const T* x, int64_t step, int n, 
   } else {
 #pragma unroll
     for (int e = 0; e < VEC; ++e) m[e] = 0.f;
-    for (int u0 = 0; u0 < n; u0 += kStatBatch) {
-      uint4 buf[kStatBatch];
+    for_each_key(x, step, n, [&](const uint4& c) {
 #pragma unroll
-      for (int u = 0; u < kStatBatch; ++u) buf[u] = ld_chunk(x + min(u0 + u, n - 1) * step);
-#pragma unroll
-      for (int u = 0; u < kStatBatch; ++u)
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) m[e] = fp8_absmax(m[e], __uint_as_float(fp8_detail::chunk_word(buf[u], e)));
-    }
+      for (int e = 0; e < VEC; ++e) m[e] = fp8_absmax(m[e], __uint_as_float(fp8_detail::chunk_word(c, e)));
+    });
   }
   float4* o = reinterpret_cast<float4*>(out);
 #pragma unroll
@@ -361,7 +337,7 @@ __device__ __forceinline__ void rows_tile(const RowsJob& J, int64_t cta, int D, 
       map.at(pass, i, r, c);
       if (idx < total) {
         const T* p = xb + r * J.xs.s + c * VEC;
-        buf[i] = stream ? ld_chunk(p) : ld_chunk_cached(p);
+        buf[i] = stream ? load_chunk(p) : ld_chunk_cached(p);
       } else {
         buf[i] = make_uint4(0u, 0u, 0u, 0u);
       }
@@ -477,7 +453,7 @@ __device__ __forceinline__ void v_tile(const Args& a, int64_t cta, uint32_t* sme
       const int idx = base + t + kThreads * i;
       int key, c;
       split_chunk(idx, nc, a.nc_shift, key, c);
-      buf[i] = idx < total && p0 + key < a.skv ? ld_chunk(xb + (p0 + key) * a.vs.s + c * VEC)
+      buf[i] = idx < total && p0 + key < a.skv ? load_chunk(xb + (p0 + key) * a.vs.s + c * VEC)
                                                : make_uint4(0u, 0u, 0u, 0u);
     }
 #pragma unroll

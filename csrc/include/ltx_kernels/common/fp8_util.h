@@ -110,6 +110,11 @@ struct Fp8Divisor {
   float s, r;
   bool ieee;
 };
+// RN(x / s) by that step, for r = RN(1 / s) and s in the Markstein range (no special cases).
+__device__ __forceinline__ float fp8_markstein_div(float x, float s, float r) {
+  const float q0 = x * r;
+  return fmaf(fmaf(-q0, s, x), r, q0);
+}
 __device__ __forceinline__ Fp8Divisor fp8_divisor(float s) {
   Fp8Divisor d;
   d.s = s;
@@ -154,6 +159,7 @@ __device__ __forceinline__ void fp8_quantize_bounded(const float (&x)[V], const 
   if (!d.ieee) {
 #pragma unroll
     for (int j = 0; j < V; j += 2) {
+      // fp8_markstein_div of both, written pairwise (the order the measured kernels were built with)
       const float q0a = x[j] * d.r, q0b = x[j + 1] * d.r;
       const float qa = fmaf(fmaf(-q0a, d.s, x[j]), d.r, q0a);
       const float qb = fmaf(fmaf(-q0b, d.s, x[j + 1]), d.r, q0b);

@@ -105,6 +105,20 @@ __device__ __forceinline__ uint32_t chunk_word(const uint4& c, int i) {
   return i == 0 ? c.x : i == 1 ? c.y : i == 2 ? c.z : c.w;
 }
 
+// Lane-wise max of two non-negative 16-bit values m and |w| (a word of a 16-bit chunk).
+template <typename T>
+__device__ __forceinline__ uint32_t max_abs2(uint32_t m, uint32_t w) {
+  const uint32_t a = w & 0x7fff7fffu;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const __nv_bfloat162 x = __hmax2(*reinterpret_cast<const __nv_bfloat162*>(&m),
+                                     *reinterpret_cast<const __nv_bfloat162*>(&a));
+    return *reinterpret_cast<const uint32_t*>(&x);
+  } else {
+    const __half2 x = __hmax2(*reinterpret_cast<const __half2*>(&m), *reinterpret_cast<const __half2*>(&a));
+    return *reinterpret_cast<const uint32_t*>(&x);
+  }
+}
+
 // Running NaN-ignoring max of |x| over chunks, packed: two lanes for 16-bit types (max.bf16x2 /
 // max.f16x2 return the non-NaN operand, as fmaxf; max is exact), one fp32 for float.
 template <typename T>
@@ -112,20 +126,7 @@ struct ChunkMax {
   uint32_t m = 0;  // two non-negative 16-bit values
   __device__ __forceinline__ void add(const uint4& c) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint32_t a = chunk_word(c, i) & 0x7fff7fffu;
-      if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-        __nv_bfloat162 x = *reinterpret_cast<const __nv_bfloat162*>(&m);
-        const __nv_bfloat162 y = *reinterpret_cast<const __nv_bfloat162*>(&a);
-        x = __hmax2(x, y);
-        m = *reinterpret_cast<const uint32_t*>(&x);
-      } else {
-        __half2 x = *reinterpret_cast<const __half2*>(&m);
-        const __half2 y = *reinterpret_cast<const __half2*>(&a);
-        x = __hmax2(x, y);
-        m = *reinterpret_cast<const uint32_t*>(&x);
-      }
-    }
+    for (int i = 0; i < 4; ++i) m = max_abs2<T>(m, chunk_word(c, i));
   }
   __device__ __forceinline__ float get() const {
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {
@@ -238,7 +239,7 @@ __device__ __forceinline__ void encode_chunk_words(const uint4& c, const Fp8Divi
       chunk_quad<T>(c, j, f, sg);
       float qv[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
+      for (int e = 0; e < 4; ++e) {  // fp8_markstein_div, as the measured kernels were built
         const float q0 = f[e] * dv.r;
         qv[e] = fmaf(fmaf(-q0, dv.s, f[e]), dv.r, q0);
       }
