@@ -55,13 +55,14 @@ AttnStrides bsh_strides(const at::Tensor& t, bool bhsd) {
 }
 
 // A 4-D input whose last dimension is contiguous and whose other strides are multiples of
-// 16 bytes, on a 16-byte aligned base: the tensor itself, else a contiguous copy.
+// 16 bytes, on a 16-byte aligned base: the tensor itself, else a contiguous copy (a fresh
+// allocation: `contiguous()` would return a contiguous tensor on a misaligned base unchanged).
 at::Tensor addressable(const at::Tensor& t) {
   const int64_t es = t.element_size();
   bool ok = t.dim() == 4 && (t.size(3) <= 1 || t.stride(3) == 1) &&
             reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
   for (int d = 0; ok && d < 3; ++d) ok = t.size(d) <= 1 || (t.stride(d) * es) % 16 == 0;
-  return ok ? t : t.contiguous();
+  return ok ? t : t.clone(at::MemoryFormat::Contiguous);
 }
 
 bool out_addressable(const at::Tensor& t) {
@@ -292,7 +293,7 @@ std::string sm90_why_not(Problem& pr) {
     pr.k = addressable(pr.k);
     if (reinterpret_cast<uintptr_t>(pr.v.data_ptr()) % 16 != 0 || pr.v.stride(2) % 16 != 0 ||
         pr.v.stride(1) % 16 != 0 || pr.v.stride(0) % 16 != 0)
-      pr.v = pr.v.contiguous();
+      pr.v = pr.v.clone(at::MemoryFormat::Contiguous);  // a fresh (aligned) allocation
   }
   bind(pr);
   AttentionParams p = pr.p;
