@@ -30,9 +30,13 @@ def _bound(mode, dtype):
     return 1e-5 if dtype == torch.float32 else 3e-2
 
 
-def _counting(monkeypatch):
-    """Count the calls that reach ltx_kernels.attention from the processors."""
+def _counting(monkeypatch, min_keys=0):
+    """Count the calls that reach ltx_kernels.attention from the processors (every attention of
+    the tiny models: the key-count rule lowered to `min_keys`)."""
+    import ltx_kernels.integrations._compile_policy as policy
     import ltx_kernels.integrations.diffusers.processors as procs
+
+    monkeypatch.setattr(policy, "MIN_KERNEL_ATTENTION_KEYS", min_keys)
 
     calls = []
     real = procs.kernel_attention
@@ -75,6 +79,28 @@ def test_ltx2_attention(device, dtype, mode, monkeypatch):
     for w, g in zip(want, got):
         assert g.shape == w.shape and not torch.isnan(g).any()
         assert rel_err(g, w) < _bound(mode, dtype), rel_err(g, w)
+
+
+@pytest.mark.parametrize("mode", ["bf16", "fp8"])
+def test_few_keys_run_sdpa(mode, monkeypatch):
+    """Below MIN_KERNEL_ATTENTION_KEYS keys the processors leave the attention to SDPA (faster
+    there): with the threshold between the tiny model's prompt and video token counts, only the
+    self-attentions reach our kernel, and the output still matches the untouched model."""
+    dtype = torch.float32
+    m = _prep(ltx_video(heads=2, head_dim=64), "cpu", dtype)
+    kw = video_inputs("cpu", dtype)
+    text, video = kw["encoder_hidden_states"].shape[1], kw["hidden_states"].shape[1]
+    assert text < video
+    o = optimized_copy(m, attention=mode)
+    calls = _counting(monkeypatch, min_keys=video)
+    want, got = run(m, kw)[0], run(o, kw)[0]
+    assert len(calls) == 2, "the self-attention of both blocks only"
+    assert rel_err(got, want) < _bound(mode, dtype), rel_err(got, want)
+    import ltx_kernels.integrations._compile_policy as policy
+    monkeypatch.setattr(policy, "MIN_KERNEL_ATTENTION_KEYS", video + 1)
+    calls.clear()
+    run(o, kw)
+    assert not calls, "no attention has enough keys"
 
 
 def test_attention_mode_is_the_last_optimize_call():

@@ -16,14 +16,12 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
     switch (a.tile) {
       case 1: return launch<Traits<E, O, 64, 128, 4, false, 2>>(a, stream);  // 128 x 128, 88 KB
       case 2: return launch<Traits<E, O, 64, 64, 8, false, 3>>(a, stream);   // 192 x 64, 100 KB
-      case 3: return launch<Traits<E, O, 64, 128, 6, false, 3, true>>(a, stream);  // the default, split rows
       default: return cudaErrorInvalidValue;
     }
   }
   switch (a.tile) {
     case 1: return launch<Traits<E, O, 128, 64, 4, false, 2>>(a, stream);   // 128 x 64, 112 KB
     case 2: return launch<Traits<E, O, 128, 128, 5, false, 2>>(a, stream);  // 128 x 128, 208 KB
-    case 3: return launch<Traits<E, O, 128, 128, 4, false, 2, true>>(a, stream);  // the default, split rows
     default: return cudaErrorInvalidValue;
   }
 }

@@ -45,3 +45,18 @@ def use_kernel(op: str) -> bool:
     if KEEP_ALL or op not in LEFT_TO_INDUCTOR:
         return True
     return not torch.compiler.is_compiling()
+
+
+# ltx_kernels.attention against PyTorch's SDPA (cuDNN on the H200), each as the attention
+# processors call it: with few keys (a prompt's text tokens: 128 in LTX-Video) each query tile
+# sees one or two key blocks, its Q load and O store are not amortized and the kernel (one CTA
+# per SM) does not overlap them; SDPA is faster there (H200, B 2, 2688 queries, 32 heads, d 64,
+# 128 keys: 40 us against 54; scripts/attention_kv_sweep.py measures the crossover). Below this
+# many keys the processors run SDPA even when optimize(attention=...) asked for our kernel.
+MIN_KERNEL_ATTENTION_KEYS = 512
+
+
+def use_kernel_attention(num_keys: int) -> bool:
+    """Whether an attention over `num_keys` keys runs ltx_kernels.attention when optimize() asked
+    for it (else PyTorch SDPA / diffusers' dispatcher, in the processor's dtype)."""
+    return num_keys >= MIN_KERNEL_ATTENTION_KEYS

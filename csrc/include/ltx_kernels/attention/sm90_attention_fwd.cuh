@@ -67,8 +67,7 @@ CUTE_HOST_DEVICE constexpr auto smem_atom_k() {
 using GShape = Shape<int32_t, int32_t, int32_t, int32_t>;   // (rows, cols, head, batch)
 using GStride = Stride<int64_t, _1, int64_t, int64_t>;      // cols contiguous
 
-template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_, int kMmaWG_ = 2,
-          bool kSplitRows_ = false>
+template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_, int kMmaWG_ = 2>
 struct Traits {
   using Element = Element_;  // cutlass::bfloat16_t, cutlass::half_t or cutlass::float_e4m3_t
   using Out = Out_;          // cutlass::bfloat16_t or cutlass::half_t
@@ -76,10 +75,6 @@ struct Traits {
   static constexpr bool kKPerToken = kKPerToken_;  // FP8: one K factor per key (else per block)
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kMmaWG = kMmaWG_;  // consumer warpgroups, 64 query rows each
-  // Softmax row maximum and row sum as four independent partial chains per row (combined at the
-  // end) instead of one dependent chain of kBlockN / 4 FMNMX / FADD: more instruction-level
-  // parallelism, the same values up to the order of the fp32 sum.
-  static constexpr bool kSplitRows = kSplitRows_;
   static constexpr int kBlockM = 64 * kMmaWG;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kStages = kStages_;
@@ -253,21 +248,8 @@ __device__ __forceinline__ void softmax_block(TensorS& s, RowState& st, float (&
     }
   }
   float mx[2] = {-INFINITY, -INFINITY};
-  if constexpr (Tr::kSplitRows && N % 16 == 0) {
-    float part[2][4];
-    CUTE_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      CUTE_UNROLL
-      for (int c = 0; c < 4; ++c) part[r][c] = -INFINITY;
-    }
-    CUTE_UNROLL
-    for (int i = 0; i < N; ++i) part[(i / 2) % 2][(i / 4) % 4] = fmaxf(part[(i / 2) % 2][(i / 4) % 4], s(i));
-    CUTE_UNROLL
-    for (int r = 0; r < 2; ++r) mx[r] = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
-  } else {
-    CUTE_UNROLL
-    for (int i = 0; i < N; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s(i));
-  }
+  CUTE_UNROLL
+  for (int i = 0; i < N; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s(i));
   float use[2];
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
@@ -279,19 +261,7 @@ __device__ __forceinline__ void softmax_block(TensorS& s, RowState& st, float (&
     st.max[r] = m_new;
     st.sum[r] *= alpha[r];
   }
-  if constexpr (Tr::kSplitRows && N % 16 == 0) {
-    // the exponent's argument: already in the log2 domain (prescaled), or scaled here
-    const float c0 = prescaled ? 1.f : st.coef[0], c1 = prescaled ? 1.f : st.coef[1];
-    float part[2][4] = {};
-    CUTE_UNROLL
-    for (int i = 0; i < N; ++i) {
-      const int r = (i / 2) % 2;
-      s(i) = fast_exp2(fmaf(s(i), r == 0 ? c0 : c1, -use[r]));
-      part[r][(i / 4) % 4] += s(i);
-    }
-    CUTE_UNROLL
-    for (int r = 0; r < 2; ++r) st.sum[r] += (part[r][0] + part[r][1]) + (part[r][2] + part[r][3]);
-  } else if (prescaled) {
+  if (prescaled) {
     CUTE_UNROLL
     for (int i = 0; i < N; ++i) {
       const int r = (i / 2) % 2;

@@ -14,6 +14,7 @@ from ...attention import quantize_attention_fp8
 from ...distributed import SequenceParallelComm
 from ...norm import rms_norm
 from ...rope import rms_norm_rope, rms_norm_split_rope
+from .. import _compile_policy
 from .._compile_policy import use_kernel
 from ._common import cast_weight, is_fp8_linear, is_prequant, logger, nn_rms_eps
 from .hooks import hooked_param
@@ -118,17 +119,21 @@ class _FusedAttnBase:
     def _attend(self, query, key, value, attention_mask, key_mask=None):
         """The one place that picks the attention function: q, k, v [B, S, heads, d] ->
         [B, S, heads, d]. ltx_kernels.attention when optimize() asked for it and it applies
-        (a per-key mask; under diffusers' context parallelism only in its Ulysses form, with our
-        all-to-all: `_ulysses`); otherwise diffusers' dispatcher when the replaced processor's
+        (a per-key mask; at least `_compile_policy.MIN_KERNEL_ATTENTION_KEYS` keys, below which
+        SDPA is faster; under diffusers' context parallelism only in its Ulysses form, with our
+        all-to-all, whatever the key count, since diffusers' Ulysses attention fails on a prompt
+        mask: `_ulysses`); otherwise diffusers' dispatcher when the replaced processor's
         module has one (its backend and parallel config carried over), PyTorch SDPA otherwise.
         `key_mask` is the mask before prepare_attention_mask."""
         mode = self.kernel_attention
         if mode is not None and self._per_key_mask(key_mask, query, key):
             if self._parallel_config is None:
-                return _kernel_attend(mode, query, key, value, key_mask)
-            comm = ulysses_comm(self._parallel_config)
-            if comm is not None and query.shape[2] % comm.world == 0:
-                return _ulysses(comm, mode, query, key, value, key_mask)
+                if _compile_policy.use_kernel_attention(key.shape[1]):
+                    return _kernel_attend(mode, query, key, value, key_mask)
+            else:
+                comm = ulysses_comm(self._parallel_config)
+                if comm is not None and query.shape[2] % comm.world == 0:
+                    return _ulysses(comm, mode, query, key, value, key_mask)
         if self._dispatch is not None:
             return self._dispatch(
                 query, key, value, attn_mask=attention_mask, dropout_p=0.0, is_causal=False,
