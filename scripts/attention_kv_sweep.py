@@ -1,7 +1,7 @@
 """Where ltx_kernels.attention stops paying as the key count shrinks (cross-attention against text
 tokens): queries of an LTX self-attention (B 2, 2688 tokens, 32 heads) against Skv keys with a
-padding mask (the last eighth of the keys masked, as a padded prompt), each path timed as the
-diffusers processor calls it:
+padding mask (the last eighth of the keys masked, as a padded prompt) and without one, each path
+timed as the diffusers processor calls it:
 
   sdpa        F.scaled_dot_product_attention on the [B, H, S, D] views of the processor's
               [B, S, H, D] tensors, additive mask, PyTorch's default backend choice
@@ -63,10 +63,20 @@ def main():
             def ours8(i):
                 return lk.attention(*lk.quantize_attention_fp8(q[i], k[i], v[i]), attn_mask=mask)
 
-            want = sdpa(0)
+            def sdpa_nomask(i):
+                return F.scaled_dot_product_attention(q[i].transpose(1, 2), k[i].transpose(1, 2),
+                                                      v[i].transpose(1, 2)).transpose(1, 2)
+
+            def ours_nomask(i):
+                return lk.attention(q[i], k[i], v[i])
+
+            want, want_nomask = sdpa(0), sdpa_nomask(0)
             row = {"B": B, "Sq": SQ, "Skv": skv, "H": H, "D": d}
-            for name, fn, tol in (("sdpa", sdpa, 1e-9), ("ours_bf16", ours, 1e-2), ("ours_fp8", ours8, 1e-1)):
-                err = rel_l2(fn(0), want)
+            for name, fn, tol, ref in (("sdpa", sdpa, 1e-9, want), ("ours_bf16", ours, 1e-2, want),
+                                       ("ours_fp8", ours8, 1e-1, want),
+                                       ("sdpa_nomask", sdpa_nomask, 1e-9, want_nomask),
+                                       ("ours_bf16_nomask", ours_nomask, 1e-2, want_nomask)):
+                err = rel_l2(fn(0), ref)
                 row[name + "_us"] = time_graph(fn, sets, trials=9)
                 row[name + "_rel_l2"] = err
                 row[name + "_ok"] = err < tol
@@ -74,7 +84,9 @@ def main():
             print(f"d{d} Skv {skv:5d}: sdpa {row['sdpa_us']:7.1f} us  ours bf16 {row['ours_bf16_us']:7.1f} us "
                   f"({row['sdpa_us'] / row['ours_bf16_us']:.2f}x{'' if row['ours_bf16_ok'] else ' WRONG'})  "
                   f"ours fp8 {row['ours_fp8_us']:7.1f} us ({row['sdpa_us'] / row['ours_fp8_us']:.2f}x"
-                  f"{'' if row['ours_fp8_ok'] else ' WRONG'})", flush=True)
+                  f"{'' if row['ours_fp8_ok'] else ' WRONG'}); no mask: sdpa {row['sdpa_nomask_us']:7.1f} us "
+                  f"ours bf16 {row['ours_bf16_nomask_us']:7.1f} us ({row['sdpa_nomask_us'] / row['ours_bf16_nomask_us']:.2f}x"
+                  f"{'' if row['ours_bf16_nomask_ok'] else ' WRONG'})", flush=True)
             del q, k, v
             torch.cuda.empty_cache()
     if args.json:

@@ -30,13 +30,14 @@ def _bound(mode, dtype):
     return 1e-5 if dtype == torch.float32 else 3e-2
 
 
-def _counting(monkeypatch, min_keys=0):
-    """Count the calls that reach ltx_kernels.attention from the processors (every attention of
-    the tiny models: the key-count rule lowered to `min_keys`)."""
+def _counting(monkeypatch, min_keys=0, masked=True):
+    """Count the calls that reach ltx_kernels.attention from the processors (by default every
+    attention of the tiny models: the rule of _compile_policy.use_kernel_attention relaxed)."""
     import ltx_kernels.integrations._compile_policy as policy
     import ltx_kernels.integrations.diffusers.processors as procs
 
     monkeypatch.setattr(policy, "MIN_KERNEL_ATTENTION_KEYS", min_keys)
+    monkeypatch.setattr(policy, "KERNEL_ATTENTION_MASKED", masked)
 
     calls = []
     real = procs.kernel_attention
@@ -82,25 +83,42 @@ def test_ltx2_attention(device, dtype, mode, monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["bf16", "fp8"])
-def test_few_keys_run_sdpa(mode, monkeypatch):
-    """Below MIN_KERNEL_ATTENTION_KEYS keys the processors leave the attention to SDPA (faster
-    there): with the threshold between the tiny model's prompt and video token counts, only the
-    self-attentions reach our kernel, and the output still matches the untouched model."""
+def test_masked_or_few_keys_run_sdpa(mode, monkeypatch):
+    """The processors leave a masked attention and one over fewer than MIN_KERNEL_ATTENTION_KEYS
+    keys to SDPA (faster there); the output still matches the untouched model."""
+    import ltx_kernels.integrations._compile_policy as policy
+
     dtype = torch.float32
     m = _prep(ltx_video(heads=2, head_dim=64), "cpu", dtype)
     kw = video_inputs("cpu", dtype)
     text, video = kw["encoder_hidden_states"].shape[1], kw["hidden_states"].shape[1]
-    assert text < video
+    assert text < video and kw["encoder_attention_mask"] is not None
     o = optimized_copy(m, attention=mode)
-    calls = _counting(monkeypatch, min_keys=video)
+    # the default rule: the masked cross-attention goes to SDPA at any key count
+    calls = _counting(monkeypatch, min_keys=0, masked=False)
     want, got = run(m, kw)[0], run(o, kw)[0]
-    assert len(calls) == 2, "the self-attention of both blocks only"
+    assert len(calls) == 2, "the (unmasked) self-attention of both blocks only"
     assert rel_err(got, want) < _bound(mode, dtype), rel_err(got, want)
-    import ltx_kernels.integrations._compile_policy as policy
+    # masks allowed: the key count decides (the prompt is shorter than the video)
+    monkeypatch.setattr(policy, "KERNEL_ATTENTION_MASKED", True)
+    monkeypatch.setattr(policy, "MIN_KERNEL_ATTENTION_KEYS", video)
+    calls.clear()
+    run(o, kw)
+    assert len(calls) == 2, "the self-attention of both blocks only"
     monkeypatch.setattr(policy, "MIN_KERNEL_ATTENTION_KEYS", video + 1)
     calls.clear()
     run(o, kw)
     assert not calls, "no attention has enough keys"
+
+
+def test_kernel_attention_rule_defaults():
+    """As shipped: our kernel for unmasked attention over many keys only."""
+    import ltx_kernels.integrations._compile_policy as policy
+
+    assert not policy.use_kernel_attention(2688, masked=True)
+    assert not policy.use_kernel_attention(128, masked=True)
+    assert not policy.use_kernel_attention(128, masked=False)
+    assert policy.use_kernel_attention(2688, masked=False)
 
 
 def test_attention_mode_is_the_last_optimize_call():

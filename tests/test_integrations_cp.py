@@ -81,6 +81,7 @@ def _worker(rank, path, q):
         # parallelism the processors keep it whatever the key count)
         import ltx_kernels.integrations._compile_policy as policy
         policy.MIN_KERNEL_ATTENTION_KEYS = 0
+        policy.KERNEL_ATTENTION_MASKED = True
         out = {}
         for case in CASES:
             try:

@@ -48,15 +48,21 @@ def use_kernel(op: str) -> bool:
 
 
 # ltx_kernels.attention against PyTorch's SDPA (cuDNN on the H200), each as the attention
-# processors call it: with few keys (a prompt's text tokens: 128 in LTX-Video) each query tile
-# sees one or two key blocks, its Q load and O store are not amortized and the kernel (one CTA
-# per SM) does not overlap them; SDPA is faster there (H200, B 2, 2688 queries, 32 heads, d 64,
-# 128 keys: 40 us against 54; scripts/attention_kv_sweep.py measures the crossover). Below this
-# many keys the processors run SDPA even when optimize(attention=...) asked for our kernel.
+# processors call it (scripts/attention_kv_sweep.py; B 2, 2688 queries, 32 heads):
+# - with a key mask (a prompt's padding), our kernel adds the mask's bias to every score from
+#   global memory and runs at 0.72-0.86x SDPA at every key count from 128 to 2688, head dim 64
+#   and 128 (FP8 with its quantization pass: 0.33-0.73x);
+# - with few keys each query tile sees one or two key blocks, its Q load and O store are not
+#   amortized and the kernel (one CTA per SM) does not overlap them (128 keys: 0.74x).
+# So the processors run SDPA for a masked attention and below MIN_KERNEL_ATTENTION_KEYS keys even
+# when optimize(attention=...) asked for our kernel; what is left to it is unmasked attention over
+# many keys (LTX self-attention: 1.03-1.05x cuDNN at head dim 64).
 MIN_KERNEL_ATTENTION_KEYS = 512
+KERNEL_ATTENTION_MASKED = False
 
 
-def use_kernel_attention(num_keys: int) -> bool:
-    """Whether an attention over `num_keys` keys runs ltx_kernels.attention when optimize() asked
-    for it (else PyTorch SDPA / diffusers' dispatcher, in the processor's dtype)."""
-    return num_keys >= MIN_KERNEL_ATTENTION_KEYS
+def use_kernel_attention(num_keys: int, masked: bool) -> bool:
+    """Whether an attention over `num_keys` keys (with a key mask: `masked`) runs
+    ltx_kernels.attention when optimize() asked for it (else PyTorch SDPA / diffusers'
+    dispatcher, in the processor's dtype)."""
+    return num_keys >= MIN_KERNEL_ATTENTION_KEYS and (KERNEL_ATTENTION_MASKED or not masked)
