@@ -30,15 +30,14 @@ def _bound(mode, dtype):
     return 1e-5 if dtype == torch.float32 else 3e-2
 
 
-def _counting(monkeypatch, min_keys=0, masked=True):
-    """Count the calls that reach ltx_kernels.attention from the processors (by default every
-    attention of the tiny models: the rule of _compile_policy.use_kernel_attention relaxed)."""
+def _counting(monkeypatch, rule=None):
+    """Count the calls that reach ltx_kernels.attention from the processors: every attention of
+    the tiny models, or those `rule(mode, keys, head_dim, masked)` lets through (the shipped
+    rule, _compile_policy.use_kernel_attention, leaves their few keys to SDPA)."""
     import ltx_kernels.integrations._compile_policy as policy
     import ltx_kernels.integrations.diffusers.processors as procs
 
-    monkeypatch.setattr(policy, "MIN_KERNEL_ATTENTION_KEYS", min_keys)
-    monkeypatch.setattr(policy, "KERNEL_ATTENTION_MASKED", masked)
-
+    monkeypatch.setattr(policy, "use_kernel_attention", rule or (lambda *a: True))
     calls = []
     real = procs.kernel_attention
 
@@ -83,42 +82,47 @@ def test_ltx2_attention(device, dtype, mode, monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["bf16", "fp8"])
-def test_masked_or_few_keys_run_sdpa(mode, monkeypatch):
-    """The processors leave a masked attention and one over fewer than MIN_KERNEL_ATTENTION_KEYS
-    keys to SDPA (faster there); the output still matches the untouched model."""
+def test_rule_routes_to_sdpa(mode, monkeypatch):
+    """What _compile_policy.use_kernel_attention refuses runs SDPA, and the output still matches
+    the untouched model: the shipped rule (the tiny model's few keys: no call reaches our kernel),
+    then a rule that takes only the unmasked self-attention."""
     import ltx_kernels.integrations._compile_policy as policy
 
     dtype = torch.float32
     m = _prep(ltx_video(heads=2, head_dim=64), "cpu", dtype)
     kw = video_inputs("cpu", dtype)
-    text, video = kw["encoder_hidden_states"].shape[1], kw["hidden_states"].shape[1]
-    assert text < video and kw["encoder_attention_mask"] is not None
+    assert kw["encoder_attention_mask"] is not None
     o = optimized_copy(m, attention=mode)
-    # the default rule: the masked cross-attention goes to SDPA at any key count
-    calls = _counting(monkeypatch, min_keys=0, masked=False)
-    want, got = run(m, kw)[0], run(o, kw)[0]
-    assert len(calls) == 2, "the (unmasked) self-attention of both blocks only"
+    want = run(m, kw)[0]
+    calls = _counting(monkeypatch, policy.use_kernel_attention)
+    got = run(o, kw)[0]
+    assert not calls
     assert rel_err(got, want) < _bound(mode, dtype), rel_err(got, want)
-    # masks allowed: the key count decides (the prompt is shorter than the video)
-    monkeypatch.setattr(policy, "KERNEL_ATTENTION_MASKED", True)
-    monkeypatch.setattr(policy, "MIN_KERNEL_ATTENTION_KEYS", video)
-    calls.clear()
-    run(o, kw)
-    assert len(calls) == 2, "the self-attention of both blocks only"
-    monkeypatch.setattr(policy, "MIN_KERNEL_ATTENTION_KEYS", video + 1)
-    calls.clear()
-    run(o, kw)
-    assert not calls, "no attention has enough keys"
+    seen = []
+
+    def unmasked_only(md, keys, d, masked):
+        seen.append((md, keys, d, masked))
+        return not masked
+
+    calls = _counting(monkeypatch, unmasked_only)
+    got = run(o, kw)[0]
+    assert len(calls) == 2, "the (unmasked) self-attention of both blocks only"
+    assert sorted(set(seen)) == sorted({(mode, kw["hidden_states"].shape[1], 64, False),
+                                        (mode, kw["encoder_hidden_states"].shape[1], 64, True)}), seen
+    assert rel_err(got, want) < _bound(mode, dtype), rel_err(got, want)
 
 
 def test_kernel_attention_rule_defaults():
-    """As shipped: our kernel for unmasked attention over many keys only."""
+    """As shipped: bf16 for unmasked head-dim-64 attention over >= 2048 keys, FP8 (with its
+    quantization pass) over >= 8192 keys; a masked attention never."""
     import ltx_kernels.integrations._compile_policy as policy
 
-    assert not policy.use_kernel_attention(2688, masked=True)
-    assert not policy.use_kernel_attention(128, masked=True)
-    assert not policy.use_kernel_attention(128, masked=False)
-    assert policy.use_kernel_attention(2688, masked=False)
+    rule = policy.use_kernel_attention
+    assert rule("bf16", 2688, 64, False) and rule("bf16", 14080, 64, False)
+    assert not rule("bf16", 1024, 64, False) and not rule("bf16", 2688, 128, False)
+    assert not rule("bf16", 2688, 64, True) and not rule("fp8", 16384, 128, True)
+    assert rule("fp8", 8192, 128, False) and rule("fp8", 14080, 64, False)
+    assert not rule("fp8", 2688, 64, False) and not rule("fp8", 2688, 128, False)
 
 
 def test_attention_mode_is_the_last_optimize_call():

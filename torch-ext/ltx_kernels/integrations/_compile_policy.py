@@ -48,21 +48,23 @@ def use_kernel(op: str) -> bool:
 
 
 # ltx_kernels.attention against PyTorch's SDPA (cuDNN on the H200), each as the attention
-# processors call it (scripts/attention_kv_sweep.py; B 2, 2688 queries, 32 heads):
-# - with a key mask (a prompt's padding), our kernel adds the mask's bias to every score from
-#   global memory and runs at 0.72-0.86x SDPA at every key count from 128 to 2688, head dim 64
-#   and 128 (FP8 with its quantization pass: 0.33-0.73x);
-# - with few keys each query tile sees one or two key blocks, its Q load and O store are not
-#   amortized and the kernel (one CTA per SM) does not overlap them (128 keys: 0.74x).
-# So the processors run SDPA for a masked attention and below MIN_KERNEL_ATTENTION_KEYS keys even
-# when optimize(attention=...) asked for our kernel; what is left to it is unmasked attention over
-# many keys (LTX self-attention: 1.03-1.05x cuDNN at head dim 64).
-MIN_KERNEL_ATTENTION_KEYS = 512
-KERNEL_ATTENTION_MASKED = False
+# processors call it (B 2, 2688 queries, 32 heads; scripts/attention_kv_sweep.py and
+# benchmarks/bench_attention.py, benchmarks/results/h200/):
+# - with a key mask (a prompt's padding) our kernel adds the mask's bias to every score from
+#   global memory: 0.72-0.86x SDPA at every key count from 128 to 2688, head dim 64 and 128
+#   (FP8 with its quantization pass: 0.33-0.73x);
+# - unmasked, bf16: 0.70x at 128 keys, 0.89x at 512, 0.97x at 1024, 1.02x from 2048 at head dim
+#   64; 0.63-0.94x at head dim 128 (1.0x nowhere);
+# - unmasked, FP8 with its quantization pass: 0.79x (head dim 64) and 0.84x (128) at 2688 keys,
+#   1.09x at 14080 (64), 1.12x at 8192 and 1.21x at 16384 (128).
+# So optimize(attention=...) runs our kernel only where it measured faster, SDPA (or diffusers'
+# dispatcher) elsewhere, in the processor's dtype.
+MIN_KERNEL_ATTENTION_KEYS = {"bf16": 2048, "fp8": 8192}
+KERNEL_ATTENTION_HEAD_DIMS = {"bf16": (64,), "fp8": (64, 128)}
 
 
-def use_kernel_attention(num_keys: int, masked: bool) -> bool:
-    """Whether an attention over `num_keys` keys (with a key mask: `masked`) runs
-    ltx_kernels.attention when optimize() asked for it (else PyTorch SDPA / diffusers'
-    dispatcher, in the processor's dtype)."""
-    return num_keys >= MIN_KERNEL_ATTENTION_KEYS and (KERNEL_ATTENTION_MASKED or not masked)
+def use_kernel_attention(mode: str, num_keys: int, head_dim: int, masked: bool) -> bool:
+    """Whether an attention over `num_keys` keys of `head_dim` (with a key mask: `masked`) runs
+    ltx_kernels.attention in `mode` ("bf16" / "fp8") when optimize(attention=mode) asked for it."""
+    return (not masked and num_keys >= MIN_KERNEL_ATTENTION_KEYS[mode]
+            and head_dim in KERNEL_ATTENTION_HEAD_DIMS[mode])

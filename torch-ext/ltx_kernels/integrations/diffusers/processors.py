@@ -119,8 +119,8 @@ class _FusedAttnBase:
     def _attend(self, query, key, value, attention_mask, key_mask=None):
         """The one place that picks the attention function: q, k, v [B, S, heads, d] ->
         [B, S, heads, d]. ltx_kernels.attention when optimize() asked for it and it applies
-        (a per-key mask; unmasked and over at least `_compile_policy.MIN_KERNEL_ATTENTION_KEYS`
-        keys, since SDPA is faster otherwise (`_compile_policy.use_kernel_attention`); under diffusers' context parallelism only in its Ulysses form, with our
+        (a per-key mask; where it measured faster than SDPA: `_compile_policy.use_kernel_attention`,
+        unmasked attention over many keys; under diffusers' context parallelism only in its Ulysses form, with our
         all-to-all, whatever the key count, since diffusers' Ulysses attention fails on a prompt
         mask: `_ulysses`); otherwise diffusers' dispatcher when the replaced processor's
         module has one (its backend and parallel config carried over), PyTorch SDPA otherwise.
@@ -128,7 +128,7 @@ class _FusedAttnBase:
         mode = self.kernel_attention
         if mode is not None and self._per_key_mask(key_mask, query, key):
             if self._parallel_config is None:
-                if _compile_policy.use_kernel_attention(key.shape[1], key_mask is not None):
+                if _compile_policy.use_kernel_attention(mode, key.shape[1], key.shape[3], key_mask is not None):
                     return _kernel_attend(mode, query, key, value, key_mask)
             else:
                 comm = ulysses_comm(self._parallel_config)
