@@ -227,18 +227,33 @@ __device__ __forceinline__ void softmax_block(TensorS& s, RowState& st, float (&
   if (prescaled) {
     // Scores to the log2 domain here (per-key factor, bias); keys past kv_valid are never read.
     // kf: this thread's per-key K factors, loaded into registers while S was computed
-    // (kf[2 * (i / 4) + i % 2] is the factor of the column of s(i)).
+    // (kf[2 * (i / 4) + i % 2] is the factor of the column of s(i)). The bias is read in chunks
+    // of 4 column groups (8 columns, 16 scores), each chunk's loads issued together: one load per
+    // score, each waited for in turn, took twice the unmasked time; the whole block's bias held in
+    // registers (kBlockN / 4 of them) spills at 128 registers per thread.
+    constexpr int kChunk = 16;
     CUTE_UNROLL
-    for (int i = 0; i < N; ++i) {
-      const int col = 8 * (i / 4) + c0 + (i % 2);
-      float t = -INFINITY;
-      if (col < kv_valid) {
-        t = s(i);
-        if (kf != nullptr) t *= kf[2 * (i / 4) + (i % 2)];
-        t *= st.coef[(i / 2) % 2];
-        if (bias != nullptr) t = fmaf(__ldg(bias + col), 1.4426950408889634f, t);
+    for (int i0 = 0; i0 < N; i0 += kChunk) {
+      float bv[kChunk / 2];
+      if (bias != nullptr) {
+        CUTE_UNROLL
+        for (int u = 0; u < kChunk / 2; ++u) {
+          const int col = 8 * (i0 / 4 + u / 2) + c0 + (u % 2);
+          bv[u] = col < kv_valid ? __ldg(bias + col) : 0.f;
+        }
       }
-      s(i) = t;
+      CUTE_UNROLL
+      for (int i = i0; i < (i0 + kChunk < N ? i0 + kChunk : N); ++i) {
+        const int col = 8 * (i / 4) + c0 + (i % 2);
+        float t = -INFINITY;
+        if (col < kv_valid) {
+          t = s(i);
+          if (kf != nullptr) t *= kf[2 * (i / 4) + (i % 2)];
+          t *= st.coef[(i / 2) % 2];
+          if (bias != nullptr) t = fmaf(bv[2 * ((i - i0) / 4) + (i % 2)], 1.4426950408889634f, t);
+        }
+        s(i) = t;
+      }
     }
   } else if (kv_valid < Tr::kBlockN) {
     CUTE_UNROLL
