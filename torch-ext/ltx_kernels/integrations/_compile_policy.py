@@ -48,13 +48,14 @@ def use_kernel(op: str) -> bool:
 
 
 # ltx_kernels.attention against PyTorch's SDPA (cuDNN on the H200), each as the attention
-# processors call it (B 2, 2688 queries, 32 heads; scripts/attention_kv_sweep.py and
-# benchmarks/bench_attention.py, benchmarks/results/h200/):
-# - with a key mask (a prompt's padding) our kernel adds the mask's bias to every score from
-#   global memory: 0.72-0.86x SDPA at every key count from 128 to 2688, head dim 64 and 128
-#   (FP8 with its quantization pass: 0.33-0.73x);
-# - unmasked, bf16: 0.70x at 128 keys, 0.89x at 512, 0.97x at 1024, 1.02x from 2048 at head dim
-#   64; 0.63-0.94x at head dim 128 (1.0x nowhere);
+# processors call it (B 2, 2688 queries, 32 heads; scripts/attention_kv_sweep.py,
+# benchmarks/results/h200/experiments/attention_kv_sweep_0564ee8.json, and
+# benchmarks/bench_attention.py for the FP8 rows):
+# - with a key mask (a prompt's padding): 0.76-0.93x at 128 to 2688 keys, head dim 64 and 128
+#   (FP8 with its quantization pass: 0.34-0.81x);
+# - unmasked, bf16, head dim 64: 0.71x at 128 keys, 0.90x at 512, 1.00x at 1024, 1.06x at 2048,
+#   1.10x at 2688; head dim 128: 0.63-0.88x (with few keys each query tile sees one or two key
+#   blocks and its Q load and O store are not amortized);
 # - unmasked, FP8 with its quantization pass: 0.79x (head dim 64) and 0.84x (128) at 2688 keys,
 #   1.09x at 14080 (64), 1.12x at 8192 and 1.21x at 16384 (128).
 # So optimize(attention=...) runs our kernel only where it measured faster, SDPA (or diffusers'
