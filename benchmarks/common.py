@@ -137,6 +137,30 @@ class Row:
         return self.flops / (self.ours_us * 1e-6) / 1e12 if self.flops else None
 
 
+def build_info() -> dict:
+    """What the extension in use was built with (written by cmake/write_variant.py)."""
+    import ltx_kernels
+
+    p = os.path.join(os.path.dirname(os.path.realpath(ltx_kernels.__file__)), "build_info.json")
+    try:
+        with open(p) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {"note": "the loaded ltx_kernels has no build_info.json"}
+
+
+def write_record(path, rows: list, script: str, argv: Sequence[str]) -> None:
+    """A sweep's record (the scripts' --json): its rows and the run's metadata: the GPU, torch,
+    the command, the commit ($GIT_SHA, else the build's) and the build (compilers, archs)."""
+    build = build_info()
+    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "command": " ".join(["python3", script, *argv]),
+            "git_sha": os.environ.get("GIT_SHA") or build.get("sha_pin") or build.get("git_sha", ""),
+            "build": build}
+    with open(path, "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+
+
 def write_json(path, rows: Sequence[Row], meta: dict) -> None:
     with open(path, "w") as f:
         json.dump({"meta": meta, "rows": [asdict(r) for r in rows]}, f, indent=1)

@@ -17,7 +17,6 @@ how long the family took. Without a GPU it says so and runs nothing: GPU numbers
 import argparse
 import datetime
 import importlib
-import json
 import os
 import platform
 import shlex
@@ -55,14 +54,10 @@ def git_state(override: str = ""):
 
 
 def build_info() -> dict:
-    """What the extension in use was built with (written by cmake/write_variant.py)."""
-    import ltx_kernels
+    """What the extension in use was built with (common.build_info)."""
+    from common import build_info as info
 
-    p = Path(ltx_kernels.__file__).resolve().parent / "build_info.json"
-    try:
-        return json.loads(p.read_text())
-    except (OSError, ValueError):
-        return {"note": "the loaded ltx_kernels has no build_info.json"}
+    return info()
 
 
 def command_line() -> str:

@@ -15,7 +15,6 @@ output is compared with SDPA's first (relative L2) so that a wrong path cannot p
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -26,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import ltx_kernels as lk  # noqa: E402
 
-from common import time_graph  # noqa: E402
+from common import time_graph, write_record  # noqa: E402
 
 B, SQ, H = 2, 2688, 32
 SKV = [128, 256, 512, 1024, 2048, 2688]
@@ -90,11 +89,7 @@ def main():
             del q, k, v
             torch.cuda.empty_cache()
     if args.json:
-        meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-                "command": "python3 scripts/attention_kv_sweep.py " + " ".join(sys.argv[1:]),
-                "git_sha": os.environ.get("GIT_SHA", "")}
-        with open(args.json, "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+        write_record(args.json, rows, "scripts/attention_kv_sweep.py", sys.argv[1:])
 
 
 if __name__ == "__main__":

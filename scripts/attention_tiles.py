@@ -10,7 +10,6 @@ time.
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -21,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import ltx_kernels as lk  # noqa: E402
 
-from common import time_graph  # noqa: E402
+from common import time_graph, write_record  # noqa: E402
 
 SHAPES = [  # name, B, S, H, D
     ("LTX-Video 49x512x768", 2, 2688, 32, 64),
@@ -97,11 +96,7 @@ def main():
         rows += bench_shape(name, b, s, h, d, args.tiles)
         torch.cuda.empty_cache()
     if args.json:
-        meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-                "command": "python3 scripts/attention_tiles.py " + " ".join(sys.argv[1:]),
-                "git_sha": os.environ.get("GIT_SHA", "")}
-        with open(args.json, "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+        write_record(args.json, rows, "scripts/attention_tiles.py", sys.argv[1:])
 
 
 if __name__ == "__main__":
