@@ -17,7 +17,9 @@ classifier-free guidance doubles the batch (guidance 3), and a plain Euler flow-
 over `--steps` sigmas from 1 to 0 moves the latents, so every step sees new inputs.
 
 Measured per variant: per-step time (CUDA events around each step; median over the steps of
-the last run after `--warmup-iterations` full warm-up runs), total time of that run, peak
+`--timed-runs` runs after `--warmup-iterations` full warm-up runs; the spread of the runs'
+medians beside it, since single runs varied by up to ~20% between machine starts), the median
+total time of a run, peak
 memory, and the error of the final latents against the eager run of the same dtype and seed
 (relative L2 and PSNR with the reference's max |value| as peak). `--compare` runs eager,
 torch.compile, optimized, optimized + compile, optimized + compile with every kernel kept
@@ -85,7 +87,10 @@ def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--batch-size", type=int, default=1)
     p.add_argument("--guidance-scale", type=float, default=3.0, help="CFG (> 1 doubles the batch)")
-    p.add_argument("--warmup-iterations", type=int, default=2, help="full denoising runs before the timed one")
+    p.add_argument("--warmup-iterations", type=int, default=2, help="full denoising runs before the timed ones")
+    p.add_argument("--timed-runs", type=int, default=3,
+                   help="timed denoising runs per variant: ms/step is the median over all their steps, "
+                        "the spread of the runs' medians is reported beside it")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tiny", action="store_true", help=tiny_hint)
     p.add_argument("--checkpoint", default=None, help="diffusers transformer folder (offline); else random weights")
@@ -194,7 +199,10 @@ def last_block_calls(model):
 
 
 def run_variant(name, problem, model, args, device, ref, cached: bool = False):
-    """Warm-up runs, then one timed run; returns the result row (dict)."""
+    """Warm-up runs, then `--timed-runs` timed runs (the same inputs each time); returns the result
+    row (dict) and the last run's latents. One timed run per variant varied by up to ~20% between
+    machine starts on the H200 (eager rows most: they are bound by the host's launches), so the
+    runs' medians are kept (`run_median_ms`) and their spread reported."""
     steps, g = args.steps, args.guidance_scale
     t0 = time.perf_counter()
     for _ in range(args.warmup_iterations):
@@ -202,19 +210,28 @@ def run_variant(name, problem, model, args, device, ref, cached: bool = False):
     warm_s = time.perf_counter() - t0
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    times = []
-    calls, remove = last_block_calls(model)
-    t0 = time.perf_counter()
-    try:
-        lat = denoise(problem, model, steps, g, device, times, cached=cached)
-    finally:
-        remove()
-    total = time.perf_counter() - t0
+    times, medians, totals = [], [], []
+    calls = {"calls": None}
+    for r in range(max(1, getattr(args, "timed_runs", 1))):
+        run_times = []
+        remove = None
+        if r == 0:  # the last block's kernel calls, counted once
+            calls, remove = last_block_calls(model)
+        t0 = time.perf_counter()
+        try:
+            lat = denoise(problem, model, steps, g, device, run_times, cached=cached)
+        finally:
+            if remove is not None:
+                remove()
+        totals.append(time.perf_counter() - t0)
+        times += run_times
+        medians.append(statistics.median(run_times))
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else float("nan")
     rel, psnr = errors(lat, ref) if ref is not None else (0.0, float("inf"))
+    spread = (max(medians) - min(medians)) / statistics.median(medians) * 100 if len(medians) > 1 else 0.0
     return dict(variant=name, per_step_ms=statistics.median(times), mean_step_ms=statistics.fmean(times),
-                total_s=total, warmup_s=warm_s, peak_mem_gib=peak, rel_l2_vs_eager=rel, psnr_db=psnr,
-                last_block_calls=calls["calls"]), lat
+                run_median_ms=medians, run_spread_pct=spread, total_s=statistics.median(totals), warmup_s=warm_s,
+                peak_mem_gib=peak, rel_l2_vs_eager=rel, psnr_db=psnr, last_block_calls=calls["calls"]), lat
 
 
 def _versions():
@@ -230,12 +247,14 @@ def _versions():
 
 def _print_table(rows):
     base = next((r["per_step_ms"] for r in rows if r["variant"] == "eager"), None)
-    hdr = f"{'variant':<28} {'step ms':>9} {'total s':>8} {'x eager':>8} {'peak GiB':>9} {'rel L2':>10} {'PSNR dB':>8}"
+    hdr = (f"{'variant':<28} {'step ms':>9} {'spread':>7} {'total s':>8} {'x eager':>8} {'peak GiB':>9} "
+           f"{'rel L2':>10} {'PSNR dB':>8}")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
         sp = base / r["per_step_ms"] if base else float("nan")
-        print(f"{r['variant']:<28} {r['per_step_ms']:9.2f} {r['total_s']:8.2f} {sp:8.2f} {r['peak_mem_gib']:9.2f} "
+        spread = f"{r['run_spread_pct']:6.1f}%" if "run_spread_pct" in r else f"{'-':>7}"
+        print(f"{r['variant']:<28} {r['per_step_ms']:9.2f} {spread} {r['total_s']:8.2f} {sp:8.2f} {r['peak_mem_gib']:9.2f} "
               f"{r['rel_l2_vs_eager']:10.3e} {r['psnr_db']:8.1f}")
 
 

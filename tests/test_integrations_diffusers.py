@@ -439,6 +439,9 @@ def test_e2e_tiny_smoke(script, tmp_path, capsys):
 
     out2 = tmp_path / "c.json"
     mod.main(["--tiny", "--steps", "2", "--warmup-iterations", "0", "--compare", "--no-compile-variants",
-              "--out", str(out2)])
+              "--timed-runs", "2", "--out", str(out2)])
     rows = json.loads(out2.read_text())["rows"]
     assert {r["variant"] for r in rows} >= {"eager", "optimized"}
+    for r in rows:  # every variant timed twice, ms/step the median over both runs' steps
+        assert len(r["run_median_ms"]) == 2 and r["run_spread_pct"] >= 0
+        assert min(r["run_median_ms"]) <= r["per_step_ms"] <= max(r["run_median_ms"])
