@@ -230,7 +230,7 @@ __device__ __forceinline__ void softmax_block(TensorS& s, RowState& st, float (&
     // (kf[2 * (i / 4) + i % 2] is the factor of the column of s(i)). The bias is read in chunks
     // of 4 column groups (8 columns, 16 scores), each chunk's loads issued together: one load per
     // score, each waited for in turn, took twice the unmasked time; the whole block's bias held in
-    // registers (kBlockN / 4 of them) spills at 128 registers per thread.
+    // registers (kBlockN / 4 of them) spilled 760 bytes (d 64, three consumer warpgroups at 160).
     constexpr int kChunk = 16;
     CUTE_UNROLL
     for (int i0 = 0; i0 < N; i0 += kChunk) {
