@@ -5,7 +5,7 @@
 #   bash scripts/gpu/check.sh [steps...]
 # steps (in the order given): build, crash, attn-tests, attn-bench, gemm (scripts/gpu/gemm.sh), gemm-tests,
 #   suite (every test file, CUDA cases only), suite-xdist (everything, 8 workers), suite-list (listed ids),
-#   gemm-smoke, sanitize-attn
+#   gemm-smoke, sanitize-attn (memcheck of every attention kernel and the quantizer, racecheck of the defaults)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
 # of the tree may carry a stale git HEAD, which the build would otherwise take).
@@ -75,9 +75,14 @@ for s in "${@:-build attn-tests attn-bench}"; do
       gemm-smoke)
         step gemm-smoke 90 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 scripts/gemm_smoke.py
         grep -vE " OK$" "$OUT/gemm-smoke.log" | head -40 | tee -a "$SUMMARY" ;;
-      sanitize-attn)
-        step sanitize-attn 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck --error-exitcode 1 \
-          python3 -m pytest -q -p no:cacheprovider tests/test_attention.py -k "cuda and (kv_lengths or strided or fp8_matches)" ;;
+      sanitize-attn)  # every attention kernel (scripts/sanitize_attention.py) and the quantizer's CUDA tests
+        step sanitize-attn 200 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck \
+          --error-exitcode 3 --print-limit 20 python3 scripts/sanitize_attention.py
+        step sanitize-quant 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck \
+          --error-exitcode 3 --print-limit 20 python3 -m pytest -q -p no:cacheprovider tests/test_attention_quant.py \
+          -k "cuda and not 2_31 and not compile"
+        step racecheck-attn 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool racecheck \
+          --error-exitcode 3 --print-limit 20 python3 scripts/sanitize_attention.py --quick ;;
       *) say "unknown step $st" ;;
     esac
   done
