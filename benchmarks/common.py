@@ -137,6 +137,12 @@ class Row:
         return self.flops / (self.ours_us * 1e-6) / 1e12 if self.flops else None
 
 
+def rel_l2(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Relative L2 distance of `a` from `b`, in float64 (on their device)."""
+    a, b = a.double(), b.double()
+    return ((a - b).norm() / b.norm().clamp_min(1e-300)).item()
+
+
 def build_info() -> dict:
     """What the extension in use was built with (written by cmake/write_variant.py)."""
     import ltx_kernels

@@ -212,7 +212,7 @@ def run_variant(name, problem, model, args, device, ref, cached: bool = False):
         torch.cuda.reset_peak_memory_stats(device)
     times, medians, totals = [], [], []
     calls = {"calls": None}
-    for r in range(max(1, getattr(args, "timed_runs", 1))):
+    for r in range(max(1, args.timed_runs)):
         run_times = []
         remove = None
         if r == 0:  # the last block's kernel calls, counted once

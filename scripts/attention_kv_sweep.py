@@ -25,15 +25,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import ltx_kernels as lk  # noqa: E402
 
-from common import time_graph, write_record  # noqa: E402
+from common import rel_l2, time_graph, write_record  # noqa: E402
 
 B, SQ, H = 2, 2688, 32
 SKV = [128, 256, 512, 1024, 2048, 2688]
 
-
-def rel_l2(a, b):
-    a, b = a.float(), b.float()
-    return ((a - b).norm() / b.norm()).item()
 
 
 def main():

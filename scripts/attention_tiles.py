@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import ltx_kernels as lk  # noqa: E402
 
-from common import time_graph, write_record  # noqa: E402
+from common import rel_l2, time_graph, write_record  # noqa: E402
 
 SHAPES = [  # name, B, S, H, D
     ("LTX-Video 49x512x768", 2, 2688, 32, 64),
@@ -29,10 +29,6 @@ SHAPES = [  # name, B, S, H, D
     ("LTX-2 8k", 1, 8192, 32, 128),
 ]
 
-
-def rel_l2(a, b):
-    a, b = a.float(), b.float()
-    return ((a - b).norm() / b.norm()).item()
 
 
 def run(fn, tile, pingpong, sets):

@@ -12,18 +12,18 @@ the float64 reference (reference.py) so that a silent wrong answer fails too.
 """
 import argparse
 import os
+import sys
 
 import torch
 
-import ltx_kernels as lk
-from ltx_kernels import reference as ref
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+
+import ltx_kernels as lk  # noqa: E402
+from ltx_kernels import reference as ref  # noqa: E402
+
+from common import rel_l2  # noqa: E402
 
 TILES = {("bf16", 64): [1, 2], ("bf16", 128): [1, 2, 3], ("fp8", 64): [1, 2], ("fp8", 128): [1, 2]}
-
-
-def rel_l2(a, b):
-    a, b = a.double().cpu(), b.double().cpu()
-    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
 def main():
@@ -74,7 +74,7 @@ def main():
                         os.environ["LTX_KERNELS_ATTENTION_PINGPONG"] = pp
                         out = fn()
                         torch.cuda.synchronize()
-                        err = rel_l2(out, want)
+                        err = rel_l2(out.cpu(), want.cpu())
                         n += 1
                         # relative L2 of P rounding on a flat softmax over random v is about its unit
                         # roundoff (bf16 1e-3, e4m3 P 4e-2 rms); a wrong row or tile gives ~1
