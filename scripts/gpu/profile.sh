@@ -7,7 +7,7 @@
 # One CSV per family (`--page details`, one row per kernel and metric), with the
 # NVTX range that names each launch, packed into $OUT/ncu.tar.gz.
 #   VARIANT=<built variant dir> OUT=<dir> bash scripts/gpu/profile.sh [families...]
-# families: attention gemm glue fp8 (default: all). Each family is capped at FAMILY_LIMIT s (120).
+# families: attention gemm glue fp8 membound (default: all but membound). Each family is capped at FAMILY_LIMIT s (120).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${VARIANT:?set VARIANT to the built variant directory (build/<dir>/variant.txt)}"
@@ -20,9 +20,16 @@ SECTIONS=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section Mem
           --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats)
 for fam in ${@:-attention gemm glue fp8}; do
   t0=$(date +%s)
-  if [ "$fam" = fp8 ]; then script=(scripts/profile_fp8.py); else script=(scripts/profile_heavy.py "$fam"); fi
-  cmd=(ncu "${SECTIONS[@]}" --csv --page details --profile-from-start off --nvtx --print-nvtx-rename kernel
-       python3 "${script[@]}")
+  extra=()
+  case "$fam" in
+    fp8) script=(scripts/profile_fp8.py) ;;
+    # memory-bound ops beside torch.compile's kernels, at the benchmarks' clocks (not locked)
+    membound) script=(scripts/profile_membound.py)
+              extra=(--clock-control none --metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum) ;;
+    *) script=(scripts/profile_heavy.py "$fam") ;;
+  esac
+  cmd=(ncu "${SECTIONS[@]}" "${extra[@]}" --csv --page details --profile-from-start off --nvtx
+       --print-nvtx-rename kernel python3 "${script[@]}")
   timeout "$FAMILY_LIMIT" "${cmd[@]}" > "$WORK/$fam.csv" 2> "$WORK/$fam.log"
   echo "profile: $fam rc=$? in $(( $(date +%s) - t0 )) s, $(grep -c '' "$WORK/$fam.csv") CSV lines"
 done

@@ -1,0 +1,95 @@
+"""One call of each memory-bound op that trails torch.compile, beside the Triton kernel(s)
+torch.compile generates for the same fp32 composition (benchmarks/baselines.py), at the shapes
+of the families' benchmarks, for Nsight Compute (scripts/gpu/profile.sh membound):
+
+    ncu --clock-control none --profile-from-start off --nvtx --print-nvtx-rename kernel \
+        --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+        --metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+        python3 scripts/profile_membound.py [names...]
+
+`--clock-control none` keeps the clocks the benchmarks run at (ncu's default locks the SM clock
+near 1.3 GHz, which makes memory-bound kernels look instruction-bound). Each call runs once
+unprofiled first (compile, autotune, module loading). Names select a subset (substring match)."""
+
+import os
+import sys
+
+import torch
+
+import ltx_kernels as lk
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import baselines as bl  # noqa: E402
+from profile_heavy import profile_calls  # noqa: E402
+
+dev, bf, F8 = "cuda", torch.bfloat16, torch.float8_e4m3fn
+EPS = 1e-6
+KW = dict(out_dtype=F8, scale_layout="mn_major")
+
+
+def compiled(fn):
+    return torch.compile(fn, dynamic=False)
+
+
+def calls():
+    out = []
+    # FP8-output ops at the fused_fp8 benchmark's shapes
+    x = torch.randn(2, 6144, 4096, device=dev, dtype=bf)
+    w = torch.randn(4096, device=dev, dtype=bf)
+    gl = torch.randn(2, 6144, 32, device=dev, dtype=bf)
+    sc, sh = torch.randn(2, 4096, device=dev, dtype=bf) * 0.1, torch.randn(2, 4096, device=dev, dtype=bf)
+    xg = torch.randn(12288, 8192, device=dev, dtype=bf)
+    xm = torch.randn(12288, 16384, device=dev, dtype=bf)
+    c_rms = compiled(lambda x, w: bl.rms_norm_fp8(x, w, EPS))
+    c_adaln = compiled(lambda x, sc, sh: bl.adaln_rms_norm_fp8(x, sc, sh, None, EPS))
+    c_ga, c_gt, c_silu8 = compiled(bl.gated_attention_fp8), compiled(bl.gelu_tanh_fp8), compiled(bl.silu_and_mul_fp8)
+    out += [
+        ("ours gelu_tanh->fp8", lambda: lk.gelu_tanh(xg, **KW)),
+        ("compiled gelu_tanh->fp8", lambda: c_gt(xg)),
+        ("ours gated_attention->fp8", lambda: lk.gated_attention(x, gl, **KW)),
+        ("compiled gated_attention->fp8", lambda: c_ga(x, gl)),
+        ("ours rms_norm->fp8", lambda: lk.rms_norm(x, w, EPS, **KW)),
+        ("compiled rms_norm->fp8", lambda: c_rms(x, w)),
+        ("ours adaln_rms_norm->fp8", lambda: lk.adaln_rms_norm(x, sc, sh, None, EPS, **KW)),
+        ("compiled adaln_rms_norm->fp8", lambda: c_adaln(x, sc, sh)),
+        ("ours silu_and_mul->fp8", lambda: lk.silu_and_mul(xm, **KW)),
+        ("compiled silu_and_mul->fp8", lambda: c_silu8(xm)),
+    ]
+    # bf16-output ops
+    xa = torch.randn(4096, 28672, device=dev, dtype=bf)
+    xe = torch.randn(2, 2688, 8192, device=dev, dtype=bf)
+    xs = torch.randn(2, 2688, 2048, device=dev, dtype=bf)
+    ys = torch.randn_like(xs)
+    gs = torch.randn(2, 2688, 32, device=dev, dtype=bf)
+    sc2, sh2, g2 = (torch.randn(2, 2048, device=dev, dtype=bf) * 0.1 for _ in range(3))
+    c_silu, c_gelu, c_gt16 = compiled(bl.silu_and_mul), compiled(bl.gelu), compiled(bl.gelu_tanh)
+    c_gatt = compiled(bl.gated_attention)
+    c_adaln16 = compiled(lambda x, sc, sh: bl.adaln_rms_norm(x, sc, sh, None, EPS))
+    c_gres = compiled(lambda h, y, g, sc, sh: bl.gated_residual_adaln_rms_norm(h, y, g, sc, sh, None, EPS))
+    out += [
+        ("ours silu_and_mul", lambda: lk.silu_and_mul(xa)),
+        ("compiled silu_and_mul", lambda: c_silu(xa)),
+        ("ours gelu", lambda: lk.gelu(xe)),
+        ("compiled gelu", lambda: c_gelu(xe)),
+        ("ours gelu_tanh", lambda: lk.gelu_tanh(xe)),
+        ("compiled gelu_tanh", lambda: c_gt16(xe)),
+        ("ours gated_attention", lambda: lk.gated_attention(xs, gs)),
+        ("compiled gated_attention", lambda: c_gatt(xs, gs)),
+        ("ours adaln_rms_norm", lambda: lk.adaln_rms_norm(xs, sc2, sh2, None, EPS)),
+        ("compiled adaln_rms_norm", lambda: c_adaln16(xs, sc2, sh2)),
+        ("ours gated_residual_adaln_rms_norm", lambda: lk.gated_residual_adaln_rms_norm(xs, ys, g2, sc2, sh2, None, EPS)),
+        ("compiled gated_residual_adaln_rms_norm", lambda: c_gres(xs, ys, g2, sc2, sh2)),
+    ]
+    return out
+
+
+def main(argv):
+    todo = calls()
+    if argv:
+        todo = [c for c in todo if any(a in c[0] for a in argv)]
+    profile_calls("profile_membound", todo)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
