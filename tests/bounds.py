@@ -27,19 +27,21 @@ def gelu_e32(x):
 
 def gelu_tanh_e32(x):
     """x / (1 + e^{-2v}), v = sqrt(2/pi) (x + 0.044715 x^3): v carries <= 7 roundings (7u),
-    which e^{-2v} multiplies by |2v|; expf (2 ulps = 4u), 1 + e (1u) and the division (2 ulps
-    with the CUDA fast divide = 4u): (9 + 14 |v|) u |y|. The tanh form's cancellation is gone;
-    this conditioning is the formula's own (~100u at x = -5). x < -10.0 gives -0 (exact value
-    below 2^-122 in magnitude)."""
+    which e^{-2v} multiplies by |2v|: 14 |v| u. The exponential: CUDA's __expf(t) errs by at most
+    2 + floor(1.173 |t|) ulps (the CPU's expf by less), t = -2v: (4 + 4.7 |v|) u. 1 + e (1u), the
+    reciprocal (rcp.approx, 1 ulp = 2u; the CPU divides, 1u) and the product (1u): 4u. With one
+    u of slack: (9 + 19 |v|) u |y|. The tanh form's cancellation is gone; this conditioning is the
+    formula's own (~100u at x = -5). x < -10.0 gives -0 (exact value below 2^-122 in magnitude)."""
     xd = x.double()
     v = math.sqrt(2 / math.pi) * (xd + 0.044715 * xd**3)
-    return (9 + 14 * v.abs()) * U * ref.gelu_tanh(x).abs() + 2.0**-122
+    return (9 + 19 * v.abs()) * U * ref.gelu_tanh(x).abs() + 2.0**-122
 
 
 def silu_e32(x):
-    """x / (1 + e^{-x}): expf 4u (its argument -x is exact), 1 + e 1u, the division 4u, and the
-    product of roundings: 10u |y|. x < -87.3 gives -0 (exact value below 2^-119)."""
-    return 10 * U * ref.silu(x).abs() + 2.0**-119
+    """x / (1 + e^{-x}): __expf(-x) (its argument is exact) errs by at most 2 + floor(1.173 |x|)
+    ulps = (4 + 2.35 |x|) u, 1 + e 1u, the reciprocal 2u and the product 1u, and the product of
+    roundings: (10 + 2.4 |x|) u |y|. x < -87.3 gives -0 (exact value below 2^-119)."""
+    return (10 + 2.4 * x.double().abs()) * U * ref.silu(x).abs() + 2.0**-119
 
 
 def and_mul_e32(x, act, act_e32, act_first):
@@ -52,8 +54,11 @@ def and_mul_e32(x, act, act_e32, act_first):
 
 
 def gated_e32(x, g):
-    """x * 2 / (1 + e^{-g}): expf 4u, 1 + e 1u, the IEEE division 1u, the product 1u: 7u; 8u |y|."""
-    return 8 * U * ref.gated_attention(x, g).abs()
+    """x * 2 / (1 + e^{-g}): __expf(-g) (2 + floor(1.173 |g|) ulps: (4 + 2.35 |g|) u), 1 + e 1u,
+    the reciprocal 2u (rcp.approx; the CPU's IEEE division 1u), the product 1u: (8 + 2.4 |g|) u
+    |y|. For e^{-g} > 2^126 (g < -87.3) the gate is 0 (exact value below 2^-125): |x| 2^-125."""
+    return (8 + 2.4 * g.double().abs().repeat_interleave(x.shape[-1] // g.shape[-1], dim=-1)) * U * \
+        ref.gated_attention(x, g).abs() + x.double().abs() * 2.0**-125
 
 
 # ---- norms ----------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import torch
 
 from ._common import register_fake
 from ._ops import ops
+from .fp8 import _mn_major_scales_out
 
 __all__ = []
 
@@ -47,9 +48,8 @@ def fp8_outputs(op: str, shape, device, group_size: int, scale_layout: str) -> T
     q = torch.empty(shape, dtype=FP8_OUT, device=device)
     if scale_layout == "row":
         scales = torch.empty(m, g, dtype=torch.float32, device=device)
-    else:
-        m_pad = (m + 3) // 4 * 4
-        scales = torch.zeros(g, m_pad, dtype=torch.float32, device=device).t()[:m]
+    else:  # the kernels write every [m, g] entry: only the padding rows are zeroed
+        scales = _mn_major_scales_out(m, g, device)
     return q, scales
 
 

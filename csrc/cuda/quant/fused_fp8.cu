@@ -118,7 +118,9 @@ cudaError_t gated_attention_fp8_typed(const Fp8GroupOut& o, const T* x, int64_t 
   if (cudaError_t e = precheck<T>(o, cols); e != cudaSuccess) return e;
   if (!rows_ok(x, x_stride)) return cudaErrorMisalignedAddress;
   using Op = GatedAttentionOp<T>;
-  return launch<Op, T>(Op{{}, x, x_stride, gate, gate_stride, int(head_dim)}, o, rows, cols, stream);
+  const Op op{{}, x, x_stride, gate, gate_stride, int(head_dim), make_fast_div32(uint32_t(head_dim)),
+              head_dim % kVec16<T> == 0};
+  return launch<Op, T>(op, o, rows, cols, stream);
 }
 
 template <class Act>

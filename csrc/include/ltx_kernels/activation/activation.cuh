@@ -29,28 +29,43 @@ struct GeluErf {
   __device__ __forceinline__ static float f(float x) { return gelu_erfc_f32(x); }
 };
 
-// 0.5 x (1 + tanh(v)) == x * sigmoid(2v) == x / (1 + e^(-2v)): one expf and one fast divide
-// instead of tanhf, and no cancellation of 1 + tanh(v) near -1. __fdividef(x, y) returns 0 for
-// 2^126 < |y| <= inf; e^(-2v) > 2^126 (x < -10.0, exact value above -1.2e-37) gives -0
-// explicitly, which also keeps x = -inf (-inf / inf = NaN) at its limit -0.
+// The logistic-form activations below are instruction bound at memory speed if written with
+// the IEEE-accurate expf (8 instructions) and __fdividef (whose denormal-divisor guard adds 4),
+// so they use the hardware approximations, with the error bounds the CUDA documentation gives:
+//   e = __expf(t): ex2.approx of t * log2(e), at most 2 + floor(1.173 |t|) ulps;
+//   rcp_approx(d): rcp.approx.ftz.f32, at most 1 ulp (PTX ISA); d = 1 + e lies in [1, 2^126]
+//   (larger e is cut off first), so the flush to zero never applies.
+// tests/bounds.py carries these bounds into the tests' error budgets.
+__device__ __forceinline__ float rcp_approx(float d) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+  return r;
+}
+
+// 0.5 x (1 + tanh(v)) == x * sigmoid(2v) == x / (1 + e^(-2v)): no cancellation of 1 + tanh(v)
+// near -1. e^(-2v) > 2^126 (x < -10.0, exact value above -1.2e-37) gives -0 explicitly, which
+// also keeps x = -inf (-inf * 0 = NaN) at its limit -0.
 struct GeluTanh {
   __device__ __forceinline__ static float f(float x) {
     const float v = 0.79788456080286535588f * (x + 0.044715f * x * x * x);
-    const float e = expf(-2.f * v);
-    return e > 0x1p126f ? -0.f : __fdividef(x, 1.f + e);
+    const float e = __expf(-2.f * v);
+    return e > 0x1p126f ? -0.f : x * rcp_approx(1.f + e);
   }
 };
 
 // x / (1 + e^-x); -0 once e^-x > 2^126 (x < -87.3, exact value above -1.1e-36) and at x = -inf.
 struct Silu {
   __device__ __forceinline__ static float f(float x) {
-    const float e = expf(-x);
-    return e > 0x1p126f ? -0.f : __fdividef(x, 1.f + e);
+    const float e = __expf(-x);
+    return e > 0x1p126f ? -0.f : x * rcp_approx(1.f + e);
   }
 };
 
-// 2 * sigmoid(g), LTX-2's per-head attention gate.
-__device__ __forceinline__ float gate2(float g) { return 2.f / (1.f + expf(-g)); }
+// 2 * sigmoid(g), LTX-2's per-head attention gate; 0 for e^-g > 2^126 (g < -87.3) and g = -inf.
+__device__ __forceinline__ float gate2(float g) {
+  const float e = __expf(-g);
+  return e > 0x1p126f ? 0.f : 2.f * rcp_approx(1.f + e);
+}
 
 // ---- elementwise, dense -----------------------------------------------------------------------
 

@@ -10,8 +10,11 @@
 //              |2v|, so the relative error of the result grows like ~14 |v| 2^-24 for x << 0.
 //              For e^{-2v} > 2^126 (x < -10.0) the result is -0 (exact value > -1.2e-37).
 //   silu:      x / (1 + e^{-x}); -0 for e^{-x} > 2^126 (x < -87.3, exact value > -1.1e-36).
-// The 2^126 cut is where the CUDA kernels' fast division returns 0; the CPU uses it too, so
-// gelu_tanh(-inf) and silu(-inf) are -0 (not -inf / inf = NaN) on both backends.
+// The 2^126 cut keeps the CUDA kernels' approximate reciprocal of 1 + e out of the subnormal
+// range, where it flushes to 0; the CPU uses it too, so gelu_tanh(-inf) and silu(-inf) are -0
+// (not -inf / inf = NaN) on both backends. The CUDA kernels evaluate e with __expf and the
+// quotient as x * rcp.approx(1 + e) (a few ulps more than the CPU's expf and division, bounded
+// in tests/bounds.py); the CPU keeps the IEEE operations.
 #pragma once
 
 #include <cmath>
