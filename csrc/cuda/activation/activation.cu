@@ -65,7 +65,7 @@ cudaError_t and_mul(T* out, int64_t os, const T* x, int64_t xs, int64_t rows, in
                     bool act_first, cudaStream_t stream) {
   if (rows <= 0 || d <= 0) return cudaSuccess;
   constexpr int V = kVec16<T>;
-  constexpr int U = 2;  // two loads (act half, mul half) per step each
+  constexpr int U = 1;  // two loads (act half, mul half) per step
   const int64_t act_off = act_first ? 0 : d;
   const int64_t mul_off = act_first ? d : 0;
   const bool vec = aligned_to(out, 16) && aligned_to(x, 16) && d % V == 0 &&

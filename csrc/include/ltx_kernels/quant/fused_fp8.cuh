@@ -25,7 +25,6 @@
 #include <type_traits>
 
 #include "ltx_kernels/activation/activation.cuh"
-#include "ltx_kernels/common/device.h"
 #include "ltx_kernels/common/fp8_util.h"
 #include "ltx_kernels/common/reduce.cuh"
 #include "ltx_kernels/common/rowwise_launch.h"
@@ -45,6 +44,7 @@ template <class P, typename T, bool RMS_DIV>
 struct NormOp {
   fused_norm_detail::Args<T> a;
   static constexpr bool kNorm = true;
+  static constexpr bool kCap64 = !P::kGated;
   using RowCtx = fused_norm_detail::RowPtrs<T>;
   template <int V>
   using Chunk = Packed<T, V>;
@@ -94,6 +94,7 @@ struct ActAndMulOp : NoNormOp {
   int64_t x_stride;
   int64_t d;
   bool act_first;
+  static constexpr bool kCap64 = !std::is_same<T, __nv_bfloat16>::value;
   using RowCtx = const T*;
   template <int V>
   struct Chunk {
@@ -120,6 +121,7 @@ template <class Act, typename T>
 struct ActOp : NoNormOp {
   const T* x;
   int64_t x_stride;
+  static constexpr bool kCap64 = true;
   using RowCtx = const T*;
   template <int V>
   using Chunk = Packed<T, V>;
@@ -145,6 +147,7 @@ struct GatedAttentionOp : NoNormOp {
   int head_dim;
   FastDiv32 hdiv;    // division by head_dim
   bool whole_heads;  // head_dim % V == 0: a chunk lies in one head, its gate loaded with it
+  static constexpr bool kCap64 = true;
   struct RowCtx {
     const T* x;
     const T* g;
@@ -219,11 +222,13 @@ __device__ __forceinline__ RopeRowCtx<T, TT> rope_row(const RopeArgs<T, TT>& a, 
   return {a.x + r * a.x_stride, a.cos + b * a.cs.b + s * a.cs.s, a.sin + b * a.ss.b + s * a.ss.s};
 }
 
-// What the two RMSNorm + RoPE ops share: the arguments, the row context, the statistic (rstd).
-template <typename T, typename TT>
+// What the two RMSNorm + RoPE ops share: the arguments, the row context, the statistic (rstd)
+// and whether the register cap applies (CAP64).
+template <typename T, typename TT, bool CAP64>
 struct NormRopeBase {
   RopeArgs<T, TT> a;
   static constexpr bool kNorm = true;
+  static constexpr bool kCap64 = CAP64;
   using RowCtx = RopeRowCtx<T, TT>;
   __device__ __forceinline__ RowCtx row(int64_t r) const { return rope_row(a, r); }
   __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
@@ -231,9 +236,9 @@ struct NormRopeBase {
 
 // Interleaved pairs (2i, 2i+1) of the whole row; a 16-byte chunk holds whole pairs.
 template <typename T, typename TT>
-struct NormRopeOp : NormRopeBase<T, TT> {
-  using NormRopeBase<T, TT>::a;
-  using typename NormRopeBase<T, TT>::RowCtx;
+struct NormRopeOp : NormRopeBase<T, TT, true> {
+  using NormRopeBase<T, TT, true>::a;
+  using typename NormRopeBase<T, TT, true>::RowCtx;
   template <int V>
   using Chunk = Packed<T, V>;
   template <int V>
@@ -268,9 +273,9 @@ struct NormRopeOp : NormRopeBase<T, TT> {
 // reads its partner chunk d/2 away (the other half of its pairs), through L1: the partner is
 // the own chunk of another thread of the same row, so DRAM sees x once.
 template <typename T, typename TT>
-struct NormSplitRopeOp : NormRopeBase<T, TT> {
-  using NormRopeBase<T, TT>::a;
-  using typename NormRopeBase<T, TT>::RowCtx;
+struct NormSplitRopeOp : NormRopeBase<T, TT, false> {
+  using NormRopeBase<T, TT, false>::a;
+  using typename NormRopeBase<T, TT, false>::RowCtx;
   template <int V>
   struct Chunk {
     Packed<T, V> own, partner;
@@ -330,61 +335,34 @@ __device__ __forceinline__ void store_codes(uint8_t* p, const Packed<uint8_t, V>
 
 // Threads per row: 32 (WARP_ROWS, 4 rows per 128-thread block) or blockDim.x (one row per
 // block, a multiple of 32, <= 256). cols % V == 0, (cols / V) <= NV * tpr.
-// The grid is at most one resident wave (launch() below), so each warp (block) walks several
-// rows, and the next row's loads are issued before the current row's arithmetic: the loads of
-// one row stay in flight while the previous one is reduced, encoded and stored (without this,
-// every row paid a full memory latency with nothing else in flight from its warps).
-// The 16-access shape (rows of more than 1024 vectors) holds one row only: two would not fit in
-// registers.
 template <class Op, typename T, int V, int NV, bool WARP_ROWS>
-// No register cap: with two rows in flight per thread, fewer resident warps keep as many bytes
-// in flight (bf16, 4-access shapes: 82-111 registers, 146 for *_and_mul; under a cap of 64 or
-// 80 these spilled).
-__global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, 1)
+// Op::kCap64: registers capped at 64 for the 4-access shapes (ncu, rms_norm -> fp8 at
+// [12288, 4096] bf16: 74 registers, 37.5% occupancy, 23% of DRAM bandwidth: the row's loads
+// need more warps in flight). Ops that would spill more than a few words under the cap
+// (ptxas -v: the gated residual, bf16 *_and_mul, split RoPE) keep the compiler's choice, as does
+// the 16-access shape.
+__global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, (NV <= 4 && Op::kCap64) ? (WARP_ROWS ? 8 : 4) : 1)
     fp8_rows(const Op op, const Fp8GroupOut o, int64_t rows, int cols, int lpg) {
-  constexpr bool kPrefetch = NV <= 4;
   __shared__ float smem[32];
   const int tpr = WARP_ROWS ? 32 : blockDim.x;
   const int tid = WARP_ROWS ? (threadIdx.x & 31) : threadIdx.x;
   const int rows_per_block = WARP_ROWS ? (blockDim.x >> 5) : 1;
   const int row_in_block = WARP_ROWS ? (threadIdx.x >> 5) : 0;
   const int nvec = cols / V;
-  using Chunk = typename Op::template Chunk<V>;
-  auto load_row = [&](const typename Op::RowCtx& c, Chunk (&dst)[NV]) {
+
+  // Row loop: uniform over the block (!WARP_ROWS, block_sum's barriers) or the warp.
+  for (int64_t row = int64_t(blockIdx.x) * rows_per_block + row_in_block; row < rows;
+       row += int64_t(gridDim.x) * rows_per_block) {
+    const typename Op::RowCtx rc = op.row(row);
+    typename Op::template Chunk<V> ch[NV];  // (NV) this thread's share of the row
+    float s = 0.f;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int i = tid + k * tpr;
-      if (i < nvec) op.template load<V>(c, int64_t(i) * V, dst[k]);
-    }
-  };
-
-  // Row loop: uniform over the block (!WARP_ROWS, block_sum's barriers) or the warp.
-  const int64_t step = int64_t(gridDim.x) * rows_per_block;
-  int64_t row = int64_t(blockIdx.x) * rows_per_block + row_in_block;
-  if (row >= rows) return;
-  typename Op::RowCtx rc = op.row(row);
-  Chunk ch[NV];  // (NV) this thread's share of the row
-  if constexpr (kPrefetch) load_row(rc, ch);
-#pragma unroll 1
-  for (; row < rows; row += step) {
-    // the next row's loads first
-    const int64_t next = row + step;
-    typename Op::RowCtx nrc = rc;
-    Chunk nch[kPrefetch ? NV : 1];
-    if constexpr (kPrefetch) {
-      if (next < rows) {
-        nrc = op.row(next);
-        load_row(nrc, nch);
+      if (i < nvec) {
+        op.template load<V>(rc, int64_t(i) * V, ch[k]);
+        if constexpr (Op::kNorm) s += op.template sumsq<V>(ch[k]);
       }
-    } else {
-      rc = op.row(row);
-      load_row(rc, ch);
-    }
-    float s = 0.f;
-    if constexpr (Op::kNorm) {
-#pragma unroll
-      for (int k = 0; k < NV; ++k)
-        if (tid + k * tpr < nvec) s += op.template sumsq<V>(ch[k]);
     }
     float st = 0.f;
     if constexpr (Op::kNorm) st = op.stat(WARP_ROWS ? warp_sum(s) : block_sum(s, smem));
@@ -410,11 +388,6 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, 1)
         if ((i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i / lpg) * o.s_col] = sc;
       }
     }
-    if constexpr (kPrefetch) {
-      rc = nrc;
-#pragma unroll
-      for (int k = 0; k < NV; ++k) ch[k] = nch[k];
-    }
   }
 }
 
@@ -437,35 +410,28 @@ bool rows_ok(const T* p, int64_t stride) {
   return p == nullptr || (aligned_to(p, 16) && stride % kVec16<T> == 0);
 }
 
+constexpr int64_t kMaxGrid = int64_t(1) << 30;  // more rows are covered by the grid-stride loop
+
 // Launch shape by row width (as the plain norms' bandwidth-bound shapes): a warp per row for
 // rows of <= 128 vectors (4 per lane), a block of <= 256 threads per row otherwise (4 or 16
 // vectors per thread; some 16-vector kernels spill a little (ptxas -v), used only for rows of
-// more than 1024 vectors, i.e. > 8192 bf16 columns). The grid is the CTAs that are resident at
-// once (the occupancy calculator, per kernel and block size), or fewer when there are fewer rows:
-// every warp then walks several rows with the next one's loads in flight.
+// more than 1024 vectors, i.e. > 8192 bf16 columns).
 template <class Op, typename T>
 cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t cols,
                    cudaStream_t stream) {
   constexpr int V = kVec16<T>;
   const int nvec = int(cols / V);
   const int lpg = int(o.group / V);
-  auto run = [&](auto kernel, unsigned threads, int64_t units) {
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, int(threads), 0) != cudaSuccess) {
-      (void)cudaGetLastError();
-      per_sm = 1;
-    }
-    const int64_t resident = int64_t(std::max(current_device_props().sm_count, 1)) * std::max(per_sm, 1);
-    const int64_t grid = std::max<int64_t>(1, std::min(units, resident));
-    kernel<<<unsigned(grid), threads, 0, stream>>>(op, o, rows, int(cols), lpg);
-  };
   auto warp_rows = [&](auto nv) {
-    run(fp8_rows<Op, T, V, decltype(nv)::value, true>, 128u, (rows + 3) / 4);
+    const int64_t grid = std::min<int64_t>((rows + 3) / 4, kMaxGrid);
+    fp8_rows<Op, T, V, decltype(nv)::value, true>
+        <<<unsigned(grid), 128, 0, stream>>>(op, o, rows, int(cols), lpg);
   };
   auto block_rows = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     const unsigned threads = unsigned(((nvec + NV - 1) / NV + 31) / 32 * 32);
-    run(fp8_rows<Op, T, V, NV, false>, threads, rows);
+    const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
+    fp8_rows<Op, T, V, NV, false><<<grid, threads, 0, stream>>>(op, o, rows, int(cols), lpg);
   };
   // Three shapes only (each op x dtype instantiates all of them; ptxas time is per shape).
   using I4 = std::integral_constant<int, 4>;
