@@ -7,10 +7,10 @@ kernel is faster than ours. Our time against torch.compile of the same compositi
 one run on the H200 over every row of the families' benchmarks (LTX and LLM shapes, bf16 / fp16,
 benchmarks/results/h200/results.md):
 
-    adaln_rms_norm                 0.82 - 0.99x    gelu_tanh        0.89 - 0.96x
-    gated_residual_adaln_rms_norm  0.83 - 1.03x    silu_and_mul     0.85 - 0.96x
-    add_rms_norm                   0.94 - 1.04x    gelu_and_mul     0.78 - 0.95x
-    gated_attention                0.73 - 0.95x
+    adaln_rms_norm                 0.83 - 0.99x    gelu_tanh        0.97 - 0.98x
+    gated_residual_adaln_rms_norm  0.83 - 1.04x    silu_and_mul     0.97 - 1.00x
+    add_rms_norm                   0.95 - 1.06x    gelu_and_mul     0.83 - 0.99x
+    gated_attention                0.75 - 0.96x
 
 While Dynamo traces a forward, `use_kernel(op)` is False for those ops and the forward writes
 the plain PyTorch composition (the original module's math), which Inductor then fuses with its
