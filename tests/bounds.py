@@ -18,19 +18,28 @@ U = 2.0**-24
 
 # ---- activations ----------------------------------------------------------------------------------
 def gelu_e32(x):
-    """0.5 x erfc(-x / sqrt 2) with the low part of the product carried (gelu_erfc.h): erfcf's
-    documented 4 ulps (CUDA; glibc's is smaller) = 8u, + 2u for the first-order correction and
-    its rounding, + 1u for the product: 11u |y|. Below x = -13 erfc(u) is subnormal in fp32:
-    the absolute error stays under 2^-142 (the C++ core test sweeps this)."""
+    """fp32 inputs (results kept in fp32): 0.5 x erfc(-x / sqrt 2) with the low part of the
+    product carried (gelu_erfc.h's gelu_erfc_f32): erfcf's documented 4 ulps (CUDA; glibc's is
+    smaller) = 8u, + 2u for the first-order correction and its rounding, + 1u for the product:
+    11u |y|. Below x = -13 erfc(u) is subnormal in fp32: the absolute error stays under 2^-142
+    (the C++ core test sweeps this).
+    bf16 / fp16 inputs (results rounded to 16 bits; the CUDA kernels use gelu_erfc_fast_f32, the
+    CPU backend the accurate form, which this also bounds): the fitted
+    t exp(P(t) - x^2 / 2) with its derivation in gelu_erfc.h: (28 + 1.5 x^2) u |y|, and 2^-144
+    absolute where exp2f's result is subnormal."""
+    if x.dtype in (torch.float16, torch.bfloat16):
+        return (28 + 1.5 * x.double() ** 2) * U * ref.gelu(x).abs() + 2.0**-144
     return 11 * U * ref.gelu(x).abs() + 2.0**-142
 
 
 def gelu_tanh_e32(x):
-    """x / (1 + e^{-2v}), v = sqrt(2/pi) (x + 0.044715 x^3): v carries <= 7 roundings (7u),
-    which e^{-2v} multiplies by |2v|: 14 |v| u. The exponential: CUDA's __expf(t) errs by at most
-    2 + floor(1.173 |t|) ulps (the CPU's expf by less), t = -2v: (4 + 4.7 |v|) u. 1 + e (1u), the
-    reciprocal (rcp.approx, 1 ulp = 2u; the CPU divides, 1u) and the product (1u): 4u. With one
-    u of slack: (9 + 19 |v|) u |y|. The tanh form's cancellation is gone; this conditioning is the
+    """x / (1 + e^{-2v}), v = sqrt(2/pi) (x + 0.044715 x^3): the CUDA kernels take
+    -2v log2(e) = x (k0 + k1 x^2) with <= 4 roundings (4u, the constants' included; the CPU
+    backend's v carries <= 7: 7u), which e^{-2v} multiplies by |2v|: <= 14 |v| u. The
+    exponential: ex2.approx is the instruction of CUDA's __expf(t), documented to
+    2 + floor(1.173 |t|) ulps (the CPU's expf errs by less), t = -2v: (4 + 4.7 |v|) u. 1 + e (1u),
+    the reciprocal (rcp.approx, 1 ulp = 2u; the CPU divides, 1u) and the product (1u): 4u. With
+    one u of slack: (9 + 19 |v|) u |y|. The tanh form's cancellation is gone; this conditioning is the
     formula's own (~100u at x = -5). x < -10.0 gives -0 (exact value below 2^-122 in magnitude)."""
     xd = x.double()
     v = math.sqrt(2 / math.pi) * (xd + 0.044715 * xd**3)

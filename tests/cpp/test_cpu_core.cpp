@@ -278,6 +278,41 @@ TEST(Activation, GeluErfcLowPartMatters) {
   EXPECT_GT(worst, 50.0);
 }
 
+// The fitted erfc of the 16-bit CUDA path (gelu_erfc_fast_f32), host-compiled: IEEE division and
+// the libm exp2f stand in for rcp.approx and CUDA's exp2f, whose extra error (1 and 2 ulps) the
+// bound (28 + 1.5 x^2) u derived in gelu_erfc.h already carries. Every 127th fp32 value of
+// [-16, 6]; the worst case, as a fraction of the bound, is printed.
+TEST(Activation, GeluErfcFastAgainstDouble) {
+  const double u = std::ldexp(1.0, -24);
+  double worst = 0, worst_x = 0;
+  int64_t n = 0, bad = 0;
+  sweep(-16.f, 6.f, 127, [&](float x) {
+    const double want = gelu_exact(x);
+    const double err = std::fabs(double(gelu_erfc_fast_f32(x)) - want);
+    const double rel = (28 + 1.5 * double(x) * x) * u;
+    const double bound = rel * std::fabs(want) + std::ldexp(1.0, -144);
+    if (std::fabs(want) >= std::ldexp(1.0, -126) && err / std::fabs(want) / rel > worst)
+      worst = err / std::fabs(want) / rel, worst_x = x;
+    ++n;
+    if (!(err <= bound) && bad++ < 5)
+      ADD_FAILURE() << "x=" << x << " got " << gelu_erfc_fast_f32(x) << " want " << want << " bound " << bound;
+  });
+  EXPECT_EQ(bad, 0) << "of " << n;
+  std::printf("gelu_erfc_fast_f32: worst error %.2f of the bound (normal results) at x = %.9g, %lld points\n",
+              worst, worst_x, (long long)n);
+  // special values (gelu_erfc_f32's)
+  const float inf = INFINITY, tiny = 1e-30f;
+  EXPECT_TRUE(same_bits(gelu_erfc_fast_f32(0.f), 0.f));
+  EXPECT_TRUE(same_bits(gelu_erfc_fast_f32(-0.f), -0.f));
+  EXPECT_TRUE(same_bits(gelu_erfc_fast_f32(inf), inf));
+  EXPECT_TRUE(same_bits(gelu_erfc_fast_f32(-inf), -0.f));
+  EXPECT_TRUE(std::isnan(gelu_erfc_fast_f32(NAN)));
+  EXPECT_EQ(gelu_erfc_fast_f32(tiny), tiny / 2);
+  EXPECT_EQ(gelu_erfc_fast_f32(-tiny), -tiny / 2);
+  EXPECT_EQ(gelu_erfc_fast_f32(6.f), 6.f);
+  EXPECT_TRUE(same_bits(gelu_erfc_fast_f32(-15.f), -0.f));
+}
+
 TEST(Activation, SpecialValues) {
   using cpu::act::GeluErf;
   using cpu::act::GeluTanh;

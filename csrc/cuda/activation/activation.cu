@@ -96,11 +96,11 @@ cudaError_t gated_attention_typed(T* out, int64_t out_stride, const T* x, int64_
   if (vec) {
     const RowTile t = row_tile(rows, cols / V, U);
     gated_attention_rows<T, V, U><<<t.grid, t.block, 0, stream>>>(
-        out, out_stride, x, x_stride, gate, gate_stride, rows, cols, head_dim);
+        out, out_stride, x, x_stride, gate, gate_stride, rows, cols, make_fast_div32(uint32_t(head_dim / V)));
   } else {
     const RowTile t = row_tile(rows, cols, U);
     gated_attention_rows<T, 1, U><<<t.grid, t.block, 0, stream>>>(
-        out, out_stride, x, x_stride, gate, gate_stride, rows, cols, head_dim);
+        out, out_stride, x, x_stride, gate, gate_stride, rows, cols, make_fast_div32(uint32_t(head_dim)));
   }
   return cudaGetLastError();
 }
@@ -109,7 +109,7 @@ template <class Act>
 cudaError_t elementwise_op(const ActivationParams& p, cudaStream_t stream) {
   return dispatch_cuda(p.dtype, [&](auto tag) {
     using T = type_of<decltype(tag)>;
-    return elementwise<T, Act>(p.out.ptr<T>(), p.out.layout.stride, p.x.ptr<T>(), p.x.layout.stride,
+    return elementwise<T, ActFor<Act, T>>(p.out.ptr<T>(), p.out.layout.stride, p.x.ptr<T>(), p.x.layout.stride,
                                p.x.layout.rows, p.x.layout.cols, stream);
   });
 }
@@ -118,7 +118,7 @@ template <class Act>
 cudaError_t and_mul_op(const AndMulParams& p, cudaStream_t stream) {
   return dispatch_cuda(p.dtype, [&](auto tag) {
     using T = type_of<decltype(tag)>;
-    return and_mul<T, Act>(p.out.ptr<T>(), p.out.layout.stride, p.x.ptr<T>(), p.x.layout.stride,
+    return and_mul<T, ActFor<Act, T>>(p.out.ptr<T>(), p.out.layout.stride, p.x.ptr<T>(), p.x.layout.stride,
                            p.x.layout.rows, p.out.layout.cols, p.act_first, stream);
   });
 }

@@ -56,7 +56,6 @@ namespace ltx_kernels {
 namespace {
 
 using fp8_detail::chunk_quad;
-using fp8_detail::cvt_fp8x4;
 
 constexpr int kThreads = 256;
 // 16-byte chunks per thread and pass of a q / k rows tile: 8 where a row is a power-of-two
@@ -111,30 +110,10 @@ __device__ __forceinline__ uint4 ld_chunk_cached(const T* p) {
   return make_uint4(uint32_t(r.x), uint32_t(r.y), uint32_t(r.z), uint32_t(r.w));
 }
 
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
-// The sign bits of four floats at bits 7, 15, 23, 31 (other bits unspecified).
-__device__ __forceinline__ uint32_t sign_bytes(const float (&f)[4]) {
-  const uint32_t w0 = __float_as_uint(f[0]), w1 = __float_as_uint(f[1]), w2 = __float_as_uint(f[2]),
-                 w3 = __float_as_uint(f[3]);
-  return __byte_perm(__byte_perm(w0, w1, 0x0073u), __byte_perm(w2, w3, 0x7300u), 0x7610u);
-}
-#endif
-
 // Four values of one group (its scale from the group's own amax, so no quotient overflows) to
 // four codes, byte e the code of f[e]: fp8_quantize_value<E4M3, true>(f[e], d.s) bit for bit.
 __device__ __forceinline__ uint32_t encode4(const float (&f)[4], const Fp8Divisor& d) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  if (!d.ieee) {
-    float q[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) q[e] = fp8_markstein_div(f[e], d.s, d.r);
-    return cvt_fp8x4<__NV_E4M3>(q) | (sign_bytes(f) & 0x80808080u);
-  }
-#endif
-  uint32_t w = 0;
-#pragma unroll
-  for (int e = 0; e < 4; ++e) w |= uint32_t(fp8_quantize_div<E4M3>(f[e], d)) << (8 * e);
-  return w;
+  return fp8_quantize_bounded4<E4M3>(f, d);
 }
 
 // The same with a divisor per value (v: per channel); dv[e] = (s, r), r = 0 where the divisor
@@ -148,7 +127,7 @@ __device__ __forceinline__ uint32_t encode4_channels(const float (&f)[4], const 
     float q[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) q[e] = fp8_markstein_div(f[e], d[e].x, d[e].y);
-    return cvt_fp8x4<__NV_E4M3>(q) | (sign_bytes(f) & 0x80808080u);
+    return cvt_fp8x4<__NV_E4M3>(q) | (fp8_sign_bytes(f) & 0x80808080u);
   }
 #endif
   uint32_t w = 0;

@@ -57,6 +57,61 @@ LTX_GELU_HD float gelu_erfc_f32(float x) {
   return u > 10.5f ? -0.f : 0.5f * x * ec;
 }
 
+// gelu for results that are rounded to a 16-bit float (bf16: 2^-9 relative, fp16: 2^-11), where
+// the 11u of gelu_erfc_f32 buy nothing and its erfcf is most of the kernel's instructions
+// (~50 per element: at memory speed the CUDA kernel is instruction bound). ~20 instructions:
+//
+//     erfc(z) = t exp(P(t) - z^2),   z = |x| / sqrt 2,   t = 1 / (1 + z / 2),
+//
+// the form of the classical Chebyshev fit of erfc (Numerical Recipes' erfcc), with our own fit:
+// P is the degree-9 polynomial closest in the max norm to ln(erfc(z) / t) + z^2 on
+// t in [1 / 6.25, 1] (z in [0, 10.5], all that is used), 0.8u from it (u = 2^-24), 2.5u after its
+// constant term was moved by one ulp so that the fp32 evaluation at t = 1 (z = 0) is exactly 0
+// (erfc(0) = 1, so gelu(x) = x / 2 exactly for tiny x). For x > 0, erfc(-z) = 2 - erfc(z), written as
+// x - (x / 2) erfc(z) (>= x / 2: no cancellation).
+//
+// Error, relative to |gelu(x)|, where the result is a normal number: P (2.5u); its Horner
+// evaluation in fp32 (the running bound sum_k |p_k| t^(9-k) u of the partial sums: 3.2u); t's
+// own error (1 + z / 2 with the rounded 1 / (2 sqrt 2): 3u; rcp.approx: 1 ulp = 2u), which moves
+// erfc by (1 + |t P'(t)|) <= 2.26 times that: 11.3u; a = P - z^2 = fma(-x, x / 2, P), rounded
+// once (|a| u, |a| <= x^2 / 2 + 1.27); a * log2(e) and the constant's rounding (2 |a| u); exp2f
+// (CUDA documents 2 ulps: 4u); two products and the difference (3u). In all (24 + 3 |a|) u <=
+// (28 + 1.5 x^2) u: ~30u at |x| = 1, ~320u = 1.9e-5 at x = -14 (a bf16 ulp is 2^-8 to 2^-7
+// relative). A subnormal exp2f (x < -13.2) adds < 2^-144 absolute. The C++ core test sweeps the
+// host build (IEEE division, the libm exp2f) against double; tests/bounds.py carries the bound.
+//
+// Special values as gelu_erfc_f32: +-0 -> +-0, tiny x -> x / 2, x > 5.5 -> x, x < -14.85 -> -0,
+// +inf -> +inf, -inf -> -0, NaN -> NaN.
+LTX_GELU_HD float gelu_erfc_fast_f32(float x) {
+  constexpr float kP[10] = {1.455093175e-01f, -6.842643619e-01f, 1.165610909e+00f,
+                            -7.093041539e-01f, -6.828533113e-02f, -5.846348125e-03f,
+                            3.731178120e-02f,  3.860053122e-01f,  9.987154603e-01f,
+                            -1.265452623e+00f};
+  constexpr float kHalfInvSqrt2 = 0.353553391f;  // 1 / (2 sqrt 2)
+#if defined(__CUDA_ARCH__)
+  const float d = fmaf(fabsf(x), kHalfInvSqrt2, 1.f);  // 1 + z / 2, in [1, 6.25] where it matters
+  float t;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(d));
+#else
+  const float d = std::fma(std::fabs(x), kHalfInvSqrt2, 1.f);
+  const float t = 1.f / d;
+#endif
+  float p = kP[0];
+  const float hx = 0.5f * x;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+  for (int i = 1; i < 10; ++i) p = fmaf(p, t, kP[i]);
+  const float e = exp2f(fmaf(-x, hx, p) * 1.44269504f);  // exp(P - x^2 / 2)
+#else
+  for (int i = 1; i < 10; ++i) p = std::fma(p, t, kP[i]);
+  const float e = std::exp2(std::fma(-x, hx, p) * 1.44269504f);
+#endif
+  const float m = hx * (t * e);  // (x / 2) erfc(|x| / sqrt 2)
+  const float y = x > 0.f ? x - m : m;
+  // x = +-inf would give inf * 0 = NaN above
+  return x > 5.5f ? x : (x < -14.85f ? -0.f : y);
+}
+
 }  // namespace ltx_kernels
 
 #undef LTX_GELU_HD

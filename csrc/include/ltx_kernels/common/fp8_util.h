@@ -177,6 +177,70 @@ __device__ __forceinline__ void fp8_quantize_bounded(const float (&x)[V], const 
 #pragma unroll
   for (int j = 0; j < V; ++j) c[j] = fp8_quantize_div<F>(x[j], d);
 }
+
+// Four floats to four codes (byte e the code of f[e]) by two paired conversions
+// (cvt.rn.satfinite.{e4m3,e5m2}x2.f32, the same rounding as __nv_cvt_float2_to_fp8x2), the
+// halves joined by the register pair move instead of masks and a byte permute.
+template <__nv_fp8_interpretation_t kind>
+__device__ __forceinline__ uint32_t cvt_fp8x4(const float (&f)[4]) {
+  uint32_t r;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if constexpr (kind == __NV_E4M3) {
+    asm("{\n\t.reg .b16 lo, hi;\n\t"
+        "cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n\t"
+        "cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n\t"
+        "mov.b32 %0, {lo, hi};\n\t}"
+        : "=r"(r) : "f"(f[0]), "f"(f[1]), "f"(f[2]), "f"(f[3]));
+  } else {
+    asm("{\n\t.reg .b16 lo, hi;\n\t"
+        "cvt.rn.satfinite.e5m2x2.f32 lo, %2, %1;\n\t"
+        "cvt.rn.satfinite.e5m2x2.f32 hi, %4, %3;\n\t"
+        "mov.b32 %0, {lo, hi};\n\t}"
+        : "=r"(r) : "f"(f[0]), "f"(f[1]), "f"(f[2]), "f"(f[3]));
+  }
+#else
+  r = 0;
+#endif
+  return r;
+}
+
+// The sign bits of four floats at bits 7, 15, 23, 31 (other bits unspecified).
+__device__ __forceinline__ uint32_t fp8_sign_bytes(const float (&f)[4]) {
+  const uint32_t w0 = __float_as_uint(f[0]), w1 = __float_as_uint(f[1]), w2 = __float_as_uint(f[2]),
+                 w3 = __float_as_uint(f[3]);
+  return __byte_perm(__byte_perm(w0, w1, 0x0073u), __byte_perm(w2, w3, 0x7300u), 0x7610u);
+}
+
+// fp8_quantize_bounded for four values as one word (byte e the code of f[e]): two paired
+// conversions joined by the register pair move, the four signs gathered by three byte permutes
+// and OR-ed in by one LOP3; no per-byte unpacking before a store of whole words.
+template <class F>
+__device__ __forceinline__ uint32_t fp8_quantize_bounded4(const float (&f)[4], const Fp8Divisor& d) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if (!d.ieee) {
+    float q[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) q[e] = fp8_markstein_div(f[e], d.s, d.r);
+    return cvt_fp8x4<F::kExp == 4 ? __NV_E4M3 : __NV_E5M2>(q) | (fp8_sign_bytes(f) & 0x80808080u);
+  }
+#endif
+  uint32_t w = 0;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) w |= uint32_t(fp8_quantize_div<F>(f[e], d)) << (8 * e);
+  return w;
+}
+
+// V values (V % 4 == 0) as V / 4 such words, word j the codes of x[4j .. 4j + 3].
+template <class F, int V>
+__device__ __forceinline__ void fp8_quantize_bounded_words(const float (&x)[V], const Fp8Divisor& d,
+                                                           uint32_t (&w)[V / 4]) {
+  static_assert(V % 4 == 0, "whole words");
+#pragma unroll
+  for (int j = 0; j < V / 4; ++j) {
+    const float f[4] = {x[4 * j], x[4 * j + 1], x[4 * j + 2], x[4 * j + 3]};
+    w[j] = fp8_quantize_bounded4<F>(f, d);
+  }
+}
 #endif
 
 // NaN-ignoring max of |x| (fmaxf returns the other operand when one is NaN).

@@ -81,5 +81,11 @@ inline FastDiv32 make_fast_div32(uint32_t d) {
   f.m = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << f.k) - d)) / d + 1);
   return f;
 }
+#if defined(__CUDACC__)
+// n / f.d for n < 2^31 (umulhi(n, m) < n: the sum fits 32 bits).
+__device__ __forceinline__ uint32_t fast_div(uint32_t n, const FastDiv32& f) {
+  return (__umulhi(n, f.m) + n) >> f.k;
+}
+#endif
 
 }  // namespace ltx_kernels

@@ -192,32 +192,6 @@ __device__ __forceinline__ float chunk_elem(const uint4& c, int e) {
   }
 }
 
-// Four floats to four codes (byte e the code of f[e]) by two paired conversions
-// (cvt.rn.satfinite.{e4m3,e5m2}x2.f32, the same rounding as __nv_cvt_float2_to_fp8x2), the
-// halves joined by the register pair move instead of masks and a byte permute.
-template <__nv_fp8_interpretation_t kind>
-__device__ __forceinline__ uint32_t cvt_fp8x4(const float (&f)[4]) {
-  uint32_t r;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  if constexpr (kind == __NV_E4M3) {
-    asm("{\n\t.reg .b16 lo, hi;\n\t"
-        "cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n\t"
-        "cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n\t"
-        "mov.b32 %0, {lo, hi};\n\t}"
-        : "=r"(r) : "f"(f[0]), "f"(f[1]), "f"(f[2]), "f"(f[3]));
-  } else {
-    asm("{\n\t.reg .b16 lo, hi;\n\t"
-        "cvt.rn.satfinite.e5m2x2.f32 lo, %2, %1;\n\t"
-        "cvt.rn.satfinite.e5m2x2.f32 hi, %4, %3;\n\t"
-        "mov.b32 %0, {lo, hi};\n\t}"
-        : "=r"(r) : "f"(f[0]), "f"(f[1]), "f"(f[2]), "f"(f[3]));
-  }
-#else
-  r = 0;
-#endif
-  return r;
-}
-
 // The codes of a chunk of one group (scale from the group's own amax) as kVec16<T> / 4 words,
 // byte e of word w the code of element 4w + e; bit for bit fp8_quantize_value<F, true>(x, s).
 // Fast path (sm_89+, scale in the Markstein range): per element one multiply and two FMAs
@@ -311,7 +285,7 @@ __global__ void __launch_bounds__(kRowwiseThreads, 3)
     int64_t outer, in;
     if (fits31) {
       const uint32_t gg = uint32_t(g);
-      const uint32_t oo = (__umulhi(gg, gdiv.m) + gg) >> gdiv.k;
+      const uint32_t oo = fast_div(gg, gdiv);
       outer = oo;
       in = gg - oo * uint32_t(inner);
     } else {

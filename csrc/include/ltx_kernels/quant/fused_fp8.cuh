@@ -9,8 +9,8 @@
 // then the FP8 epilogue: thread `tid` owns chunks tid + k * tpr, so a group of `group` columns
 // is `lpg` = group / V consecutive lanes (tpr is a multiple of 32, lpg a power of two <= 32):
 // its amax is a warp_max over width lpg, every lane encodes its V values (the shared rule of
-// common/fp8_util.h: fp8_quantize_bounded, two per hardware conversion) and writes V code
-// bytes (8 bytes for 16-bit T),
+// common/fp8_util.h: fp8_quantize_bounded_words, two per hardware conversion, four codes per
+// word) and writes V code bytes (8 bytes for 16-bit T),
 // the group's first lane writes the scale.
 //
 // Bytes per row: the op's inputs read once (as the plain op), cols code bytes + 4 bytes per
@@ -44,7 +44,8 @@ template <class P, typename T, bool RMS_DIV>
 struct NormOp {
   fused_norm_detail::Args<T> a;
   static constexpr bool kNorm = true;
-  static constexpr bool kCap64 = !P::kGated;
+  // the gated residual spills under 64 registers; 80 keeps the 3 CTAs of 256 threads it had
+  static constexpr int kRegCap = P::kGated ? 80 : 64;
   using RowCtx = fused_norm_detail::RowPtrs<T>;
   template <int V>
   using Chunk = Packed<T, V>;
@@ -94,7 +95,7 @@ struct ActAndMulOp : NoNormOp {
   int64_t x_stride;
   int64_t d;
   bool act_first;
-  static constexpr bool kCap64 = !std::is_same<T, __nv_bfloat16>::value;
+  static constexpr int kRegCap = std::is_same<T, __nv_bfloat16>::value ? 0 : 64;
   using RowCtx = const T*;
   template <int V>
   struct Chunk {
@@ -121,7 +122,7 @@ template <class Act, typename T>
 struct ActOp : NoNormOp {
   const T* x;
   int64_t x_stride;
-  static constexpr bool kCap64 = true;
+  static constexpr int kRegCap = 64;
   using RowCtx = const T*;
   template <int V>
   using Chunk = Packed<T, V>;
@@ -147,7 +148,7 @@ struct GatedAttentionOp : NoNormOp {
   int head_dim;
   FastDiv32 hdiv;    // division by head_dim
   bool whole_heads;  // head_dim % V == 0: a chunk lies in one head, its gate loaded with it
-  static constexpr bool kCap64 = true;
+  static constexpr int kRegCap = 64;
   struct RowCtx {
     const T* x;
     const T* g;
@@ -162,7 +163,7 @@ struct GatedAttentionOp : NoNormOp {
   }
   // column c < 2^31 -> its head, by a multiply-high (rowwise_launch.h's FastDiv32)
   __device__ __forceinline__ int head_of(int c) const {
-    return int((__umulhi(uint32_t(c), hdiv.m) + uint32_t(c)) >> hdiv.k);
+    return int(fast_div(uint32_t(c), hdiv));
   }
   template <int V>
   __device__ __forceinline__ void load(const RowCtx& rc, int64_t off, Chunk<V>& c) const {
@@ -223,12 +224,12 @@ __device__ __forceinline__ RopeRowCtx<T, TT> rope_row(const RopeArgs<T, TT>& a, 
 }
 
 // What the two RMSNorm + RoPE ops share: the arguments, the row context, the statistic (rstd)
-// and whether the register cap applies (CAP64).
+// and whether the 64-register cap applies (CAP64).
 template <typename T, typename TT, bool CAP64>
 struct NormRopeBase {
   RopeArgs<T, TT> a;
   static constexpr bool kNorm = true;
-  static constexpr bool kCap64 = CAP64;
+  static constexpr int kRegCap = CAP64 ? 64 : 0;
   using RowCtx = RopeRowCtx<T, TT>;
   __device__ __forceinline__ RowCtx row(int64_t r) const { return rope_row(a, r); }
   __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
@@ -328,21 +329,33 @@ struct NormSplitRopeOp : NormRopeBase<T, TT, false> {
 
 // ---- the kernel ---------------------------------------------------------------------------
 
+// V codes as V / 4 words (V bytes, V-aligned: q rows are 16-byte aligned, chunks V-aligned).
 template <int V>
-__device__ __forceinline__ void store_codes(uint8_t* p, const Packed<uint8_t, V>& c) {
-  *reinterpret_cast<Packed<uint8_t, V>*>(p) = c;  // V bytes, V-aligned (q rows 16-byte aligned)
+__device__ __forceinline__ void store_code_words(uint8_t* p, const uint32_t (&w)[V / 4]) {
+  if constexpr (V == 8) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+  } else {
+    static_assert(V == 4, "4 or 8 codes");
+    *reinterpret_cast<uint32_t*>(p) = w[0];
+  }
 }
 
 // Threads per row: 32 (WARP_ROWS, 4 rows per 128-thread block) or blockDim.x (one row per
 // block, a multiple of 32, <= 256). cols % V == 0, (cols / V) <= NV * tpr.
+// Op::kRegCap (0: none): registers capped for the 4-access shapes by asking for
+// 65536 / (threads * cap) resident CTAs. 64 (ncu, rms_norm -> fp8 at [12288, 4096] bf16: 74
+// registers, 37.5% occupancy, 23% of DRAM bandwidth: the row's loads need more warps in flight);
+// ops that would spill more than a few words under 64 (ptxas -v: bf16 *_and_mul, split RoPE)
+// keep the compiler's choice; the gated residual gets 80 in the block-per-row shape (its
+// warp-per-row kernel spilled under 80: uncapped there); the 16-access shape is never capped.
+template <class Op>
+constexpr int fp8_rows_min_ctas(int threads, int nv) {
+  return (nv <= 4 && Op::kRegCap > 0 && (Op::kRegCap == 64 || threads == 256))
+             ? 65536 / (threads * Op::kRegCap) : 1;
+}
 template <class Op, typename T, int V, int NV, bool WARP_ROWS>
-// Op::kCap64: registers capped at 64 for the 4-access shapes (ncu, rms_norm -> fp8 at
-// [12288, 4096] bf16: 74 registers, 37.5% occupancy, 23% of DRAM bandwidth: the row's loads
-// need more warps in flight). Ops that would spill more than a few words under the cap
-// (ptxas -v: the gated residual, bf16 *_and_mul, split RoPE) keep the compiler's choice, as does
-// the 16-access shape.
-__global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, (NV <= 4 && Op::kCap64) ? (WARP_ROWS ? 8 : 4) : 1)
-    fp8_rows(const Op op, const Fp8GroupOut o, int64_t rows, int cols, int lpg) {
+__global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op>(WARP_ROWS ? 128 : 256, NV))
+    fp8_rows(const Op op, const Fp8GroupOut o, int64_t rows, int cols, int lpg, int lpg_shift) {
   __shared__ float smem[32];
   const int tpr = WARP_ROWS ? 32 : blockDim.x;
   const int tid = WARP_ROWS ? (threadIdx.x & 31) : threadIdx.x;
@@ -382,10 +395,10 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, (NV <= 4 && Op::kCap64)
       const float sc = fp8_scale_from_amax<E4M3>(m);
       const Fp8Divisor dv = fp8_divisor(sc);
       if (ok) {
-        Packed<uint8_t, V> c;
-        fp8_quantize_bounded<E4M3, V>(y, dv, c.v);  // the group's own scale: bounded quotients
-        store_codes<V>(qrow + int64_t(i) * V, c);
-        if ((i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i / lpg) * o.s_col] = sc;
+        uint32_t c[V / 4];
+        fp8_quantize_bounded_words<E4M3, V>(y, dv, c);  // the group's own scale: bounded quotients
+        store_code_words<V>(qrow + int64_t(i) * V, c);
+        if ((i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i >> lpg_shift) * o.s_col] = sc;
       }
     }
   }
@@ -421,17 +434,19 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
                    cudaStream_t stream) {
   constexpr int V = kVec16<T>;
   const int nvec = int(cols / V);
-  const int lpg = int(o.group / V);
+  const int lpg = int(o.group / V);  // a power of two (fused_fp8_cuda_unsupported)
+  int lpg_shift = 0;                   // chunk -> group index by a shift
+  while ((1 << lpg_shift) < lpg) ++lpg_shift;
   auto warp_rows = [&](auto nv) {
     const int64_t grid = std::min<int64_t>((rows + 3) / 4, kMaxGrid);
     fp8_rows<Op, T, V, decltype(nv)::value, true>
-        <<<unsigned(grid), 128, 0, stream>>>(op, o, rows, int(cols), lpg);
+        <<<unsigned(grid), 128, 0, stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
   };
   auto block_rows = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     const unsigned threads = unsigned(((nvec + NV - 1) / NV + 31) / 32 * 32);
     const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
-    fp8_rows<Op, T, V, NV, false><<<grid, threads, 0, stream>>>(op, o, rows, int(cols), lpg);
+    fp8_rows<Op, T, V, NV, false><<<grid, threads, 0, stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
   };
   // Three shapes only (each op x dtype instantiates all of them; ptxas time is per shape).
   using I4 = std::integral_constant<int, 4>;
