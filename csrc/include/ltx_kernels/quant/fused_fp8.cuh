@@ -224,12 +224,12 @@ __device__ __forceinline__ RopeRowCtx<T, TT> rope_row(const RopeArgs<T, TT>& a, 
 }
 
 // What the two RMSNorm + RoPE ops share: the arguments, the row context, the statistic (rstd)
-// and whether the 64-register cap applies (CAP64).
-template <typename T, typename TT, bool CAP64>
+// and the register cap (fp8_rows_min_ctas).
+template <typename T, typename TT, int REG_CAP>
 struct NormRopeBase {
   RopeArgs<T, TT> a;
   static constexpr bool kNorm = true;
-  static constexpr int kRegCap = CAP64 ? 64 : 0;
+  static constexpr int kRegCap = REG_CAP;
   using RowCtx = RopeRowCtx<T, TT>;
   __device__ __forceinline__ RowCtx row(int64_t r) const { return rope_row(a, r); }
   __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
@@ -237,9 +237,9 @@ struct NormRopeBase {
 
 // Interleaved pairs (2i, 2i+1) of the whole row; a 16-byte chunk holds whole pairs.
 template <typename T, typename TT>
-struct NormRopeOp : NormRopeBase<T, TT, true> {
-  using NormRopeBase<T, TT, true>::a;
-  using typename NormRopeBase<T, TT, true>::RowCtx;
+struct NormRopeOp : NormRopeBase<T, TT, 64> {
+  using NormRopeBase<T, TT, 64>::a;
+  using typename NormRopeBase<T, TT, 64>::RowCtx;
   template <int V>
   using Chunk = Packed<T, V>;
   template <int V>
@@ -274,9 +274,9 @@ struct NormRopeOp : NormRopeBase<T, TT, true> {
 // reads its partner chunk d/2 away (the other half of its pairs), through L1: the partner is
 // the own chunk of another thread of the same row, so DRAM sees x once.
 template <typename T, typename TT>
-struct NormSplitRopeOp : NormRopeBase<T, TT, false> {
-  using NormRopeBase<T, TT, false>::a;
-  using typename NormRopeBase<T, TT, false>::RowCtx;
+struct NormSplitRopeOp : NormRopeBase<T, TT, 128> {
+  using NormRopeBase<T, TT, 128>::a;
+  using typename NormRopeBase<T, TT, 128>::RowCtx;
   template <int V>
   struct Chunk {
     Packed<T, V> own, partner;
@@ -346,8 +346,10 @@ __device__ __forceinline__ void store_code_words(uint8_t* p, const uint32_t (&w)
 // 65536 / (threads * cap) resident CTAs. 64 (ncu, rms_norm -> fp8 at [12288, 4096] bf16: 74
 // registers, 37.5% occupancy, 23% of DRAM bandwidth: the row's loads need more warps in flight);
 // ops that would spill more than a few words under 64 (ptxas -v: bf16 *_and_mul, split RoPE)
-// keep the compiler's choice; the gated residual gets 80 in the block-per-row shape (its
-// warp-per-row kernel spilled under 80: uncapped there); the 16-access shape is never capped.
+// keep the compiler's choice but for a cap that keeps their CTAs per SM in the block-per-row
+// shape: the gated residual 80 (3 CTAs of 256 threads), split RoPE 128 (2 CTAs; at 141
+// registers it ran 1 CTA per SM and lost 20%); their warp-per-row kernels spilled under such
+// caps and stay uncapped; the 16-access shape is never capped.
 template <class Op>
 constexpr int fp8_rows_min_ctas(int threads, int nv) {
   return (nv <= 4 && Op::kRegCap > 0 && (Op::kRegCap == 64 || threads == 256))
