@@ -23,8 +23,9 @@ Replaced forwards fall back to the module's own code for inputs the ops do not t
 other than fp32/fp16/bf16, a weight whose dtype makes the original promote differently).
 Everything keeps working after `model.to(device / dtype)` (parameters stay registered on the
 modules) and under torch.compile (the ops have fake implementations); while torch.compile traces
-them, the fused residual + norm and gated MLP are written as the original composition for
-Inductor to fuse, as it runs them faster (`_compile_policy.py`).
+them, the fused residual + norm and the SiLU / tanh-GELU gated MLPs are written as the original
+composition for Inductor to fuse, as it runs them faster; the exact-GELU gated MLP keeps our
+kernel, which is faster than Inductor's (`_compile_policy.py`).
 """
 
 import ast
@@ -228,7 +229,8 @@ def _fused_decoder_forward(
 
 def _mlp_forward(self, x, act):
     gate_up = self.gate_up_proj(x)
-    if gate_up.dtype in _DTYPES and use_kernel("silu_and_mul" if act == "silu" else "gelu_and_mul"):
+    policy_name = {"silu": "silu_and_mul", "tanh": "gelu_and_mul(tanh)"}.get(act, "gelu_and_mul")
+    if gate_up.dtype in _DTYPES and use_kernel(policy_name):
         if act == "silu":
             h = silu_and_mul(gate_up)
         else:
