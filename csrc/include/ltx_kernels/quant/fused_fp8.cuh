@@ -348,8 +348,9 @@ __device__ __forceinline__ void store_code_words(uint8_t* p, const uint32_t (&w)
 // ops that would spill more than a few words under 64 (ptxas -v: bf16 *_and_mul, split RoPE)
 // keep the compiler's choice but for a cap that keeps their CTAs per SM in the block-per-row
 // shape: the gated residual 80 (3 CTAs of 256 threads), split RoPE 128 (2 CTAs; at 141
-// registers it ran 1 CTA per SM and lost 20%); their warp-per-row kernels spilled under such
-// caps and stay uncapped; the 16-access shape is never capped.
+// registers it ran 1 CTA per SM and lost 20%). Caps other than 64 apply to that shape only (the
+// gated residual's warp-per-row kernel spilled 48 bytes under 80); the 16-access shape is never
+// capped.
 template <class Op>
 constexpr int fp8_rows_min_ctas(int threads, int nv) {
   return (nv <= 4 && Op::kRegCap > 0 && (Op::kRegCap == 64 || threads == 256))
