@@ -5,7 +5,9 @@
 #   bash scripts/gpu/check.sh [steps...]
 # steps (in the order given): build, crash, attn-tests, attn-bench, gemm (scripts/gpu/gemm.sh), gemm-tests,
 #   suite (every test file, CUDA cases only), suite-xdist (everything, 8 workers), suite-list (listed ids),
-#   gemm-smoke, sanitize-attn (memcheck of every attention kernel and the quantizer, racecheck of the defaults)
+#   gemm-smoke, sanitize-attn (memcheck of every attention kernel and the quantizer, racecheck of the defaults),
+#   membound-tests (CUDA cases of the memory-bound families, 8 workers when pytest-xdist is importable),
+#   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
 # of the tree may carry a stale git HEAD, which the build would otherwise take).
@@ -83,6 +85,14 @@ for s in "${@:-build attn-tests attn-bench}"; do
           -k "cuda and not 2_31 and not compile"
         step racecheck-attn 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool racecheck \
           --error-exitcode 3 --print-limit 20 python3 scripts/sanitize_attention.py --quick ;;
+      membound-tests)
+        NX=""; python3 -c "import xdist, execnet" 2>/dev/null && NX="-n 8"
+        step membound-tests 150 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider -rfE $NX \
+          tests/test_activation.py tests/test_fused_fp8.py tests/test_fused_norm.py tests/test_rms_norm.py tests/test_rope.py \
+          tests/test_fp8.py tests/test_quantization.py tests/test_attention_quant.py -k cuda ;;
+      membound-bench)
+        step membound-bench 300 env PYTHONPATH="$VARIANT:tests:benchmarks:${PYTHONPATH:-}" python3 benchmarks/run.py \
+          --only "${MEMBOUND_FAMILIES:-activation,fused_fp8,fp8,norm,fused_norm,rope}" --out "$OUT/bench" ${GIT_SHA:+--sha $GIT_SHA} ;;
       *) say "unknown step $st" ;;
     esac
   done
