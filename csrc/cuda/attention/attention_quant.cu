@@ -110,12 +110,6 @@ __device__ __forceinline__ uint4 ld_chunk_cached(const T* p) {
   return make_uint4(uint32_t(r.x), uint32_t(r.y), uint32_t(r.z), uint32_t(r.w));
 }
 
-// Four values of one group (its scale from the group's own amax, so no quotient overflows) to
-// four codes, byte e the code of f[e]: fp8_quantize_value<E4M3, true>(f[e], d.s) bit for bit.
-__device__ __forceinline__ uint32_t encode4(const float (&f)[4], const Fp8Divisor& d) {
-  return fp8_quantize_bounded4<E4M3>(f, d);
-}
-
 // The same with a divisor per value (v: per channel); dv[e] = (s, r), r = 0 where the divisor
 // takes the IEEE division (fp8_divisor's ieee flag).
 __device__ __forceinline__ uint32_t encode4_channels(const float (&f)[4], const float2* dv) {
@@ -339,7 +333,7 @@ __device__ __forceinline__ void rows_tile(const RowsJob& J, int64_t cta, int D, 
     for (int j = 0; j < W; ++j) {
       float f[4];
       chunk_values<T>(buf[i], j, mean == nullptr ? nullptr : mean + c * VEC, f);
-      words[j] = encode4(f, dv);
+      words[j] = fp8_quantize_bounded4<E4M3>(f, dv);
     }
     fp8_detail::store_code_words<W>(ob + r * J.os.s + c * VEC, words);
   };

@@ -49,11 +49,14 @@ using ActFor = std::conditional_t<std::is_same<Act, GeluErf>::value && sizeof(T)
 //   rcp_approx(d): rcp.approx.ftz.f32, at most 1 ulp (PTX ISA); d = 1 + e lies in [1, 2^126]
 //   (larger e is cut off first), so the flush to zero never applies.
 // tests/bounds.py carries these bounds into the tests' error budgets.
-__device__ __forceinline__ float exp_approx(float t) {
+//   exp2_approx(a): the ex2.approx.ftz instruction itself (2^a), for callers whose argument is
+//   already in log2 units.
+__device__ __forceinline__ float exp2_approx(float a) {
   float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t * 1.4426950408889634f));
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
   return r;
 }
+__device__ __forceinline__ float exp_approx(float t) { return exp2_approx(t * 1.4426950408889634f); }
 __device__ __forceinline__ float rcp_approx(float d) {
   float r;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
@@ -69,8 +72,7 @@ struct GeluTanh {
   static constexpr float kK0 = -2.3022082f;    // -2 sqrt(2 / pi) log2(e)
   static constexpr float kK1 = -0.10294324f;   // kK0 * 0.044715
   __device__ __forceinline__ static float f(float x) {
-    float e;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(x * fmaf(x * x, kK1, kK0)));
+    const float e = exp2_approx(x * fmaf(x * x, kK1, kK0));
     return e > 0x1p126f ? -0.f : x * rcp_approx(1.f + e);
   }
 };

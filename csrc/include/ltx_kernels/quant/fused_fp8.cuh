@@ -46,6 +46,7 @@ struct NormOp {
   static constexpr bool kNorm = true;
   // the gated residual spills under 64 registers; 80 keeps the 3 CTAs of 256 threads it had
   static constexpr int kRegCap = P::kGated ? 80 : 64;
+  static constexpr int kWarpRowsRegCap = P::kGated ? 0 : 64;
   using RowCtx = fused_norm_detail::RowPtrs<T>;
   template <int V>
   using Chunk = Packed<T, V>;
@@ -96,6 +97,7 @@ struct ActAndMulOp : NoNormOp {
   int64_t d;
   bool act_first;
   static constexpr int kRegCap = std::is_same<T, __nv_bfloat16>::value ? 0 : 64;
+  static constexpr int kWarpRowsRegCap = kRegCap;
   using RowCtx = const T*;
   template <int V>
   struct Chunk {
@@ -123,6 +125,7 @@ struct ActOp : NoNormOp {
   const T* x;
   int64_t x_stride;
   static constexpr int kRegCap = 64;
+  static constexpr int kWarpRowsRegCap = 64;
   using RowCtx = const T*;
   template <int V>
   using Chunk = Packed<T, V>;
@@ -149,6 +152,7 @@ struct GatedAttentionOp : NoNormOp {
   FastDiv32 hdiv;    // division by head_dim
   bool whole_heads;  // head_dim % V == 0: a chunk lies in one head, its gate loaded with it
   static constexpr int kRegCap = 64;
+  static constexpr int kWarpRowsRegCap = 64;
   struct RowCtx {
     const T* x;
     const T* g;
@@ -224,12 +228,13 @@ __device__ __forceinline__ RopeRowCtx<T, TT> rope_row(const RopeArgs<T, TT>& a, 
 }
 
 // What the two RMSNorm + RoPE ops share: the arguments, the row context, the statistic (rstd)
-// and the register cap (fp8_rows_min_ctas).
-template <typename T, typename TT, int REG_CAP>
+// and the register caps (fp8_rows_min_ctas).
+template <typename T, typename TT, int REG_CAP, int WARP_ROWS_REG_CAP>
 struct NormRopeBase {
   RopeArgs<T, TT> a;
   static constexpr bool kNorm = true;
   static constexpr int kRegCap = REG_CAP;
+  static constexpr int kWarpRowsRegCap = WARP_ROWS_REG_CAP;
   using RowCtx = RopeRowCtx<T, TT>;
   __device__ __forceinline__ RowCtx row(int64_t r) const { return rope_row(a, r); }
   __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
@@ -237,9 +242,9 @@ struct NormRopeBase {
 
 // Interleaved pairs (2i, 2i+1) of the whole row; a 16-byte chunk holds whole pairs.
 template <typename T, typename TT>
-struct NormRopeOp : NormRopeBase<T, TT, 64> {
-  using NormRopeBase<T, TT, 64>::a;
-  using typename NormRopeBase<T, TT, 64>::RowCtx;
+struct NormRopeOp : NormRopeBase<T, TT, 64, 64> {
+  using NormRopeBase<T, TT, 64, 64>::a;
+  using typename NormRopeBase<T, TT, 64, 64>::RowCtx;
   template <int V>
   using Chunk = Packed<T, V>;
   template <int V>
@@ -274,9 +279,9 @@ struct NormRopeOp : NormRopeBase<T, TT, 64> {
 // reads its partner chunk d/2 away (the other half of its pairs), through L1: the partner is
 // the own chunk of another thread of the same row, so DRAM sees x once.
 template <typename T, typename TT>
-struct NormSplitRopeOp : NormRopeBase<T, TT, 128> {
-  using NormRopeBase<T, TT, 128>::a;
-  using typename NormRopeBase<T, TT, 128>::RowCtx;
+struct NormSplitRopeOp : NormRopeBase<T, TT, 128, 0> {
+  using NormRopeBase<T, TT, 128, 0>::a;
+  using typename NormRopeBase<T, TT, 128, 0>::RowCtx;
   template <int V>
   struct Chunk {
     Packed<T, V> own, partner;
@@ -342,22 +347,23 @@ __device__ __forceinline__ void store_code_words(uint8_t* p, const uint32_t (&w)
 
 // Threads per row: 32 (WARP_ROWS, 4 rows per 128-thread block) or blockDim.x (one row per
 // block, a multiple of 32, <= 256). cols % V == 0, (cols / V) <= NV * tpr.
-// Op::kRegCap (0: none): registers capped for the 4-access shapes by asking for
-// 65536 / (threads * cap) resident CTAs. 64 (ncu, rms_norm -> fp8 at [12288, 4096] bf16: 74
-// registers, 37.5% occupancy, 23% of DRAM bandwidth: the row's loads need more warps in flight);
-// ops that would spill more than a few words under 64 (ptxas -v: bf16 *_and_mul, split RoPE)
-// keep the compiler's choice but for a cap that keeps their CTAs per SM in the block-per-row
-// shape: the gated residual 80 (3 CTAs of 256 threads), split RoPE 128 (2 CTAs; at 141
-// registers it ran 1 CTA per SM and lost 20%). Caps other than 64 apply to that shape only (the
-// gated residual's warp-per-row kernel spilled 48 bytes under 80); the 16-access shape is never
-// capped.
-template <class Op>
-constexpr int fp8_rows_min_ctas(int threads, int nv) {
-  return (nv <= 4 && Op::kRegCap > 0 && (Op::kRegCap == 64 || threads == 256))
-             ? 65536 / (threads * Op::kRegCap) : 1;
+// Register caps of the 4-access shapes (0: none), asked for as 65536 / (threads * cap) resident
+// CTAs: Op::kRegCap for the block-per-row shape, Op::kWarpRowsRegCap for the warp-per-row one;
+// the 16-access shape is never capped. 64 (ncu, rms_norm -> fp8 at [12288, 4096] bf16: 74
+// registers, 37.5% occupancy, 23% of DRAM bandwidth: the row's loads need more warps in flight).
+// Ops that would spill more than a few words under 64 (ptxas -v: bf16 *_and_mul, split RoPE, the
+// gated residual) keep the compiler's choice, but for a block-per-row cap that keeps their CTAs
+// per SM: the gated residual 80 (3 CTAs of 256 threads), split RoPE 128 (2 CTAs; at 141
+// registers it ran 1 CTA per SM and lost 20%). Their warp-per-row kernels are uncapped (the gated
+// residual's spilled 48 bytes under 80).
+template <class Op, bool WARP_ROWS, int NV>
+constexpr int fp8_rows_min_ctas() {
+  constexpr int threads = WARP_ROWS ? 128 : 256;
+  constexpr int cap = NV > 4 ? 0 : WARP_ROWS ? Op::kWarpRowsRegCap : Op::kRegCap;
+  return cap > 0 ? 65536 / (threads * cap) : 1;
 }
 template <class Op, typename T, int V, int NV, bool WARP_ROWS>
-__global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op>(WARP_ROWS ? 128 : 256, NV))
+__global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, WARP_ROWS, NV>())
     fp8_rows(const Op op, const Fp8GroupOut o, int64_t rows, int cols, int lpg, int lpg_shift) {
   __shared__ float smem[32];
   const int tpr = WARP_ROWS ? 32 : blockDim.x;
