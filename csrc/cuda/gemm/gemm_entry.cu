@@ -148,6 +148,7 @@ TileConfig sm90_config(const GemmParams& p, const Device& dev) {
   if (f.cluster != 0) c.cluster = f.cluster;
   if (f.group_m != 0) c.group_m = f.group_m;
   if (f.sms != 0) c.sms = f.sms;
+  if (f.stages != 0) c.stages = f.stages;
   return c;
 }
 

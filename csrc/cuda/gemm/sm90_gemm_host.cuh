@@ -84,7 +84,7 @@ cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cuda
   pr.gate = g.gate_kind;
   pr.tokens_per_sample = g.tokens_per_sample;
   if (!heuristics::tile_ok(pr, BM, BN, smem_max)) return cudaErrorNotSupported;
-  const Sm90Layout L = plan_layout(g.operands, BM, BN, g.out, g.gate_kind, g.tokens_per_sample, smem_max);
+  const Sm90Layout L = plan_layout(g.operands, BM, BN, g.out, g.gate_kind, g.tokens_per_sample, smem_max, cfg.stages);
 
   const int in_bytes = kFp8 ? 1 : 2;
   const CUtensorMapDataType in_dt = kFp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;

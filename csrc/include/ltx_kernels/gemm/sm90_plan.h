@@ -77,8 +77,9 @@ LTX_GEMM_HD int gate_rows_per_sample(int bm, int64_t tokens_per_sample) {
 }
 
 // The plan for a (bm, bn) tile, or stages == 0 when fewer than 2 stages fit in `smem_max` bytes.
+// max_stages > 0 caps the stage count (a tuning knob; 0: as many as fit, up to kMaxStages).
 LTX_GEMM_HD Sm90Layout plan_layout(Operands ops, int bm, int bn, OutKind out, GateKind gate, int64_t tokens_per_sample,
-                                   int smem_max) {
+                                   int smem_max, int max_stages = 0) {
   Sm90Layout L;
   const bool fp8 = ops == Operands::kFp8Blockwise;
   const int out_bytes = out == OutKind::kFP8 ? 1 : 2;
@@ -96,6 +97,7 @@ LTX_GEMM_HD Sm90Layout plan_layout(Operands ops, int bm, int bn, OutKind out, Ga
   const uint32_t fixed = d_bytes + g_bytes + align_up(uint32_t(bn) * 4, 16) + 16 + 1024;
   int s = smem_max > int(fixed) ? int((uint32_t(smem_max) - fixed) / per_stage) : 0;
   if (s > kMaxStages) s = kMaxStages;
+  if (max_stages > 0 && s > max_stages) s = max_stages;
   if (s < 2) return Sm90Layout{};
   L.stages = s;
   uint32_t o = 0;
