@@ -3,7 +3,8 @@ call, so per captured graph; e.g. "auto" for the heuristic's pick, "128x128", "1
 runs our kernel (backend "sm90"), beside the CUTLASS collective ("sm90_cutlass") and cuBLASLt's
 blockwise FP8 GEMM (torch._scaled_mm, 1x128 / 128x128 scales), at the LTX shapes and the two peak
 shapes of benchmarks/bench_gemm.py. Same timing as the benchmarks (CUDA-graph replay, inputs rotated past
-L2, medians).
+L2, medians). A configuration prefixed "row:" (e.g. "row:128x192:c2") passes the activation scales
+row-major instead of M-major, which the kernel loads by cp.async instead of TMA.
 
     python3 scripts/gemm_ab.py [--configs CFG ...] [--quick] [--json out.json]
 """
@@ -42,13 +43,20 @@ def main():
         sets = n_copies(m * k + n * k + 2 * m * n)
         ins = fp8_inputs(m, n, k, sets)
 
-        def ours(i):
-            return lk.fp8_blockwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"], out=ins[i]["y"],
+        for d in ins:
+            d["sa_row"] = d["sa"].contiguous()
+
+        def ours(i, key="sa"):
+            return lk.fp8_blockwise_gemm(ins[i]["a"], ins[i][key], ins[i]["b"], ins[i]["sb"], out=ins[i]["y"],
                                          backend="sm90")
+
+        def ours_row(i):
+            return ours(i, "sa_row")
 
         cfg = lk.gemm_config("fp8_blockwise_gemm", ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"],
                              backend="sm90")  # the heuristic's pick ("auto")
-        t = {c: timed(ours, sets, c) for c in args.configs}
+        t = {c: (timed(ours_row, sets, c[4:]) if c.startswith("row:") else timed(ours, sets, c))
+             for c in args.configs}
         t["sm90_cutlass"] = timed(lambda i, ins=ins: lk.fp8_blockwise_gemm(
             ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"], out=ins[i]["y"], backend="sm90_cutlass"), sets)
         t["cublaslt_blockwise"] = timed(lambda i, ins=ins: torch._scaled_mm(

@@ -114,7 +114,8 @@ TEST(GemmPlan, FitsAlignedDisjoint) {
           EXPECT_EQ(L.off_b, L.off_a + s * uint32_t(bm) * 128u);
           EXPECT_GE(L.off_d, L.off_b + s * uint32_t(bn) * 128u);
           EXPECT_GE(L.off_g, L.off_d + uint32_t(bm * bn * (out == OutKind::kFP8 ? 1 : 2)));
-          EXPECT_GE(L.off_bias, L.off_sfb);
+          EXPECT_EQ(L.off_sfa % 128, 0u);  // a TMA destination (the activation scales)
+          EXPECT_GE(L.off_bias, L.off_sfa + s * (ops == Operands::kBf16 ? 0u : uint32_t(bm) * 4u));
           EXPECT_GE(L.off_bar, L.off_bias + uint32_t(bn) * 4u);
           EXPECT_LE(L.off_bar + 8u * (2u * s + 2u) + 1024u, L.smem_bytes);
           if (gate == GateKind::kPerToken) EXPECT_EQ(L.g_rows, bm);

@@ -89,9 +89,10 @@ cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cuda
   const int in_bytes = kFp8 ? 1 : 2;
   const CUtensorMapDataType in_dt = kFp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const uint32_t k_box = uint32_t(kStageK) / uint32_t(in_bytes);
-  CUtensorMap tm_a, tm_b, tm_d, tm_h, tm_g;
+  CUtensorMap tm_a, tm_b, tm_d, tm_h, tm_g, tm_sa;
   std::memset(&tm_h, 0, sizeof(tm_h));
   std::memset(&tm_g, 0, sizeof(tm_g));
+  std::memset(&tm_sa, 0, sizeof(tm_sa));
   if (!encode_2d(&tm_a, in_dt, in_bytes, g.a, uint64_t(g.K), uint64_t(g.M), uint64_t(g.lda) * in_bytes, k_box, BM, 128) ||
       !encode_2d(&tm_b, in_dt, in_bytes, g.b, uint64_t(g.K), uint64_t(g.N), uint64_t(g.ldb) * in_bytes, k_box, BN / 2,
                  128))
@@ -111,13 +112,23 @@ cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cuda
       return cudaErrorNotSupported;
   }
 
+  // FP8: the activation scales by TMA (one bm x 1 box per stage, rows past M zero-filled) when
+  // they are M-major with 16-byte aligned columns, as quantize_fp8_per_token_group's "mn_major"
+  // layout stores them; any other layout is copied by the loader's 32 lanes with cp.async.
+  const int64_t num_kb = heuristics::cdiv(g.K, kFp8 ? 128 : 64);
+  bool sa_tma = false;
+  if (kFp8 && g.sa_stride_m == 1 && (num_kb == 1 || (g.sa_stride_k >= g.M && g.sa_stride_k % 4 == 0)))
+    sa_tma = encode_2d(&tm_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, g.a_scales, uint64_t(g.M), uint64_t(num_kb),
+                       num_kb == 1 ? uint64_t(g.M * 4 + 15) / 16 * 16 : uint64_t(g.sa_stride_k) * 4, uint32_t(BM), 1, 0);
+
   KernelArgs p;
+  p.sa_tma = sa_tma ? 1u : 0u;
   p.M = uint32_t(g.M);
   p.N = uint32_t(g.N);
   p.K = uint32_t(g.K);
   p.num_m = uint32_t(heuristics::cdiv(g.M, BM));
   p.num_n = uint32_t(heuristics::cdiv(g.N, BN));
-  p.num_kb = uint32_t(heuristics::cdiv(g.K, kFp8 ? 128 : 64));
+  p.num_kb = uint32_t(num_kb);
   const int64_t tiles = int64_t(p.num_m) * int64_t(p.num_n);
   if (tiles > int64_t(UINT32_MAX) / 2) return cudaErrorNotSupported;
   p.num_tiles = uint32_t(tiles);
@@ -185,7 +196,7 @@ cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cuda
   }
   if (ctas < 1) ctas = 1;
   lc.gridDim = dim3(unsigned(ctas), 1, 1);
-  return cudaLaunchKernelEx(&lc, kernel, tm_a, tm_b, tm_d, tm_h, tm_g, p);
+  return cudaLaunchKernelEx(&lc, kernel, tm_a, tm_b, tm_d, tm_h, tm_g, tm_sa, p);
 }
 
 }  // namespace host

@@ -9,21 +9,30 @@
 //              (bm = 128), two 64-row slices 128 rows apart (bm = 256), or, for bm = 64, one half
 //              of the tile's columns; it issues wgmma.m64nWNk32 (FP8) / m64nWNk16 (bf16) from
 //              shared memory and runs the epilogue of its slice.
-//   warp 8     loader (setmaxnreg 40): per stage, TMA of the A tile (bm x 128 bytes) and of B
-//              (two bn/2-row halves: with a 2-CTA cluster on a shared B tile each CTA loads one
-//              half and multicasts it to both), and (FP8) the stage's scales by cp.async: sa for
-//              the bm rows (any sa strides) and up to three sb values (the 128-row blocks of B the
-//              tile touches). cp.async.mbarrier.arrive.noinc from each lane + the elected lane's
-//              arrive.expect_tx complete the stage's "full" barrier.
+//   warp 8     loader of A (setmaxnreg 40): per stage, TMA of the A tile (bm x 128 bytes) and
+//              (FP8) the bm activation scales sa: by TMA too when sa is M-major with 16-byte
+//              aligned columns (quantize_fp8_per_token_group's "mn_major" layout), lane 0 alone
+//              issuing the stage; otherwise by 4-byte cp.async from all 32 lanes (any sa strides),
+//              each lane's cp.async.mbarrier.arrive.noinc counting on the "full" barrier.
+//              A loader issues for the whole CTA, so what it spends per stage delays every stage:
+//              a single loader of ~200 instructions per stage (at ~6 cycles each) once capped the
+//              kernel at one stage per ~1,300 cycles, against 512-768 cycles of wgmma. Hence
+//              two loader warps of a few instructions per stage each, and the weight scales sb
+//              (two per consumer warpgroup and K block) read by the consumers themselves from
+//              global memory through the non-coherent cache at the top of each K block, the load
+//              completing under the wgmma that follows.
 //   warp 9     storer: per tile, loads what the epilogue reads (bias slice by a 1-D bulk copy; h and
 //              the gate by TMA into the staging tiles) and, once the consumers have written the
 //              output tile into shared memory, stores it with TMA. The store of tile i overlaps
 //              the mainloop of tile i + 1; the staging tile is reused once the store has read it.
-//   warps 10-11 idle (they only exist so that the producer side is a whole warpgroup).
+//   warp 10    loader of B (the per-stage TMA of the B tile, split from warp 8's so that each
+//              loader issues few instructions per stage).
+//   warp 11    idle (it only exists so that the producer side is a whole warpgroup).
 //
-// Pipeline: `stages` slots of (A, B, sa, sb), full/empty mbarrier pairs; the empty barrier counts
-// one arrival per consumer warp and CTA of the cluster (a multicast writes into both CTAs' slots,
-// so both CTAs' consumers must have released it). Epilogue handshake: "epi" (storer -> consumers:
+// Pipeline: `stages` slots of (A, B, sa), full/empty mbarrier pairs. The full barrier counts one
+// expect_tx arrival per loader warp; the empty barrier one arrival per consumer warp and CTA of
+// the cluster (a multicast writes into both CTAs' slots, so both CTAs' consumers must have
+// released it). Epilogue handshake: "epi" (storer -> consumers:
 // inputs loaded and the staging tile free) and "dfull" (consumers -> storer: tile written).
 //
 // bf16: the wgmma accumulates over the whole K range (see the mainloop for when stages are released).
@@ -72,6 +81,7 @@ struct KernelArgs {
   Sm90Layout L;
   const float* sa = nullptr;
   int64_t sa_sm = 0, sa_sk = 0;
+  uint32_t sa_tma = 0;  // sa is loaded by TMA (tm_sa); else by cp.async
   const float* sb = nullptr;
   int64_t sb_sn = 0, sb_sk = 0;
   const void* bias = nullptr;
@@ -312,7 +322,8 @@ template <bool kFp8, int BM, int BN>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                 const __grid_constant__ CUtensorMap tm_d, const __grid_constant__ CUtensorMap tm_h,
-                const __grid_constant__ CUtensorMap tm_g, const __grid_constant__ KernelArgs p) {
+                const __grid_constant__ CUtensorMap tm_g, const __grid_constant__ CUtensorMap tm_sa,
+                const __grid_constant__ KernelArgs p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = Tile<kFp8, BM, BN>;
   using Mma = std::conditional_t<kFp8, WgmmaE4m3<T::kWN>, WgmmaBf16<T::kWN>>;
@@ -333,7 +344,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (tid == 0) {
     for (uint32_t s = 0; s < S; ++s) {
-      ptx::mbar_init(full_bar(s), kFp8 ? 33u : 1u);  // FP8: 32 cp.async lanes + the expect_tx arrival
+      // the two loaders' expect_tx arrivals (+ 32 lanes' cp.async arrivals when sa goes by cp.async)
+      ptx::mbar_init(full_bar(s), kFp8 && !p.sa_tma ? 34u : 2u);
       ptx::mbar_init(empty_bar(s), uint32_t(kConsumerWarps) * p.cluster);
     }
     ptx::mbar_init(epi_bar, 1);
@@ -344,6 +356,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::prefetch_tensormap(&tm_a);
     ptx::prefetch_tensormap(&tm_b);
     ptx::prefetch_tensormap(&tm_d);
+    if (kFp8 && p.sa_tma) ptx::prefetch_tensormap(&tm_sa);
   }
   if (pairs) {
     ptx::cluster_sync();
@@ -353,52 +366,65 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (warp >= kConsumerWarps) {
     ptx::reg_dealloc<kProducerRegs>();
-    if (warp == kConsumerWarps) {
-      // ---------------- loader ----------------
-      uint32_t stage = 0, phase = 0;
-      for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x) {
-        const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
-        const int32_t m0 = int32_t(tc.mb * BM), n0 = int32_t(tc.nb * BN);
-        for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
-          ptx::mbar_wait(empty_bar(stage), phase ^ 1u);
-          const uint32_t fb = full_bar(stage);
-          if constexpr (kFp8) {
-            const uint32_t sfa = sbase + L.off_sfa + stage * uint32_t(BM) * 4u;
-#pragma unroll 1
-            for (int i = lane; i < BM; i += 32) {
-              const uint32_t row = uint32_t(m0) + uint32_t(i);
-              const bool ok = row < p.M;
-              const float* src = ok ? p.sa + int64_t(row) * p.sa_sm + int64_t(kb) * p.sa_sk : p.sa;
-              ptx::cp_async4(sfa + 4u * uint32_t(i), src, ok ? 4u : 0u);
-            }
-            if (lane < 3) {
-              const uint32_t nb = uint32_t(n0) / 128u + uint32_t(lane);
-              const bool ok = nb * 128u < p.N;
-              const float* src = ok ? p.sb + int64_t(nb) * p.sb_sn + int64_t(kb) * p.sb_sk : p.sb;
-              ptx::cp_async4(sbase + L.off_sfb + stage * 16u + 4u * uint32_t(lane), src, ok ? 4u : 0u);
-            }
-            ptx::cp_async_mbar_arrive_noinc(fb);
+    if (warp == kConsumerWarps || warp == kConsumerWarps + 2) {
+      // ---------------- loaders: warp 8 A (and sa), warp 10 B ----------------
+      const bool b_loader = warp == kConsumerWarps + 2;
+      const bool sa_async = kFp8 && !p.sa_tma && !b_loader;  // all 32 lanes copy sa; else lane 0 alone works
+      if (sa_async || lane == 0) {
+        constexpr uint32_t kSaBytes = kFp8 ? uint32_t(BM) * 4u : 0u;
+        const uint32_t tx_bytes = b_loader ? kBStage : kAStage + (kFp8 && p.sa_tma ? kSaBytes : 0u);
+        uint32_t stage = 0, phase = 0;
+        for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x) {
+          const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
+          const int32_t m0 = int32_t(tc.mb * BM), n0 = int32_t(tc.nb * BN);
+          // cp.async path: this lane's rows m0 + lane + 32 i; rows past M are zero-filled from a
+          // valid address
+          const float* sa_lane = nullptr;
+          int64_t sa_step = 0;
+          if (sa_async) {
+            sa_lane = p.sa + int64_t(uint32_t(m0) + uint32_t(lane)) * p.sa_sm;
+            sa_step = 32 * p.sa_sm;
           }
-          if (lane == 0) {
-            ptx::mbar_arrive_expect_tx(fb, kAStage + kBStage);
-            const int32_t kx = int32_t(kb * (kFp8 ? 128u : 64u));
-            const uint32_t a_dst = sbase + L.off_a + stage * kAStage;
-            const uint32_t b_dst = sbase + L.off_b + stage * kBStage;
-            ptx::tma_load_2d(a_dst, &tm_a, fb, kx, m0);
-            if (pairs && tc.mcast) {
-              ptx::tma_load_2d_multicast(b_dst + rank * kBHalf, &tm_b, fb, kx, n0 + int32_t(rank) * (BN / 2), 0x3);
-            } else {
-              ptx::tma_load_2d(b_dst, &tm_b, fb, kx, n0);
-              ptx::tma_load_2d(b_dst + kBHalf, &tm_b, fb, kx, n0 + BN / 2);
+          for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
+            ptx::mbar_wait(empty_bar(stage), phase ^ 1u);
+            const uint32_t fb = full_bar(stage);
+            if (sa_async) {
+              const uint32_t sfa = sbase + L.off_sfa + stage * kSaBytes + 4u * uint32_t(lane);
+              const float* src = sa_lane + int64_t(kb) * p.sa_sk;
+#pragma unroll
+              for (int i = 0; i < BM / 32; ++i) {
+                const bool ok = uint32_t(m0) + uint32_t(lane + 32 * i) < p.M;
+                ptx::cp_async4(sfa + 128u * uint32_t(i), ok ? src + i * sa_step : p.sa, ok ? 4u : 0u);
+              }
+              ptx::cp_async_mbar_arrive_noinc(fb);
             }
-          }
-          __syncwarp();
-          if (++stage == S) {
-            stage = 0;
-            phase ^= 1u;
+            if (lane == 0) {
+              ptx::mbar_arrive_expect_tx(fb, tx_bytes);
+              const int32_t kx = int32_t(kb * (kFp8 ? 128u : 64u));
+              if (b_loader) {
+                const uint32_t b_dst = sbase + L.off_b + stage * kBStage;
+                if (pairs && tc.mcast) {
+                  ptx::tma_load_2d_multicast(b_dst + rank * kBHalf, &tm_b, fb, kx, n0 + int32_t(rank) * (BN / 2),
+                                             0x3);
+                } else {
+                  ptx::tma_load_2d(b_dst, &tm_b, fb, kx, n0);
+                  ptx::tma_load_2d(b_dst + kBHalf, &tm_b, fb, kx, n0 + BN / 2);
+                }
+              } else {
+                ptx::tma_load_2d(sbase + L.off_a + stage * kAStage, &tm_a, fb, kx, m0);
+                if (kFp8 && p.sa_tma)
+                  ptx::tma_load_2d(sbase + L.off_sfa + stage * kSaBytes, &tm_sa, fb, m0, int32_t(kb));
+              }
+            }
+            if (sa_async) __syncwarp();
+            if (++stage == S) {
+              stage = 0;
+              phase ^= 1u;
+            }
           }
         }
       }
+      __syncwarp();
     } else if (warp == kConsumerWarps + 1) {
       // ---------------- storer ----------------
       if (lane == 0) {
@@ -414,7 +440,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
           const uint32_t m0 = tc.mb * BM, n0 = tc.nb * BN;
           if (it > 0) {
-            ptx::mbar_wait(dfull_bar, (it - 1) & 1u);
+            ptx::mbar_wait_sleep(dfull_bar, (it - 1) & 1u);
             for (uint32_t c = 0; c < chunks; ++c)
               ptx::tma_store_2d(&tm_d, sbase + L.off_d + c * L.d_chunk, int32_t(pn0 + c * chunk_cols), int32_t(pm0));
             ptx::bulk_commit();
@@ -493,6 +519,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         const uint32_t cstart = n0 + T::col_off(wg);
         const uint32_t fbk = cstart / 128u - n0 / 128u;       // first scale block of this warpgroup
         const uint32_t former = (128u - cstart % 128u) / 8u;  // 8-column groups inside it
+        // the warpgroup's two weight-scale rows (blocks past N: any valid address, their columns
+        // are never stored)
+        const uint32_t nb0 = n0 / 128u + fbk;
+        const float* sb_p0 = nb0 * 128u < p.N ? p.sb + int64_t(nb0) * p.sb_sn : p.sb;
+        const float* sb_p1 = (nb0 + 1u) * 128u < p.N ? p.sb + int64_t(nb0 + 1u) * p.sb_sn : sb_p0;
 #pragma unroll
         for (int v = 0; v < T::kWaves; ++v)
 #pragma unroll
@@ -508,8 +539,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             sa0[v] = lds_f32(sfa + 4u * r);
             sa1[v] = lds_f32(sfa + 4u * (r + 8u));
           }
-          const uint32_t sfb = sbase + L.off_sfb + stage * 16u + 4u * fbk;
-          const float sb0 = lds_f32(sfb), sb1 = lds_f32(sfb + 4u);
+          const float sb0 = __ldg(sb_p0 + int64_t(kb) * p.sb_sk), sb1 = __ldg(sb_p1 + int64_t(kb) * p.sb_sk);
           const uint64_t bdesc = ptx::desc_sw128(b_base + stage * kBStage);
 #pragma unroll
           for (int v = 0; v < T::kWaves; ++v) {

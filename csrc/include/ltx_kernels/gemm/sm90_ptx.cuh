@@ -73,6 +73,29 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   }
 }
 
+// mbar_wait for a warp that is not on the critical path (the GEMM's storer waiting a whole tile
+// for the consumers): each try asks to stay suspended up to 20 us unless the phase completes, so
+// that the waiting warp does not spin through issue slots its SM sub-partition's consumer warps
+// need (a spinning storer issued ~15% of all the kernel's instructions).
+__device__ __forceinline__ bool mbar_try_wait_hint(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity), "n"(20000)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ void mbar_wait_sleep(uint32_t bar, uint32_t parity) {
+  if (mbar_try_wait_hint(bar, parity)) return;
+  const long long start = clock64();
+  while (!mbar_try_wait_hint(bar, parity)) {
+    if (clock64() - start > (1ll << 32)) asm volatile("trap;\n");
+  }
+}
+
 // ---- copies ---------------------------------------------------------------------------------
 // 4-byte cp.async; src_bytes = 0 zero-fills (src must still be a valid address).
 __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, uint32_t src_bytes) {
