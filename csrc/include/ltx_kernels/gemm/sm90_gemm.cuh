@@ -161,35 +161,33 @@ struct Tile {
 
 // FP8 promotion of one 64-row slice: fin += acc * scale, where the scale of 8-column group j is
 // (s0 for rows g, s0h for rows g + 8) in the first 128-column scale block of B, i.e. for
-// j < former, and (s1, s1h) after it. acc holds the groups OFF, OFF + 1, ... of the slice (all of
-// them, or one half). F >= 0: former == F, known at compile time (no per-group choice); F < 0:
-// chosen per group at run time.
-template <int F, int OFF = 0, int N, int NA>
-__device__ __forceinline__ void promote(float (&fin)[N], const float (&acc)[NA], float s0, float s0h, float s1,
+// j < former, and (s1, s1h) after it. F >= 0: former == F, known at compile time (no per-group
+// choice); F < 0: chosen per group at run time.
+template <int F, int N>
+__device__ __forceinline__ void promote(float (&fin)[N], const float (&acc)[N], float s0, float s0h, float s1,
                                         float s1h, uint32_t former) {
 #pragma unroll
-  for (int j = 0; j < NA / 4; ++j) {
-    const int jj = OFF + j;
-    const bool first = F >= 0 ? jj < F : uint32_t(jj) < former;
+  for (int j = 0; j < N / 4; ++j) {
+    const bool first = F >= 0 ? j < F : uint32_t(j) < former;
     const float lo = first ? s0 : s1, hi = first ? s0h : s1h;
-    fin[4 * jj] = fmaf(acc[4 * j], lo, fin[4 * jj]);
-    fin[4 * jj + 1] = fmaf(acc[4 * j + 1], lo, fin[4 * jj + 1]);
-    fin[4 * jj + 2] = fmaf(acc[4 * j + 2], hi, fin[4 * jj + 2]);
-    fin[4 * jj + 3] = fmaf(acc[4 * j + 3], hi, fin[4 * jj + 3]);
+    fin[4 * j] = fmaf(acc[4 * j], lo, fin[4 * j]);
+    fin[4 * j + 1] = fmaf(acc[4 * j + 1], lo, fin[4 * j + 1]);
+    fin[4 * j + 2] = fmaf(acc[4 * j + 2], hi, fin[4 * j + 2]);
+    fin[4 * j + 3] = fmaf(acc[4 * j + 3], hi, fin[4 * j + 3]);
   }
 }
 // promote<F> for the run-time `former`, one compiled copy per value it can take (F = 16, 16 - kStep,
 // ..., kStep groups): the slice start is a multiple of kStep * 8 columns modulo 128.
-template <int kStep, int OFF = 0, int F = 16, int N, int NA>
-__device__ __forceinline__ void promote_dispatch(float (&fin)[N], const float (&acc)[NA], float s0, float s0h,
-                                                 float s1, float s1h, uint32_t former) {
+template <int kStep, int F = 16, int N>
+__device__ __forceinline__ void promote_dispatch(float (&fin)[N], const float (&acc)[N], float s0, float s0h, float s1,
+                                                 float s1h, uint32_t former) {
   if constexpr (F <= 0) {
-    promote<-1, OFF>(fin, acc, s0, s0h, s1, s1h, former);
+    promote<-1>(fin, acc, s0, s0h, s1, s1h, former);
   } else {
     if (former == uint32_t(F)) {
-      promote<F, OFF>(fin, acc, s0, s0h, s1, s1h, former);
+      promote<F>(fin, acc, s0, s0h, s1, s1h, former);
     } else {
-      promote_dispatch<kStep, OFF, F - kStep>(fin, acc, s0, s0h, s1, s1h, former);
+      promote_dispatch<kStep, F - kStep>(fin, acc, s0, s0h, s1, s1h, former);
     }
   }
 }
@@ -329,10 +327,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = Tile<kFp8, BM, BN>;
   using Mma = std::conditional_t<kFp8, WgmmaE4m3<T::kWN>, WgmmaBf16<T::kWN>>;
-  // FP8 slices of one 64-row wave whose halves are wgmma shapes (N multiple of 16) run the
-  // pipelined half-slice mainloop
-  constexpr bool kHalves = kFp8 && T::kWaves == 1 && (T::kWN / 2) % 16 == 0;
-  using MmaH = WgmmaE4m3<(T::kWN / 2 >= 16 ? T::kWN / 2 : 16)>;
   constexpr uint32_t kAStage = uint32_t(BM) * kStageK, kBStage = uint32_t(BN) * kStageK;
   constexpr uint32_t kBHalf = kBStage / 2;
 
@@ -501,28 +495,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t b_base = sbase + L.off_b + T::col_off(wg) * kStageK;
     uint32_t stage = 0, phase = 0, it = 0;
     float acc[T::kAcc];
-    float h0[T::kAcc / 2], h1[T::kAcc / 2];  // the halves of the pipelined FP8 loop (kHalves)
     float fin[T::kWaves][T::kAcc];
     for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++it) {
       const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
       const uint32_t m0 = tc.mb * BM, n0 = tc.nb * BN;
       // the other CTA of the pair has a tile this round unless this is rank 0's lone last tile
       const bool peer_alive = pairs && (rank == 1u || t + 1u < p.num_tiles);
-      // The pipelined FP8 loop releases a stage while a wgmma group is in flight, and ptxas
-      // serializes wgmma around divergent paths there: predicated arrivals, no branches. The
-      // other loops release with nothing in flight (branches keep their register use lower).
       auto release = [&](uint32_t s) {
-        if constexpr (kHalves) {
-          ptx::mbar_arrive_if(empty_bar(s), lane == 0 || (pairs && lane == 1 && !peer_alive));
-          ptx::mbar_arrive_cluster_if(empty_bar(s), rank ^ 1u, pairs && lane == 1 && peer_alive);
-        } else {
-          if (lane == 0) ptx::mbar_arrive(empty_bar(s));
-          if (pairs && lane == 1) {
-            if (peer_alive) {
-              ptx::mbar_arrive_cluster(empty_bar(s), rank ^ 1u);
-            } else {
-              ptx::mbar_arrive(empty_bar(s));
-            }
+        if (lane == 0) ptx::mbar_arrive(empty_bar(s));
+        if (pairs && lane == 1) {
+          if (peer_alive) {
+            ptx::mbar_arrive_cluster(empty_bar(s), rank ^ 1u);
+          } else {
+            ptx::mbar_arrive(empty_bar(s));
           }
         }
       };
@@ -543,120 +528,41 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int v = 0; v < T::kWaves; ++v)
 #pragma unroll
           for (int i = 0; i < T::kAcc; ++i) fin[v][i] = 0.f;
-        // One promotion of this warpgroup's slice for K block `kb`'s scales (sa from the stage's
-        // shared memory, sb from global memory), applied to acc (groups OFF..) of fin.
-        auto scales = [&](uint32_t st, uint32_t kb, float (&sc)[4]) {
-          const uint32_t sfa = sbase + L.off_sfa + st * uint32_t(BM) * 4u;
-          const uint32_t r = T::row_off(wg, 0) + uint32_t(16 * wl + g);
-          const float a0 = lds_f32(sfa + 4u * r), a1 = lds_f32(sfa + 4u * (r + 8u));
-          const float b0 = __ldg(sb_p0 + int64_t(kb) * p.sb_sk), b1 = __ldg(sb_p1 + int64_t(kb) * p.sb_sk);
-          sc[0] = a0 * b0;  // rows g, first block
-          sc[1] = a1 * b0;  // rows g + 8, first block
-          sc[2] = a0 * b1;
-          sc[3] = a1 * b1;
-        };
-        if constexpr (kHalves) {
-          // The slice's columns as two halves with their own accumulators (h0, h1), software-
-          // pipelined so that a wgmma group is always queued while a half is promoted: issue
-          // h0(kb + 1) as soon as h0(kb) is promoted, then wait only for h1(kb), and so on. The
-          // tensor cores never drain at a K-block boundary (the per-block drain of the plain
-          // loop below left them idle during every promotion).
-          constexpr uint32_t kHalfB = uint32_t(T::kWN / 2) * kStageK;  // bytes of B rows of one half
-          auto issue = [&](auto& h, uint32_t st, uint32_t half) {
-            const uint64_t adesc = ptx::desc_sw128(a_base + st * kAStage);
-            const uint64_t bdesc = ptx::desc_sw128(b_base + st * kBStage + half * kHalfB);
-            ptx::fence_regs(h);
+        for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
+          ptx::mbar_wait(full_bar(stage), phase);
+          // scales first: the slot may be refilled as soon as it is released below
+          const uint32_t sfa = sbase + L.off_sfa + stage * uint32_t(BM) * 4u;
+          float sa0[T::kWaves], sa1[T::kWaves];
+#pragma unroll
+          for (int v = 0; v < T::kWaves; ++v) {
+            const uint32_t r = T::row_off(wg, v) + uint32_t(16 * wl + g);
+            sa0[v] = lds_f32(sfa + 4u * r);
+            sa1[v] = lds_f32(sfa + 4u * (r + 8u));
+          }
+          const float sb0 = __ldg(sb_p0 + int64_t(kb) * p.sb_sk), sb1 = __ldg(sb_p1 + int64_t(kb) * p.sb_sk);
+          const uint64_t bdesc = ptx::desc_sw128(b_base + stage * kBStage);
+#pragma unroll
+          for (int v = 0; v < T::kWaves; ++v) {
+            const uint64_t adesc = ptx::desc_sw128(a_base + stage * kAStage + uint32_t(v) * 128u * kStageK);
+            ptx::fence_regs(acc);
             ptx::wgmma_fence();
 #pragma unroll
-            for (int k = 0; k < 4; ++k) MmaH::mma(h, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
+            for (int k = 0; k < 4; ++k) Mma::mma(acc, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
             ptx::wgmma_commit();
-            ptx::fence_regs(h);
-          };
-          auto promote_half = [&](auto off, const float (&h)[T::kAcc / 2], const float (&sc)[4]) {
-            constexpr int kOff = decltype(off)::value;
+            ptx::fence_regs(acc);
+            ptx::wgmma_wait<0>();
+            ptx::fence_regs(acc);
+            if (v == T::kWaves - 1) release(stage);
+            const float s00 = sa0[v] * sb0, s01 = sa0[v] * sb1, s10 = sa1[v] * sb0, s11 = sa1[v] * sb1;
             if constexpr (kOneBlock) {
-              promote<T::kAcc / 4, kOff>(fin[0], h, sc[0], sc[1], sc[2], sc[3], former);
+              promote<T::kAcc / 4>(fin[v], acc, s00, s10, s01, s11, former);
             } else {
-              promote_dispatch<kFormerStep, kOff>(fin[0], h, sc[0], sc[1], sc[2], sc[3], former);
+              promote_dispatch<kFormerStep>(fin[v], acc, s00, s10, s01, s11, former);
             }
-          };
-          float sc[4], scn[4];
-          ptx::mbar_wait(full_bar(stage), phase);
-          scales(stage, 0, sc);
-          issue(h0, stage, 0);
-          issue(h1, stage, 1);
-          // every K block but the last: the next block's halves are issued in the gaps (no
-          // conditional wgmma inside the loop, so that ptxas can count the groups in flight)
-          for (uint32_t kb = 0; kb + 1 < p.num_kb; ++kb) {
-            uint32_t nst = stage + 1, nph = phase;
-            if (nst == S) {
-              nst = 0;
-              nph ^= 1u;
-            }
-            ptx::wgmma_wait<1>();  // h0(kb) done; h1(kb) may run on
-            ptx::fence_regs(h0);
-            promote_half(std::integral_constant<int, 0>{}, h0, sc);
-            ptx::mbar_wait(full_bar(nst), nph);
-            scales(nst, kb + 1, scn);
-            issue(h0, nst, 0);
-            ptx::wgmma_wait<1>();  // h1(kb) done; h0(kb + 1) may run on
-            ptx::fence_regs(h1);
-            release(stage);  // both halves of block kb have read the stage
-            promote_half(std::integral_constant<int, T::kAcc / 8>{}, h1, sc);
-            issue(h1, nst, 1);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) sc[i] = scn[i];
-            stage = nst;
-            phase = nph;
           }
-          // the last K block
-          ptx::wgmma_wait<0>();
-          ptx::fence_regs(h0);
-          ptx::fence_regs(h1);
-          release(stage);
-          promote_half(std::integral_constant<int, 0>{}, h0, sc);
-          promote_half(std::integral_constant<int, T::kAcc / 8>{}, h1, sc);
           if (++stage == S) {
             stage = 0;
             phase ^= 1u;
-          }
-        } else {
-          for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
-            ptx::mbar_wait(full_bar(stage), phase);
-            // scales first: the slot may be refilled as soon as it is released below
-            const uint32_t sfa = sbase + L.off_sfa + stage * uint32_t(BM) * 4u;
-            float sa0[T::kWaves], sa1[T::kWaves];
-#pragma unroll
-            for (int v = 0; v < T::kWaves; ++v) {
-              const uint32_t r = T::row_off(wg, v) + uint32_t(16 * wl + g);
-              sa0[v] = lds_f32(sfa + 4u * r);
-              sa1[v] = lds_f32(sfa + 4u * (r + 8u));
-            }
-            const float sb0 = __ldg(sb_p0 + int64_t(kb) * p.sb_sk), sb1 = __ldg(sb_p1 + int64_t(kb) * p.sb_sk);
-            const uint64_t bdesc = ptx::desc_sw128(b_base + stage * kBStage);
-#pragma unroll
-            for (int v = 0; v < T::kWaves; ++v) {
-              const uint64_t adesc = ptx::desc_sw128(a_base + stage * kAStage + uint32_t(v) * 128u * kStageK);
-              ptx::fence_regs(acc);
-              ptx::wgmma_fence();
-#pragma unroll
-              for (int k = 0; k < 4; ++k) Mma::mma(acc, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
-              ptx::wgmma_commit();
-              ptx::fence_regs(acc);
-              ptx::wgmma_wait<0>();
-              ptx::fence_regs(acc);
-              if (v == T::kWaves - 1) release(stage);
-              const float s00 = sa0[v] * sb0, s01 = sa0[v] * sb1, s10 = sa1[v] * sb0, s11 = sa1[v] * sb1;
-              if constexpr (kOneBlock) {
-                promote<T::kAcc / 4>(fin[v], acc, s00, s10, s01, s11, former);
-              } else {
-                promote_dispatch<kFormerStep>(fin[v], acc, s00, s10, s01, s11, former);
-              }
-            }
-            if (++stage == S) {
-              stage = 0;
-              phase ^= 1u;
-            }
           }
         }
       } else {
@@ -724,8 +630,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (lane == 0) ptx::mbar_arrive(dfull_bar);
     }
     (void)acc;
-    (void)h0;
-    (void)h1;
   }
   __syncwarp();
   if (pairs) ptx::cluster_sync();
