@@ -10,7 +10,6 @@ row-major instead of M-major, which the kernel loads by cp.async instead of TMA.
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -21,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import ltx_kernels as lk  # noqa: E402
 
 from bench_gemm import LTX_M, LTX_NK, PEAK, fp8_inputs, tflops  # noqa: E402
-from common import n_copies  # noqa: E402
+from common import n_copies, write_record  # noqa: E402
 from sweep_gemm import time_cfg  # noqa: E402
 
 
@@ -77,13 +76,7 @@ def main():
         print(f"{'x'.join(map(str, r['shape'])):>19} {r['name']:<13} " + " ".join(f"{tf[c] or 0:14.0f}" for c in cols)
               + f" {x:10.3f}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(meta=dict(command="python3 scripts/gemm_ab.py --configs " + " ".join(args.configs)
-                                     + (" --quick" if args.quick else ""),
-                                     torch=torch.__version__, gpu=torch.cuda.get_device_name(0),
-                                     git_sha=os.environ.get("GIT_SHA")),
-                           rows=rows), f, indent=1)
-
+        write_record(args.json, rows, "scripts/gemm_ab.py", sys.argv[1:])
 
 if __name__ == "__main__":
     main()
