@@ -16,7 +16,7 @@
 // LTX_KERNELS_GEMM_CONFIG (read per call, for tests and sweeps) forces all or part of the sm_90a
 // kernel's tile configuration: "auto" or "<bm>x<bn>", then optionally ":c<1|2>" (cluster),
 // ":g<n>" (M tiles per raster group), ":s<n>" (persistent CTAs), ":p<n>" (at most n pipeline
-// stages), ":t<0|1>" (FP8: stagger the two consumer warpgroups), e.g. "128x160:c2:g8".
+// stages), e.g. "128x160:c2:g8".
 #include <ATen/ATen.h>
 
 #include <cstdlib>
@@ -112,7 +112,7 @@ gemm::TileConfig env_config(const char* op) {
   const std::string s(env);
   auto bad = [&](const std::string& why) {
     LTX_CHECK(false, op, "LTX_KERNELS_GEMM_CONFIG must be 'auto' or '<bm>x<bn>', optionally followed by ':c<1|2>', "
-              "':g<n>', ':s<n>', ':p<2..8>', ':t<0|1>' (", why, "; got '", s, "')");
+              "':g<n>', ':s<n>', ':p<2..8>' (", why, "; got '", s, "')");
   };
   size_t pos = s.find(':');
   const std::string tile = s.substr(0, pos);
@@ -141,7 +141,6 @@ gemm::TileConfig env_config(const char* op) {
     else if (f[0] == 'g' && v > 0 && v <= 1024) c.group_m = v;
     else if (f[0] == 's' && v > 0) c.sms = v;
     else if (f[0] == 'p' && v >= 2 && v <= 8) c.stages = v;
-    else if (f[0] == 't' && (v == 0 || v == 1)) c.stagger = v;
     else bad("bad field '" + f + "'");
     pos = next;
   }

@@ -149,7 +149,6 @@ TileConfig sm90_config(const GemmParams& p, const Device& dev) {
   if (f.group_m != 0) c.group_m = f.group_m;
   if (f.sms != 0) c.sms = f.sms;
   if (f.stages != 0) c.stages = f.stages;
-  if (f.stagger != 0) c.stagger = f.stagger;
   return c;
 }
 

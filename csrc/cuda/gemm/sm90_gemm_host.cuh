@@ -134,7 +134,6 @@ cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cuda
   p.num_tiles = uint32_t(tiles);
   p.cluster = uint32_t(cfg.cluster == 2 ? 2 : 1);
   p.group_m = uint32_t(cfg.group_m > 0 ? cfg.group_m : 16);
-  p.stagger = cfg.stagger == 1 ? 1u : 0u;
   if (p.cluster == 2 && (p.group_m & 1u)) p.group_m += 1;  // pairs need even raster groups
   p.L = L;
   p.sa = g.a_scales;

@@ -41,14 +41,13 @@ enum class Operands : int { kFp8Blockwise = 0, kBf16 = 1, kFp6Blockwise = 2 };
 // B through TMA multicast; group_m = M tiles per raster group of the persistent tile order (even
 // when cluster == 2); sms = persistent CTAs; stages = pipeline stages at most (2..8; the plan
 // takes as many as fit in shared memory, up to this). A field left 0 means "the heuristic's value"
-// (for sms: every SM; for stages: as many as fit). stagger (FP8): see sm90_gemm.cuh.
+// (for sms: every SM; for stages: as many as fit).
 struct TileConfig {
   int bm = 0, bn = 0;
   int cluster = 0;
   int group_m = 0;
   int sms = 0;
   int stages = 0;
-  int stagger = 0;  // FP8: 1 = the second consumer warpgroup starts each tile one K block late
 };
 
 struct GemmParams {

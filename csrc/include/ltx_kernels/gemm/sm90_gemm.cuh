@@ -78,7 +78,6 @@ struct KernelArgs {
   uint32_t M = 0, N = 0, K = 0;
   uint32_t num_m = 0, num_n = 0, num_kb = 0, num_tiles = 0, group_m = 16;
   uint32_t cluster = 1;
-  uint32_t stagger = 0;  // FP8: warpgroup 1 starts each tile after warpgroup 0's first K block
   Sm90Layout L;
   const float* sa = nullptr;
   int64_t sa_sm = 0, sa_sk = 0;
@@ -529,11 +528,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int v = 0; v < T::kWaves; ++v)
 #pragma unroll
           for (int i = 0; i < T::kAcc; ++i) fin[v][i] = 0.f;
-        // stagger: warpgroup 1 waits (named barrier 1) until warpgroup 0's first K block of the
-        // tile has completed, so that one warpgroup's promotion runs while the other's wgmma
-        // group occupies the tensor cores, instead of both draining and promoting together
-        const bool stagger = p.stagger != 0u;
-        if (stagger && wg == 1) ptx::named_bar_sync(1, 256);
         for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
           ptx::mbar_wait(full_bar(stage), phase);
           // scales first: the slot may be refilled as soon as it is released below
@@ -559,7 +553,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::wgmma_wait<0>();
             ptx::fence_regs(acc);
             if (v == T::kWaves - 1) release(stage);
-            if (stagger && wg == 0 && kb == 0 && v == 0) ptx::named_bar_arrive(1, 256);
             const float s00 = sa0[v] * sb0, s01 = sa0[v] * sb1, s10 = sa1[v] * sb0, s11 = sa1[v] * sb1;
             if constexpr (kOneBlock) {
               promote<T::kAcc / 4>(fin[v], acc, s00, s10, s01, s11, former);
