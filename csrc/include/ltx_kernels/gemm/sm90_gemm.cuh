@@ -327,9 +327,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = Tile<kFp8, BM, BN>;
   using Mma = std::conditional_t<kFp8, WgmmaE4m3<T::kWN>, WgmmaBf16<T::kWN>>;
-  // FP8 slices of one 64-row wave, at most 128 columns (one scale block): two accumulators, the
-  // next K block's wgmma group issued before this one's promotion (fin + 2 x acc registers)
-  constexpr bool kInflight = kFp8 && T::kWaves == 1 && T::kAcc <= 64;
   constexpr uint32_t kAStage = uint32_t(BM) * kStageK, kBStage = uint32_t(BN) * kStageK;
   constexpr uint32_t kBHalf = kBStage / 2;
 
@@ -498,7 +495,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t b_base = sbase + L.off_b + T::col_off(wg) * kStageK;
     uint32_t stage = 0, phase = 0, it = 0;
     float acc[T::kAcc];
-    float acc2[kInflight ? T::kAcc : 1];  // the second accumulator of the in-flight loop
     float fin[T::kWaves][T::kAcc];
     for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++it) {
       const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
@@ -506,11 +502,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       // the other CTA of the pair has a tile this round unless this is rank 0's lone last tile
       const bool peer_alive = pairs && (rank == 1u || t + 1u < p.num_tiles);
       auto release = [&](uint32_t s) {
-        if constexpr (kInflight) {  // releases with a group in flight: no branches
-          ptx::mbar_arrive_if(empty_bar(s), lane == 0 || (pairs && lane == 1 && !peer_alive));
-          ptx::mbar_arrive_cluster_if(empty_bar(s), rank ^ 1u, pairs && lane == 1 && peer_alive);
-          return;
-        }
         if (lane == 0) ptx::mbar_arrive(empty_bar(s));
         if (pairs && lane == 1) {
           if (peer_alive) {
@@ -537,86 +528,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int v = 0; v < T::kWaves; ++v)
 #pragma unroll
           for (int i = 0; i < T::kAcc; ++i) fin[v][i] = 0.f;
-        if constexpr (kInflight) {
-          // Two accumulators: block kb + 1's wgmma group is issued before block kb is promoted,
-          // so the tensor cores have queued work through every promotion. Unrolled by two so
-          // that each accumulator is a fixed register set; no wgmma in a conditional path (ptxas
-          // must count the groups in flight). An odd last block re-runs its own stage into the
-          // spare accumulator, which is then dropped (no K in the LTX / LLM shapes is odd in
-          // 128-blocks; it costs 1 / num_kb where it is).
-          auto scales = [&](uint32_t st, uint32_t kb, float& s_lo, float& s_hi) {
-            const uint32_t sfa = sbase + L.off_sfa + st * uint32_t(BM) * 4u;
-            const uint32_t r = T::row_off(wg, 0) + uint32_t(16 * wl + g);
-            const float b0 = __ldg(sb_p0 + int64_t(kb) * p.sb_sk);
-            s_lo = lds_f32(sfa + 4u * r) * b0;
-            s_hi = lds_f32(sfa + 4u * (r + 8u)) * b0;
-          };
-          auto issue = [&](float (&a)[T::kAcc], uint32_t st) {
-            const uint64_t adesc = ptx::desc_sw128(a_base + st * kAStage);
-            const uint64_t bdesc = ptx::desc_sw128(b_base + st * kBStage);
-            ptx::fence_regs(a);
-            ptx::wgmma_fence();
-#pragma unroll
-            for (int k = 0; k < 4; ++k) Mma::mma(a, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
-            ptx::wgmma_commit();
-            ptx::fence_regs(a);
-          };
-          auto next_stage = [&](uint32_t& st, uint32_t& ph) {
-            if (++st == S) {
-              st = 0;
-              ph ^= 1u;
-            }
-          };
-          const uint32_t n = p.num_kb;
-          float x_lo, x_hi, y_lo, y_hi;  // scales of the blocks in acc (x) and acc2 (y)
-          ptx::mbar_wait(full_bar(stage), phase);
-          scales(stage, 0, x_lo, x_hi);
-          issue(acc, stage);
-          uint32_t kb = 0;
-          for (; kb + 2 < n; kb += 2) {
-            uint32_t s1 = stage, p1 = phase;
-            next_stage(s1, p1);
-            ptx::mbar_wait(full_bar(s1), p1);
-            scales(s1, kb + 1, y_lo, y_hi);
-            issue(acc2, s1);
-            ptx::wgmma_wait<1>();  // block kb (acc) done
-            ptx::fence_regs(acc);
-            release(stage);
-            promote<T::kAcc / 4>(fin[0], acc, x_lo, x_hi, x_lo, x_hi, 0u);
-            uint32_t s2 = s1, p2 = p1;
-            next_stage(s2, p2);
-            ptx::mbar_wait(full_bar(s2), p2);
-            scales(s2, kb + 2, x_lo, x_hi);
-            issue(acc, s2);
-            ptx::wgmma_wait<1>();  // block kb + 1 (acc2) done
-            ptx::fence_regs(acc2);
-            release(s1);
-            promote<T::kAcc / 4>(fin[0], acc2, y_lo, y_hi, y_lo, y_hi, 0u);
-            stage = s2;
-            phase = p2;
-          }
-          // blocks kb (in acc, in flight) and, if it exists, kb + 1
-          const bool two = kb + 1 < n;
-          uint32_t s1 = stage, p1 = phase;
-          if (two) {
-            next_stage(s1, p1);
-            ptx::mbar_wait(full_bar(s1), p1);
-          }
-          scales(s1, two ? kb + 1 : kb, y_lo, y_hi);
-          issue(acc2, s1);
-          ptx::wgmma_wait<0>();
-          ptx::fence_regs(acc);
-          ptx::fence_regs(acc2);
-          release(stage);
-          promote<T::kAcc / 4>(fin[0], acc, x_lo, x_hi, x_lo, x_hi, 0u);
-          if (two) {
-            release(s1);
-            promote<T::kAcc / 4>(fin[0], acc2, y_lo, y_hi, y_lo, y_hi, 0u);
-          }
-          next_stage(s1, p1);
-          stage = s1;
-          phase = p1;
-        } else {
         for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
           ptx::mbar_wait(full_bar(stage), phase);
           // scales first: the slot may be refilled as soon as it is released below
@@ -653,7 +564,6 @@ __global__ void __launch_bounds__(kThreads, 1)
             stage = 0;
             phase ^= 1u;
           }
-        }
         }
       } else {
         // bf16: accumulate across the whole K range. With >= 4 stages one wgmma group stays in
@@ -720,7 +630,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (lane == 0) ptx::mbar_arrive(dfull_bar);
     }
     (void)acc;
-    (void)acc2;
   }
   __syncwarp();
   if (pairs) ptx::cluster_sync();

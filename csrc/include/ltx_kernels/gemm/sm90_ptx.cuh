@@ -42,25 +42,6 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) 
       "r"(cta)
       : "memory");
 }
-// The same arrivals, made only by threads whose `pred` is true (a predicated instruction, no
-// branch: ptxas serializes wgmma around divergent paths taken while a group is in flight).
-__device__ __forceinline__ void mbar_arrive_if(uint32_t bar, bool pred) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.u32 p, %1, 0;\n"
-      "@p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n" ::"r"(bar),
-      "r"(uint32_t(pred))
-      : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_cluster_if(uint32_t bar, uint32_t cta, bool pred) {
-  asm volatile(
-      "{\n.reg .pred p;\n.reg .b32 remote;\n"
-      "setp.ne.u32 p, %2, 0;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "@p mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
-      "r"(cta), "r"(uint32_t(pred))
-      : "memory");
-}
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
