@@ -147,10 +147,10 @@ inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {
 }
 
 // Whether "auto" runs the CUTLASS-collective FP8 kernel ("sm90_cutlass") rather than ours for a
-// plain FP8 GEMM (no epilogue beyond the bias, 16-bit output, more than 64 rows): on the H200 it
-// measured faster than ours at 16 of the 18 LTX / peak shapes (ours at 128x192: 0.77-0.92x
-// cuBLASLt's blockwise GEMM and 0.71-1.08x this one; gemm/README.md), so ours runs only what the
-// other cannot: the fused epilogues and FP8 output.
+// plain FP8 GEMM (no epilogue beyond the bias, 16-bit output, more than 64 rows): on the H200 the
+// two are level (ours at 128x192: 1.00x this one in geometric mean over the 18 LTX / peak shapes,
+// 0.94-1.10x per shape, and 0.90-0.94x cuBLASLt's blockwise GEMM; gemm/README.md), so the CUTLASS
+// kernel keeps the plain GEMMs and ours runs what it cannot: the fused epilogues and FP8 output.
 inline bool prefer_cutlass(const Problem& pr) {
   return pr.ops == Operands::kFp8Blockwise && pr.epilogue == Epilogue::kNone && pr.out != OutKind::kFP8 &&
          pr.M > 64;
