@@ -528,19 +528,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int v = 0; v < T::kWaves; ++v)
 #pragma unroll
           for (int i = 0; i < T::kAcc; ++i) fin[v][i] = 0.f;
+        // The tensor cores idle from the end of a K block's wgmma group until the next group is
+        // issued (the drain and promotion), so nothing else sits on that path: the next stage's
+        // full barrier is probed (non-blocking) before the promotion, and a block's wgmma group
+        // is issued before its scales are loaded (the loads complete under the group).
+        bool ready = false;  // the current stage's full barrier was seen complete in advance
         for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
-          ptx::mbar_wait(full_bar(stage), phase);
-          // scales first: the slot may be refilled as soon as it is released below
-          const uint32_t sfa = sbase + L.off_sfa + stage * uint32_t(BM) * 4u;
-          float sa0[T::kWaves], sa1[T::kWaves];
-#pragma unroll
-          for (int v = 0; v < T::kWaves; ++v) {
-            const uint32_t r = T::row_off(wg, v) + uint32_t(16 * wl + g);
-            sa0[v] = lds_f32(sfa + 4u * r);
-            sa1[v] = lds_f32(sfa + 4u * (r + 8u));
-          }
-          const float sb0 = __ldg(sb_p0 + int64_t(kb) * p.sb_sk), sb1 = __ldg(sb_p1 + int64_t(kb) * p.sb_sk);
+          if (!ready) ptx::mbar_wait(full_bar(stage), phase);
           const uint64_t bdesc = ptx::desc_sw128(b_base + stage * kBStage);
+          const uint32_t sfa = sbase + L.off_sfa + stage * uint32_t(BM) * 4u;
+          float sa0 = 0.f, sa1 = 0.f, sb0 = 0.f, sb1 = 0.f;
 #pragma unroll
           for (int v = 0; v < T::kWaves; ++v) {
             const uint64_t adesc = ptx::desc_sw128(a_base + stage * kAStage + uint32_t(v) * 128u * kStageK);
@@ -550,19 +547,30 @@ __global__ void __launch_bounds__(kThreads, 1)
             for (int k = 0; k < 4; ++k) Mma::mma(acc, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
             ptx::wgmma_commit();
             ptx::fence_regs(acc);
+            // this wave's scales (sa from the stage: before it is released below)
+            const uint32_t r = T::row_off(wg, v) + uint32_t(16 * wl + g);
+            sa0 = lds_f32(sfa + 4u * r);
+            sa1 = lds_f32(sfa + 4u * (r + 8u));
+            if (v == 0) {
+              sb0 = __ldg(sb_p0 + int64_t(kb) * p.sb_sk);
+              sb1 = __ldg(sb_p1 + int64_t(kb) * p.sb_sk);
+            }
             ptx::wgmma_wait<0>();
             ptx::fence_regs(acc);
-            if (v == T::kWaves - 1) release(stage);
-            const float s00 = sa0[v] * sb0, s01 = sa0[v] * sb1, s10 = sa1[v] * sb0, s11 = sa1[v] * sb1;
+            if (v == T::kWaves - 1) {
+              release(stage);
+              if (++stage == S) {
+                stage = 0;
+                phase ^= 1u;
+              }
+              ready = kb + 1 < p.num_kb && ptx::mbar_test_wait(full_bar(stage), phase);
+            }
+            const float s00 = sa0 * sb0, s01 = sa0 * sb1, s10 = sa1 * sb0, s11 = sa1 * sb1;
             if constexpr (kOneBlock) {
               promote<T::kAcc / 4>(fin[v], acc, s00, s10, s01, s11, former);
             } else {
               promote_dispatch<kFormerStep>(fin[v], acc, s00, s10, s01, s11, former);
             }
-          }
-          if (++stage == S) {
-            stage = 0;
-            phase ^= 1u;
           }
         }
       } else {

@@ -61,6 +61,18 @@ __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
       : "memory");
   return done != 0;
 }
+// Whether the phase with the given parity has completed, without suspending the thread.
+__device__ __forceinline__ bool mbar_test_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 // Wait for the phase with the given parity to complete. A wait that outlasts 2^32 cycles
 // (~2 s: far beyond any tile of any GEMM) is a protocol error: trap, so that a bug
 // surfaces as a launch failure ("unspecified launch failure") rather than a hung process. (No
