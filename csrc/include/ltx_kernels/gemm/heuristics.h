@@ -149,7 +149,7 @@ inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {
 // Whether "auto" runs the CUTLASS-collective FP8 kernel ("sm90_cutlass") rather than ours for a
 // plain FP8 GEMM (no epilogue beyond the bias, 16-bit output, more than 64 rows): on the H200 the
 // two are level (ours at 128x192: 1.00x this one in geometric mean over the 18 LTX / peak shapes,
-// 0.94-1.10x per shape, and 0.90-0.94x cuBLASLt's blockwise GEMM; gemm/README.md), so the CUTLASS
+// 0.94-1.10x per shape, and 0.87-0.95x cuBLASLt's blockwise GEMM; gemm/README.md), so the CUTLASS
 // kernel keeps the plain GEMMs and ours runs what it cannot: the fused epilogues and FP8 output.
 inline bool prefer_cutlass(const Problem& pr) {
   return pr.ops == Operands::kFp8Blockwise && pr.epilogue == Epilogue::kNone && pr.out != OutKind::kFP8 &&
