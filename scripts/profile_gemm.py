@@ -15,6 +15,7 @@ import os
 import torch
 
 import ltx_kernels as lk
+from profile_heavy import profile_calls  # same directory: run as scripts/profile_gemm.py
 
 
 def main():
@@ -43,17 +44,7 @@ def main():
     calls.append(("cutlass", lambda: lk.fp8_blockwise_gemm(a, sa, b, sb, out=y, backend="sm90_cutlass")))
     calls.append(("cublaslt", lambda: torch._scaled_mm(a, b.t(), scale_a=sa_cm, scale_b=sb.t(),
                                                        out_dtype=torch.bfloat16)))
-    for _, fn in calls:
-        fn()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    for name, fn in calls:
-        torch.cuda.nvtx.range_push(name)
-        fn()
-        torch.cuda.nvtx.range_pop()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
-    print("profile_gemm: profiled " + ", ".join(name for name, _ in calls))
+    profile_calls("profile_gemm", calls)
 
 
 if __name__ == "__main__":

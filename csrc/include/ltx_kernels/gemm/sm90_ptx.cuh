@@ -50,62 +50,53 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
 __device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
-__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+// One probe of the phase with the given parity: kTry may suspend the thread for a system-defined
+// time until the phase completes (mbarrier.try_wait); kTest never suspends (test_wait); kTrySleep
+// asks to stay suspended up to 20 us (try_wait with a suspend-time hint), for a warp that is not
+// on the critical path, so that it does not spin through issue slots the warps that share its SM
+// sub-partition need (the GEMM's storer waiting a whole tile once issued ~15% of the kernel's
+// instructions).
+enum class Probe { kTry, kTest, kTrySleep };
+template <Probe kProbe>
+__device__ __forceinline__ bool mbar_probe(uint32_t bar, uint32_t parity) {
   uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
+#define LTX_MBAR_PROBE(INSTR)                                                                   \
+  asm volatile("{\n.reg .pred p;\n" INSTR "\nselp.u32 %0, 1, 0, p;\n}\n"                   \
+               : "=r"(done)                                                                     \
+               : "r"(bar), "r"(parity)                                                          \
+               : "memory")
+  if constexpr (kProbe == Probe::kTest) {
+    LTX_MBAR_PROBE("mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;");
+  } else if constexpr (kProbe == Probe::kTrySleep) {
+    LTX_MBAR_PROBE("mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, 20000;");
+  } else {
+    LTX_MBAR_PROBE("mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;");
+  }
+#undef LTX_MBAR_PROBE
   return done != 0;
+}
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  return mbar_probe<Probe::kTry>(bar, parity);
 }
 // Whether the phase with the given parity has completed, without suspending the thread.
 __device__ __forceinline__ bool mbar_test_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
+  return mbar_probe<Probe::kTest>(bar, parity);
 }
 // Wait for the phase with the given parity to complete. A wait that outlasts 2^32 cycles
 // (~2 s: far beyond any tile of any GEMM) is a protocol error: trap, so that a bug
 // surfaces as a launch failure ("unspecified launch failure") rather than a hung process. (No
 // printf here: a function call inside the mainloop would serialize the wgmma pipeline.)
+template <Probe kProbe = Probe::kTry>
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  if (mbar_try_wait(bar, parity)) return;
+  if (mbar_probe<kProbe>(bar, parity)) return;
   const long long start = clock64();
-  while (!mbar_try_wait(bar, parity)) {
+  while (!mbar_probe<kProbe>(bar, parity)) {
     if (clock64() - start > (1ll << 32)) asm volatile("trap;\n");
   }
 }
-
-// mbar_wait for a warp that is not on the critical path (the GEMM's storer waiting a whole tile
-// for the consumers): each try asks to stay suspended up to 20 us unless the phase completes, so
-// that the waiting warp does not spin through issue slots its SM sub-partition's consumer warps
-// need (a spinning storer issued ~15% of all the kernel's instructions).
-__device__ __forceinline__ bool mbar_try_wait_hint(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity), "n"(20000)
-      : "memory");
-  return done != 0;
-}
+// mbar_wait for a warp off the critical path (see Probe::kTrySleep).
 __device__ __forceinline__ void mbar_wait_sleep(uint32_t bar, uint32_t parity) {
-  if (mbar_try_wait_hint(bar, parity)) return;
-  const long long start = clock64();
-  while (!mbar_try_wait_hint(bar, parity)) {
-    if (clock64() - start > (1ll << 32)) asm volatile("trap;\n");
-  }
+  mbar_wait<Probe::kTrySleep>(bar, parity);
 }
 
 // ---- copies ---------------------------------------------------------------------------------
