@@ -586,9 +586,10 @@ def test_errors(device, monkeypatch):
     for op, fn, msg in bad:
         with pytest.raises(RuntimeError, match=f"ltx_kernels.{op}: .*" + re.escape(msg)):
             fn()
-    monkeypatch.setenv("LTX_KERNELS_GEMM_CONFIG", "128by160")
-    with pytest.raises(RuntimeError, match="LTX_KERNELS_GEMM_CONFIG must be"):
-        f(a, sa, b, sb)
+    for bad_cfg in ("128by160", "128x192:p1", "128x192:p9", "128x192:q2", "128x192:c3"):
+        monkeypatch.setenv("LTX_KERNELS_GEMM_CONFIG", bad_cfg)
+        with pytest.raises(RuntimeError, match="LTX_KERNELS_GEMM_CONFIG must be"):
+            f(a, sa, b, sb)
     if device == "cuda" and torch.cuda.get_device_capability() == (9, 0):
         monkeypatch.setenv("LTX_KERNELS_GEMM_CONFIG", "128x176")
         try:
