@@ -32,8 +32,8 @@
 // Pipeline: `stages` slots of (A, B, sa), full/empty mbarrier pairs. The full barrier counts one
 // expect_tx arrival per loader warp; the empty barrier one arrival per consumer warp and CTA of
 // the cluster (a multicast writes into both CTAs' slots, so both CTAs' consumers must have
-// released it). Epilogue handshake: "epi" (storer -> consumers:
-// inputs loaded and the staging tile free) and "dfull" (consumers -> storer: tile written).
+// released it). Epilogue handshake: "epi" (storer -> consumers: inputs loaded and the staging
+// tile free) and "dfull" (consumers -> storer: tile written).
 //
 // bf16: the wgmma accumulates over the whole K range (see the mainloop for when stages are released).
 //
