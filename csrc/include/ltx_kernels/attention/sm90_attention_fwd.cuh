@@ -262,27 +262,13 @@ __device__ __forceinline__ void softmax_block(TensorS& s, RowState& st, float (&
       if (col >= kv_valid) s(i) = -INFINITY;
     }
   }
-  // Row maxima and sums as kChains independent partial chains per row (column group g feeds
-  // chain g % kChains), combined at the end: one chain of N / 2 dependent FMNMX / FADD per row
-  // was the softmax's critical path.
-  constexpr int kChains = N >= 32 ? 4 : 1;
-  float mx[2][kChains];
+  float mx[2] = {-INFINITY, -INFINITY};
   CUTE_UNROLL
-  for (int c = 0; c < kChains; ++c) mx[0][c] = mx[1][c] = -INFINITY;
-  CUTE_UNROLL
-  for (int i = 0; i < N; ++i) {
-    float& m = mx[(i / 2) % 2][(i / 4) % kChains];
-    m = fmaxf(m, s(i));
-  }
+  for (int i = 0; i < N; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s(i));
   float use[2];
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
-    CUTE_UNROLL
-    for (int w = kChains / 2; w >= 1; w /= 2) {
-      CUTE_UNROLL
-      for (int c = 0; c < w; ++c) mx[r][c] = fmaxf(mx[r][c], mx[r][c + w]);
-    }
-    float m = quad_max(mx[r][0]);
+    float m = quad_max(mx[r]);
     if (!prescaled) m *= st.coef[r];  // coef > 0
     const float m_new = fmaxf(st.max[r], m);
     use[r] = (m_new == -INFINITY ? 0.f : m_new) - p_offset;
@@ -290,32 +276,20 @@ __device__ __forceinline__ void softmax_block(TensorS& s, RowState& st, float (&
     st.max[r] = m_new;
     st.sum[r] *= alpha[r];
   }
-  float sm[2][kChains];
-  CUTE_UNROLL
-  for (int c = 0; c < kChains; ++c) sm[0][c] = sm[1][c] = 0.f;
   if (prescaled) {
     CUTE_UNROLL
     for (int i = 0; i < N; ++i) {
       const int r = (i / 2) % 2;
       s(i) = fast_exp2(s(i) - use[r]);
-      sm[r][(i / 4) % kChains] += s(i);
+      st.sum[r] += s(i);
     }
   } else {
     CUTE_UNROLL
     for (int i = 0; i < N; ++i) {
       const int r = (i / 2) % 2;
       s(i) = fast_exp2(fmaf(s(i), st.coef[r], -use[r]));
-      sm[r][(i / 4) % kChains] += s(i);
+      st.sum[r] += s(i);
     }
-  }
-  CUTE_UNROLL
-  for (int r = 0; r < 2; ++r) {
-    CUTE_UNROLL
-    for (int w = kChains / 2; w >= 1; w /= 2) {
-      CUTE_UNROLL
-      for (int c = 0; c < w; ++c) sm[r][c] += sm[r][c + w];
-    }
-    st.sum[r] += sm[r][0];
   }
 }
 
