@@ -245,6 +245,23 @@ def _versions():
     return v
 
 
+def _run_meta(argv) -> dict:
+    """The command, the commit ($GIT_SHA, else the build's) and what the loaded extension was built
+    with (compilers, archs), as the benchmarks' records carry them."""
+    build = {}
+    try:
+        import ltx_kernels
+
+        p = os.path.join(os.path.dirname(os.path.realpath(ltx_kernels.__file__)), "build_info.json")
+        with open(p) as f:
+            build = json.load(f)
+    except (ImportError, OSError, ValueError):
+        build = {"note": "the loaded ltx_kernels has no build_info.json"}
+    args = sys.argv[1:] if argv is None else list(argv)
+    return dict(command=" ".join(["python3", os.path.relpath(sys.argv[0]) if sys.argv[0] else "e2e", *args]),
+                git_sha=os.environ.get("GIT_SHA") or build.get("sha_pin") or build.get("git_sha", ""), build=build)
+
+
 def _print_table(rows):
     base = next((r["per_step_ms"] for r in rows if r["variant"] == "eager"), None)
     hdr = (f"{'variant':<28} {'step ms':>9} {'spread':>7} {'total s':>8} {'x eager':>8} {'peak GiB':>9} "
@@ -385,7 +402,7 @@ def common_main(argv, spec):
                 shape=spec.describe(problem, args), steps=args.steps, batch_size=args.batch_size,
                 guidance_scale=args.guidance_scale, dtype=str(dtype), device=str(device),
                 gpu=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-                warmup_iterations=args.warmup_iterations, **_versions())
+                warmup_iterations=args.warmup_iterations, **_versions(), **_run_meta(argv))
 
     # the reference: eager, same weights, same seed (one untimed run)
     ref = denoise(problem, model, args.steps, args.guidance_scale, device)

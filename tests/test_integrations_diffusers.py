@@ -436,6 +436,9 @@ def test_e2e_tiny_smoke(script, tmp_path, capsys):
     assert res["steps"] == 2 and res["per_step_ms"] > 0 and math.isfinite(res["rel_l2_vs_eager"])
     assert res["rel_l2_vs_eager"] < 1e-4  # tiny config in fp32 on CPU: optimized == eager
     assert "random weights" in capsys.readouterr().out
+    # the record names what made it: the command, the commit and the build
+    assert res["command"].startswith("python3 ") and "--tiny" in res["command"]
+    assert "git_sha" in res and isinstance(res["build"], dict)
 
     out2 = tmp_path / "c.json"
     mod.main(["--tiny", "--steps", "2", "--warmup-iterations", "0", "--compare", "--no-compile-variants",
