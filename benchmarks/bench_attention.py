@@ -128,6 +128,9 @@ def run(copy_gbps=0.0, quick=False):
         base, best = sdpa_baselines(r["us"])
         for variant in ("ours_bf16_bshd", "ours_bf16_bhsd", "ours_fp8_kblock128", "ours_fp8_kblock1"):
             note = f"{name}; backend {r['backend']}; {variant}"
+            one_per_tile = r["us"].get(f"{variant}_persistent0")
+            if one_per_tile:  # the same kernel on a grid of one CTA per work tile (not persistent)
+                note += f"; one CTA per tile {one_per_tile:.1f} us"
             if "fp8" in variant:
                 note += f"; quantize pass {r['us']['fp8 quantize']:.0f} us not included; rel L2 vs bf16 {r['fp8_rel_l2_vs_bf16']:.3g}"
             rows.append(attention_row(variant, [b, sq, skv, h, d], r["us"][variant], base, best, r["tflop"],
