@@ -14,8 +14,9 @@
 //        the bytes, empty[s] is released by the consumers once P_j V_j has read stage s). The ring
 //        runs on across tiles: the key blocks of all of a CTA's tiles are counted as one sequence
 //        (stage and phase from that count). With per-key FP8 K factors its second warp walks the
-//        same tiles and ring and copies block j's factors into the stage by cp.async (4 bytes per
-//        key, zero past kv_len), counted on full_k[s]. It keeps 24 registers.
+//        same tiles and ring and copies block j's factors into the stage (4 bytes per key, zero
+//        past kv_len; plain loads and shared stores), each lane's arrival counted on full_k[s].
+//        It keeps 24 registers.
 //   WG1 .. WG kMmaWG  consumers (2: 240 registers each; 3: 160): rows 64 w .. 64 w + 63 of the
 //        query tile.
 //        S = Q K^T by wgmma with both operands in shared memory; online softmax in fp32 in the
@@ -62,7 +63,6 @@
 #include <cutlass/numeric_types.h>
 
 #include "ltx_kernels/attention/attention.h"
-#include "ltx_kernels/gemm/sm90_ptx.cuh"  // cp.async with an mbarrier arrival (per-key K factors)
 
 namespace ltx_kernels {
 namespace attention_sm90 {
@@ -751,8 +751,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
       }
     } else if (Tr::kKPerToken && threadIdx.x / 32 == 1) {
       // Per-key FP8 K factors: the second warp walks the same tiles and ring and copies block j's
-      // factors into its stage by cp.async (zero past kv_len), each lane's copies counted on
-      // full_k[s] (kept apart from the TMA thread: together they spilled its 24 registers).
+      // factors into its stage (loads, shared stores, zero past kv_len); each lane's mbarrier
+      // arrival on full_k[s] releases its stores (kept apart from the TMA thread: together they
+      // spilled its 24 registers). Plain stores rather than cp.async: compute-sanitizer's racecheck
+      // follows an mbarrier arrival but not a cp.async completion, and reported the consumers'
+      // reads of the cp.async-filled stage as hazards.
       const int lane = threadIdx.x % 32;
       int it = 0;
       for (int t = blockIdx.x; t < p.tiles; t += gridDim.x) {
@@ -764,14 +767,21 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
         for (int j = 0; j < n_blocks; ++j, ++it) {
           const int s = it % kStages;
           if (it >= kStages) cutlass::arch::ClusterBarrier::wait(&ss.empty[s], ((it / kStages) - 1) & 1);
+          // kBlockN is a multiple of 32 here; two loads in flight at a time (more spilled the
+          // warpgroup's 24 registers)
+          const float* src = kd + int64_t(j * kBlockN + lane) * p.kd.s;
           CUTE_UNROLL
-          for (int c0 = 0; c0 < kBlockN; c0 += 32) {  // kBlockN is a multiple of 32 here
-            const int c = c0 + lane;
-            const int key = j * kBlockN + c;
-            gemm::sm90::ptx::cp_async4(gemm::sm90::ptx::smem_u32(&ss.kf[s][c]),
-                                       kd + int64_t(key < kv_len ? key : 0) * p.kd.s, key < kv_len ? 4u : 0u);
+          for (int u0 = 0; u0 < kBlockN / 32; u0 += 2) {
+            float f[2] = {0.f, 0.f};
+            CUTE_UNROLL
+            for (int u = u0; u < u0 + 2 && u < kBlockN / 32; ++u, src += 32 * p.kd.s) {
+              if (j * kBlockN + 32 * u + lane < kv_len) f[u - u0] = __ldg(src);
+            }
+            CUTE_UNROLL
+            for (int u = u0; u < u0 + 2 && u < kBlockN / 32; ++u) ss.kf[s][32 * u + lane] = f[u - u0];
           }
-          gemm::sm90::ptx::cp_async_mbar_arrive_noinc(gemm::sm90::ptx::smem_u32(&ss.full_k[s]));
+          // each lane's arrival releases its own stores to the consumers that wait on full_k[s]
+          cutlass::arch::ClusterBarrier::arrive(&ss.full_k[s]);
         }
       }
     }
