@@ -76,19 +76,16 @@ def bench_shape(name, b, sq, skv, h, d, cross, sets=2):
     for kb in (1, 128):
         ops8 = [lk.quantize_attention_fp8(qs[i], ks[i], vs[i], k_block=kb) for i in range(sets)]
         row["us"][f"ours_fp8_kblock{kb}"] = time_graph(lambda i: lk.attention(*ops8[i], attn_mask=mask, out=outs), sets)
-    # the sm_90 kernel's other warpgroup scheduling (ping-pong on / off) and grid (persistent, or
-    # one CTA per work tile), for the record
-    knobs = (("LTX_KERNELS_ATTENTION_PINGPONG", "pingpong"), ("LTX_KERNELS_ATTENTION_PERSISTENT", "persistent"))
-    for knob, name in knobs:
-        for val in ("0", "1"):
-            os.environ[knob] = val
-            try:
-                row["us"][f"ours_bf16_bshd_{name}{val}"] = time_graph(
-                    lambda i: lk.attention(qs[i], ks[i], vs[i], attn_mask=mask, out=outs), sets)
-                row["us"][f"ours_fp8_kblock128_{name}{val}"] = time_graph(
-                    lambda i: lk.attention(*ops8[i], attn_mask=mask, out=outs), sets)
-            finally:
-                del os.environ[knob]
+    # the other warpgroup scheduling of the sm_90 kernel (ping-pong on / off), for the record
+    for pp in ("0", "1"):
+        os.environ["LTX_KERNELS_ATTENTION_PINGPONG"] = pp
+        try:
+            row["us"][f"ours_bf16_bshd_pingpong{pp}"] = time_graph(
+                lambda i: lk.attention(qs[i], ks[i], vs[i], attn_mask=mask, out=outs), sets)
+            row["us"][f"ours_fp8_kblock128_pingpong{pp}"] = time_graph(
+                lambda i: lk.attention(*ops8[i], attn_mask=mask, out=outs), sets)
+        finally:
+            del os.environ["LTX_KERNELS_ATTENTION_PINGPONG"]
     row["us"]["fp8 quantize"] = time_graph(lambda i: lk.quantize_attention_fp8(qs[i], ks[i], vs[i]), sets)
     row["tflops"] = {k: (flops / (v * 1e-6) / 1e12 if v else None) for k, v in row["us"].items() if k != "fp8 quantize"}
     sd = [v for k, v in row["us"].items() if k.startswith("sdpa_") and v]
@@ -128,9 +125,6 @@ def run(copy_gbps=0.0, quick=False):
         base, best = sdpa_baselines(r["us"])
         for variant in ("ours_bf16_bshd", "ours_bf16_bhsd", "ours_fp8_kblock128", "ours_fp8_kblock1"):
             note = f"{name}; backend {r['backend']}; {variant}"
-            one_per_tile = r["us"].get(f"{variant}_persistent0")
-            if one_per_tile:  # the same kernel on a grid of one CTA per work tile (not persistent)
-                note += f"; one CTA per tile {one_per_tile:.1f} us"
             if "fp8" in variant:
                 note += f"; quantize pass {r['us']['fp8 quantize']:.0f} us not included; rel L2 vs bf16 {r['fp8_rel_l2_vs_bf16']:.3g}"
             rows.append(attention_row(variant, [b, sq, skv, h, d], r["us"][variant], base, best, r["tflop"],

@@ -30,10 +30,6 @@ def rows_of(raw_rows):
                 alt = r["us"].get(f"{variant}_pingpong{pp}")
                 if alt:
                     note += f"; ping-pong {pp}: {alt:.0f} us"
-            for pg in ("0", "1"):
-                alt = r["us"].get(f"{variant}_persistent{pg}")
-                if alt:
-                    note += f"; persistent grid {pg}: {alt:.0f} us"
             if "fp8" in variant:
                 note += (f"; the quantization pass ({r['us']['fp8 quantize']:.0f} us) is not included; "
                          f"relative L2 vs our bf16 output {r['fp8_rel_l2_vs_bf16']:.3g}")

@@ -1,14 +1,12 @@
 """A/B of the sm_90a attention kernel's tile configurations: each LTX_KERNELS_ATTENTION_TILE value
 (0 the default, k > 0 the alternatives of csrc/cuda/attention/attention_tiles_{bf16,e4m3}_sm90.cu) with both
-warpgroup schedules (LTX_KERNELS_ATTENTION_PINGPONG 0 / 1) and the grids that --persistent names
-(LTX_KERNELS_ATTENTION_PERSISTENT: 1, the default, one CTA per SM looping over the work tiles; 0
-one CTA per tile), bf16 and FP8 (k factors per 128 keys), beside cuDNN's SDPA (bf16,
-[B, H, S, D]) at the LTX shapes. Same timing as
+warpgroup schedules (LTX_KERNELS_ATTENTION_PINGPONG 0 / 1), bf16 and FP8 (k factors per 128
+keys), beside cuDNN's SDPA (bf16, [B, H, S, D]) at the LTX shapes. Same timing as
 benchmarks/bench_attention.py (CUDA-graph replay, two input sets, medians). Each configuration's
 output is compared with cuDNN's first (relative L2), so that a wrong configuration cannot post a
 time.
 
-    python3 scripts/attention_tiles.py [--tiles 0 1 2 3] [--persistent 0 1] [--quick] [--json out.json]
+    python3 scripts/attention_tiles.py [--tiles 0 1 2 3] [--quick] [--json out.json]
 """
 
 import argparse
@@ -33,10 +31,9 @@ SHAPES = [  # name, B, S, H, D
 
 
 
-def run(fn, tile, pingpong, persistent, sets):
+def run(fn, tile, pingpong, sets):
     os.environ["LTX_KERNELS_ATTENTION_TILE"] = str(tile)
     os.environ["LTX_KERNELS_ATTENTION_PINGPONG"] = pingpong
-    os.environ["LTX_KERNELS_ATTENTION_PERSISTENT"] = persistent
     try:
         out = fn(0).clone()
         torch.cuda.synchronize()
@@ -46,10 +43,9 @@ def run(fn, tile, pingpong, persistent, sets):
     finally:
         os.environ.pop("LTX_KERNELS_ATTENTION_TILE", None)
         os.environ.pop("LTX_KERNELS_ATTENTION_PINGPONG", None)
-        os.environ.pop("LTX_KERNELS_ATTENTION_PERSISTENT", None)
 
 
-def bench_shape(name, b, s, h, d, tiles, grids, sets=2):
+def bench_shape(name, b, s, h, d, tiles, sets=2):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     rows = []
@@ -68,27 +64,24 @@ def bench_shape(name, b, s, h, d, tiles, grids, sets=2):
     for kind, (fn, tol) in kinds.items():
         for tile in tiles:
             for pp in ("0", "1"):
-                for pg in grids:
-                    got, us = run(fn, tile, pp, pg, sets)
-                    row = {"shape": name, "B": b, "S": s, "H": h, "D": d, "kind": kind, "tile": tile,
-                           "pingpong": int(pp), "persistent": int(pg), "cudnn_us": cudnn}
-                    if us is None:
-                        if "CUDA error: invalid argument" not in got:  # not built for this case
-                            print(f"  {kind} tile {tile} pp {pp} grid {pg}: cannot run: {got}")
-                        continue
-                    err = rel_l2(got, want)
-                    row.update(us=us, tflops=flops / us / 1e6, vs_cudnn=cudnn / us, rel_l2_vs_cudnn=err, ok=err < tol)
-                    rows.append(row)
-                    print(f"  {kind:4s} tile {tile} pp {pp} grid {pg}: {us:8.1f} us {flops / us / 1e6:5.0f} TFLOP/s "
-                          f"{cudnn / us:5.3f}x cuDNN  rel L2 {err:.2e}{'' if err < tol else '  WRONG'}", flush=True)
+                got, us = run(fn, tile, pp, sets)
+                row = {"shape": name, "B": b, "S": s, "H": h, "D": d, "kind": kind, "tile": tile,
+                       "pingpong": int(pp), "cudnn_us": cudnn}
+                if us is None:
+                    if "CUDA error: invalid argument" not in got:  # not built for this case
+                        print(f"  {kind} tile {tile} pp {pp}: cannot run: {got}")
+                    continue
+                err = rel_l2(got, want)
+                row.update(us=us, tflops=flops / us / 1e6, vs_cudnn=cudnn / us, rel_l2_vs_cudnn=err, ok=err < tol)
+                rows.append(row)
+                print(f"  {kind:4s} tile {tile} pp {pp}: {us:8.1f} us {flops / us / 1e6:5.0f} TFLOP/s "
+                      f"{cudnn / us:5.3f}x cuDNN  rel L2 {err:.2e}{'' if err < tol else '  WRONG'}", flush=True)
     return rows
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tiles", nargs="+", type=int, default=[0, 1, 2, 3])
-    ap.add_argument("--persistent", nargs="+", choices=["0", "1"], default=["1"],
-                    help="grids: 1 one CTA per SM over the work tiles (the default), 0 one CTA per tile")
     ap.add_argument("--quick", action="store_true", help="the 2688-token shapes only")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -96,7 +89,7 @@ def main():
     for name, b, s, h, d in SHAPES:
         if args.quick and s != 2688:
             continue
-        rows += bench_shape(name, b, s, h, d, args.tiles, args.persistent)
+        rows += bench_shape(name, b, s, h, d, args.tiles)
         torch.cuda.empty_cache()
     if args.json:
         write_record(args.json, rows, "scripts/attention_tiles.py", sys.argv[1:])

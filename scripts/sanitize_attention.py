@@ -1,8 +1,7 @@
 """The sm_90a attention kernel and the CUDA attention quantizer under compute-sanitizer: every
 kernel the defaults and the tile alternatives build (bf16 / fp16, FP8 with K factors per 128 keys
 and per key, head dims 64 and 128, both warpgroup schedules), on small ragged shapes with
-kv_lengths (one row fully masked), a key mask, GQA and both layouts, and (without --quick) one
-shape with more work tiles than SMs, so that the persistent grid's CTAs run several tiles each. Each output is compared with
+kv_lengths (one row fully masked), a key mask, GQA and both layouts. Each output is compared with
 the float64 reference (reference.py) so that a silent wrong answer fails too.
 
   compute-sanitizer --tool memcheck  --error-exitcode 3 python3 scripts/sanitize_attention.py
@@ -35,8 +34,7 @@ def main():
         raise SystemExit("sanitize_attention: needs compute capability 9.0")
     torch.manual_seed(0)
     dev = "cuda"
-    shapes = [(2, 77, 300, 4, 2)] if args.quick else [(2, 77, 300, 4, 2), (1, 200, 129, 2, 2), (1, 5, 2, 1, 1),
-                                                      (3, 1000, 300, 40, 8)]
+    shapes = [(2, 77, 300, 4, 2)] if args.quick else [(2, 77, 300, 4, 2), (1, 200, 129, 2, 2), (1, 5, 2, 1, 1)]
     failures = []
     n = 0
     for d in (64, 128):
@@ -46,7 +44,7 @@ def main():
                     x = torch.randn(b, s, heads, d, device=dev, dtype=torch.bfloat16)
                     return x if layout == "bshd" else x.transpose(1, 2).contiguous()
                 q, k, v = mk(sq, h), mk(skv, hk), mk(skv, hk)
-                lengths = torch.tensor([skv, 0, skv - 37][:b], device=dev, dtype=torch.int32)  # a fully masked row
+                lengths = torch.tensor([skv, 0][:b], device=dev, dtype=torch.int32)  # a fully masked row
                 mask = torch.rand(b, skv, device=dev) > 0.2
                 bias = torch.zeros(b, skv, device=dev).masked_fill(~mask, float("-inf"))
                 runs = []

@@ -270,31 +270,27 @@ def test_fp8_quantizer_follows_its_rule():
 
 # The sm_90 kernel's alternative tile configurations (LTX_KERNELS_ATTENTION_TILE, what
 # csrc/cuda/attention/attention_tiles_sm90.cu builds): each one forced on ragged shapes, with
-# kv_lengths (one row 0), a key mask and grouped heads, with both warpgroup schedules and both
-# grids (the last shape has more work tiles than the GPU has SMs).
+# kv_lengths, a key mask and grouped heads, with both warpgroup schedules.
 SM90_TILES = {("bf16", 64): [1, 2], ("bf16", 128): [1, 2, 3], ("fp8", 64): [1, 2], ("fp8", 128): [1, 2]}
 
 
 @CUDA
 @pytest.mark.parametrize("kind,d,tile", [(k, d, t) for (k, d), ts in SM90_TILES.items() for t in ts])
 @pytest.mark.parametrize("pingpong", ["0", "1"])
-@pytest.mark.parametrize("persistent", ["0", "1"])
-def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong, persistent):
+def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
     if not sm90_available():
         pytest.skip("the sm90 kernel's tiles")
     monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
-    monkeypatch.setenv("LTX_KERNELS_ATTENTION_PERSISTENT", persistent)
     dev, dtype = "cuda", torch.bfloat16
     # (Skv = 1 gives FP8 operands whose K factors read as per key: a kernel the tiles do not cover)
-    shapes = [(2, 389, 450, 4, 2), (1, 200, 129, 2, 2), (1, 7, 1 if kind == "bf16" else 2, 1, 1),
-              (3, 1000, 300, 40, 8)]
+    shapes = [(2, 389, 450, 4, 2), (1, 200, 129, 2, 2), (1, 7, 1 if kind == "bf16" else 2, 1, 1)]
     for b, sq, skv, h, hk in shapes:
         q, k, v = mk(b, sq, h, d, dtype, dev, "bshd"), mk(b, skv, hk, d, dtype, dev, "bshd"), mk(
             b, skv, hk, d, dtype, dev, "bshd")
-        lengths = torch.tensor([skv, max(skv - 37, 0), 0][:b], device=dev, dtype=torch.int32)
+        lengths = torch.tensor([skv, max(skv - 37, 0)][:b], device=dev, dtype=torch.int32)
         mask = torch.rand(b, skv, device=dev) > 0.2
         monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", str(tile))
-        what = f"{kind} d{d} tile {tile} pingpong {pingpong} persistent {persistent} {(b, sq, skv, h, hk)}"
+        what = f"{kind} d{d} tile {tile} pingpong {pingpong} {(b, sq, skv, h, hk)}"
         if kind == "bf16":
             out = lk.attention(q, k, v, kv_lengths=lengths, attn_mask=mask, backend="sm90")
             monkeypatch.delenv("LTX_KERNELS_ATTENTION_TILE")
@@ -305,41 +301,6 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong, persistent
             out = lk.attention(*ops8, kv_lengths=lengths, backend="sm90")
             monkeypatch.delenv("LTX_KERNELS_ATTENTION_TILE")
             fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, what=what)
-
-
-# The sm_90 kernel's grid (LTX_KERNELS_ATTENTION_PERSISTENT): one CTA per work tile (0) or one per
-# SM looping over the tiles (1, the default). More tiles than SMs (3 x 40 heads x 6..8 query
-# tiles), so that each persistent CTA runs several tiles: ragged Sq and Skv, a batch row without
-# keys (kv_lengths 0) and one with every key masked among them, grouped heads, FP8 with K factors
-# per 128 keys and per key, both warpgroup schedules.
-@CUDA
-@pytest.mark.parametrize("kind", ["bf16", "fp16", "fp8_kb128", "fp8_kb1"])
-@pytest.mark.parametrize("d", [64, 128])
-@pytest.mark.parametrize("pingpong", ["0", "1"])
-@pytest.mark.parametrize("persistent", ["0", "1"])
-def test_sm90_persistent_grid(monkeypatch, kind, d, pingpong, persistent):
-    if not sm90_available():
-        pytest.skip("the sm90 kernel's grid")
-    monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
-    monkeypatch.setenv("LTX_KERNELS_ATTENTION_PERSISTENT", persistent)
-    dev = "cuda"
-    dtype = torch.float16 if kind == "fp16" else torch.bfloat16
-    b, sq, skv, h, hk = 3, 1000, 300, 40, 8
-    q, k, v = mk(b, sq, h, d, dtype, dev, "bshd"), mk(b, skv, hk, d, dtype, dev, "bshd"), mk(
-        b, skv, hk, d, dtype, dev, "bshd")
-    lengths = torch.tensor([skv, 0, skv - 37], device=dev, dtype=torch.int32)
-    mask = torch.rand(b, skv, device=dev) > 0.2
-    mask[2] = False  # every key of row 2 masked
-    key_bias = torch.zeros(b, skv, device=dev).masked_fill(~mask, float("-inf"))
-    what = f"{kind} d{d} pingpong {pingpong} persistent {persistent}"
-    if kind in ("bf16", "fp16"):
-        out = lk.attention(q, k, v, kv_lengths=lengths, attn_mask=mask, backend="sm90")
-        check16(out, ref.attention(q, k, v, kv_lengths=lengths, key_bias=key_bias), v, dtype, what)
-    else:
-        ops8 = lk.quantize_attention_fp8(q, k, v, k_block=1 if kind == "fp8_kb1" else 128)
-        out = lk.attention(*ops8, kv_lengths=lengths, attn_mask=mask, backend="sm90")
-        fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, key_bias=key_bias, what=what)
-    assert (out[1] == 0).all() and (out[2] == 0).all(), what
 
 
 @CUDA

@@ -178,8 +178,6 @@ Problem prepare(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
   if (const char* e = std::getenv("LTX_KERNELS_ATTENTION_PINGPONG")) p.pingpong = std::atoi(e) != 0 ? 1 : 0;
   // LTX_KERNELS_ATTENTION_TILE=k runs the k-th alternative tile configuration (benchmarks sweep them).
   if (const char* e = std::getenv("LTX_KERNELS_ATTENTION_TILE")) p.tile = std::atoi(e);
-  // LTX_KERNELS_ATTENTION_PERSISTENT=0/1: one CTA per work tile, or the persistent grid (the default).
-  if (const char* e = std::getenv("LTX_KERNELS_ATTENTION_PERSISTENT")) p.persistent = std::atoi(e) != 0 ? 1 : 0;
   // every backend reads rows of D contiguous elements (FP8 V^T: rows of keys, checked above)
   auto rows = [](const at::Tensor& t) { return t.size(3) <= 1 || t.stride(3) == 1 ? t : t.contiguous(); };
   pr.q = rows(q);

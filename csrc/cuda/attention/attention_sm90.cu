@@ -15,10 +15,6 @@ const char* attention_sm90_why_not(const AttentionParams& a, int cc) {
   if (a.batch > 65535 || a.heads > 65535 || a.seqlen_q > INT32_MAX || a.seqlen_kv > INT32_MAX)
     return "batch and heads must be <= 65535 and sequence lengths < 2^31";
   if (a.heads_kv <= 0 || a.heads % a.heads_kv != 0) return "heads must be a multiple of heads_kv";
-  // work tiles of at least 128 queries (the smallest query tile), counted in an int that the
-  // tile loop advances by the grid size
-  if ((a.seqlen_q + 127) / 128 * a.heads * a.batch > (int64_t(1) << 30))
-    return "ceil(seqlen_q / 128) * heads * batch must be <= 2^30 (work tiles)";
   if (!(a.scale > 0.f)) return "the scale must be > 0";
   {
     using attention_sm90::esize;

@@ -7,7 +7,6 @@
 
 #include "ltx_kernels/attention/attention_cuda.h"
 #include "ltx_kernels/attention/sm90_attention_fwd.cuh"
-#include "ltx_kernels/common/device.h"
 
 namespace ltx_kernels {
 namespace attention_sm90 {
@@ -60,9 +59,6 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
     tma_v = make_tma_copy(SM90_TMA_LOAD{}, mV, take<0, 2>(typename Tr::SmemLayoutVStore{}),
                           Shape<Int<Tr::kBlockN>, Int<D>>{}, _1{});
   }
-  // Work tiles (query block, head, batch); attention_sm90_why_not keeps their count below 2^30.
-  const int32_t num_m = (Sq + Tr::kBlockM - 1) / Tr::kBlockM;
-  const int64_t tiles = int64_t(num_m) * H * B;
   typename Tr::Params p{
       make_tma_copy(SM90_TMA_LOAD{}, mQ, take<0, 2>(typename Tr::SmemLayoutQ{}), Shape<_64, Int<D>>{}, _1{}),
       make_tma_copy(SM90_TMA_LOAD{}, mK, take<0, 2>(typename Tr::SmemLayoutK{}), Shape<Int<Tr::kBlockN>, Int<D>>{},
@@ -90,18 +86,13 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
       // default: on for 16-bit inputs and FP8 at d 128 (where the GEMMs are long enough to hide
       // the other warpgroup's softmax), off for FP8 at d 64
       a.pingpong >= 0 ? a.pingpong : ((Tr::kFp8 && D == 64) ? 0 : 1),
-      num_m,
-      int32_t(tiles),
   };
   auto kernel = attention_fwd_kernel<Tr>;
   static const cudaError_t attr =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
   if (attr != cudaSuccess) return attr;
-  // Persistent (the default): one CTA per SM (the kernel's shared memory and registers fit one),
-  // each looping over its tiles; off, one CTA per tile through the same loop.
-  const int sms = current_device_props().sm_count;
-  const int64_t ctas = a.persistent != 0 && sms > 0 ? std::min<int64_t>(tiles, sms) : tiles;
-  kernel<<<dim3(unsigned(ctas)), Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
+  const dim3 grid(unsigned((Sq + Tr::kBlockM - 1) / Tr::kBlockM), unsigned(H), unsigned(B));
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
   return cudaGetLastError();
 }
 

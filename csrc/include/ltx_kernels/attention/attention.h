@@ -53,8 +53,6 @@ struct AttentionParams {
   int pingpong = -1;    // sm_90 kernel scheduling: -1 its default, 0 off, 1 on (tuning knob)
   int tile = 0;         // sm_90 kernel tile configuration: 0 its default, k > 0 the k-th alternative
                         // of the dtype and head dim (tuning knob; unknown values are refused)
-  int persistent = -1;  // sm_90 kernel grid: -1 its default (persistent), 0 one CTA per work tile,
-                        // 1 persistent, one CTA per SM looping over the tiles (tuning knob)
 };
 
 // The keys' order inside each 32-key block of an FP8 V^T row: position p holds key

@@ -1,22 +1,13 @@
 // Dense attention forward for sm_90a (bf16 / fp16, and FP8 E4M3 with dequantization factors).
 // Included only by csrc/cuda/attention/attention_sm90.cu. Semantics: attention.h.
 //
-// Work tiles: (64 kMmaWG-query block, head, batch), num_m = ceil(Sq / (64 kMmaWG)) query blocks
-// per head; tile t is query block t % num_m of head (t / num_m) % H, batch t / (num_m H), so the
-// CTAs that run at the same time mostly share a head's K / V in L2. Persistent grid (FA3's): a
-// 1-D grid of min(tiles, SMs) CTAs, one per SM; CTA i runs tiles i, i + gridDim.x, .. in turn, so
-// that launch, barrier set-up and pipeline fill are paid once per SM, and the next tile's K / V
-// loads run under the current tile's last blocks and epilogue. (AttentionParams::persistent 0
-// launches one CTA per tile instead: the same code, one trip through the tile loop.)
-// CTA = 1 + kMmaWG warpgroups; producer and consumers walk the same tiles in the same order:
-//   WG0  producer: one thread issues TMA loads (per tile Q, a (64, D) tile per consumer; K_j, V_j
-//        into a kStages-deep ring of shared-memory stages; full_k / full_v mbarriers complete on
-//        the bytes, empty[s] is released by the consumers once P_j V_j has read stage s). The ring
-//        runs on across tiles: the key blocks of all of a CTA's tiles are counted as one sequence
-//        (stage and phase from that count). With per-key FP8 K factors its second warp walks the
-//        same tiles and ring and copies block j's factors into the stage (4 bytes per key, zero
-//        past kv_len; plain loads and shared stores), each lane's arrival counted on full_k[s].
-//        It keeps 24 registers.
+// CTA = 1 + kMmaWG warpgroups, one (64 kMmaWG-query tile, head, batch) per CTA, grid
+// (ceil(Sq / (64 kMmaWG)), H, B):
+//   WG0  producer: one thread issues TMA loads (Q once, a (64, D) tile per consumer; then K_j, V_j into a kStages-deep ring of
+//        shared-memory stages; full_k / full_v mbarriers complete on the bytes, empty[s] is
+//        released by the consumers once P_j V_j has read stage s). With per-key FP8 K factors its
+//        first warp also copies block j's factors into the stage by cp.async (4 bytes per key,
+//        zero past kv_len), counted on full_k[s]. It keeps 24 registers.
 //   WG1 .. WG kMmaWG  consumers (2: 240 registers each; 3: 160): rows 64 w .. 64 w + 63 of the
 //        query tile.
 //        S = Q K^T by wgmma with both operands in shared memory; online softmax in fp32 in the
@@ -24,15 +15,6 @@
 //        registers into the A operand of the P V wgmma (bf16/fp16 directly: the accumulator
 //        fragment of S is the A fragment of P; FP8: a fixed in-thread permutation, matched by
 //        the key order of the FP8 V^T layout, see attention.h).
-//   Q across tiles: bar_q completes once per tile (every tile, kv_len 0 included); q_empty once
-//        the consumers are done with a tile's Q shared memory, and the producer waits for it
-//        before it loads the next tile's Q. 16-bit inputs stage O over Q: each warpgroup's
-//        storing thread arrives after its TMA store has read the tile (which also orders the
-//        next tile's O writes after it: they follow the next bar_q). FP8 (O has its own tiles):
-//        each warp arrives once its last Q K^T of the tile has completed, so that the next Q
-//        loads under the last P V and the epilogue. The producer issues the first key blocks of
-//        a tile before its Q (16-bit: as many as there are stages, all free during the previous
-//        epilogue; FP8: one).
 //   Schedule per key block j (FA3's intra-warpgroup overlap):
 //        issue S_j = Q K_j^T; issue O += P_{j-1} V_{j-1}; wait S_j; softmax(S_j) while the P V
 //        wgmma runs; wait P V; release stage j-1; rescale O; P_j <- S_j.
@@ -43,8 +25,7 @@
 //   Epilogue: O / l (0 where l = 0: a row with no valid key), FP8 per-channel V factors, rounded
 //        to the output dtype into shared memory (per warpgroup a 64-row tile; 16-bit inputs write
 //        it over the warpgroup's own Q tile) and stored by TMA (rows past Sq are clipped by the
-//        tensor map). FP8: the storing thread waits for the store to have read its tile only at
-//        the next tile's epilogue (then the warpgroup syncs before writing the tile again).
+//        tensor map).
 // Masking: keys past kv_len[b] get -inf (only the last block needs it); an optional additive
 // per-key bias is added in the log2 domain. Rows whose running max is -inf exponentiate against 0
 // so that they stay 0 instead of NaN.
@@ -63,6 +44,7 @@
 #include <cutlass/numeric_types.h>
 
 #include "ltx_kernels/attention/attention.h"
+#include "ltx_kernels/gemm/sm90_ptx.cuh"  // cp.async with an mbarrier arrival (per-key K factors)
 
 namespace ltx_kernels {
 namespace attention_sm90 {
@@ -135,9 +117,6 @@ struct Traits {
   // Output staging: one (64, D) tile per consumer warpgroup; over Q when the element sizes match.
   using SmemLayoutO = decltype(tile_to_shape(smem_atom_k<Out, kHeadDim>(), Shape<_64, Int<kHeadDim>, Int<kMmaWG>>{}));
   static constexpr bool kOverQ = sizeof(Out) == sizeof(Element);
-  // Arrivals that free Q's shared memory for the next tile: over Q, each warpgroup's storing
-  // thread once its TMA store has read O; else each consumer warp once its Q K^T GEMMs are done.
-  static constexpr int kQEmptyArrivals = kOverQ ? kMmaWG : 4 * kMmaWG;
 
   using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{},
                                       make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GShape{}, GStride{}),
@@ -168,7 +147,6 @@ struct Traits {
     std::conditional_t<kOverQ, NoO, OwnO> o_store;  // FP8 inputs: O has its own tiles
     alignas(16) float kf[kKPerToken ? kStages : 1][kKPerToken ? kBlockN : 2];  // FP8 per-key K factors
     alignas(8) uint64_t bar_q;
-    uint64_t q_empty;  // the consumers are done with this tile's Q (see kQEmptyArrivals)
     uint64_t full_k[kStages];
     uint64_t full_v[kStages];
     uint64_t empty[kStages];
@@ -192,8 +170,6 @@ struct Traits {
     AttnStrides qd, kd, vd;
     int64_t k_block;
     int32_t pingpong;  // 1: the two consumer warpgroups take turns issuing their GEMMs
-    int32_t num_m;     // query blocks per head, ceil(seqlen_q / kBlockM)
-    int32_t tiles;     // work tiles, num_m * heads * batch (< 2^30: t + gridDim.x stays an int)
   };
 };
 
@@ -355,25 +331,10 @@ __device__ __forceinline__ void convert_p(TensorS const& s, TensorP& p) {
   }
 }
 
-// Decodes work tile t: query block (m fastest), head, batch.
-struct TileCoord {
-  int m_block, h, b;
-};
-template <class Params>
-__device__ __forceinline__ TileCoord tile_coord(Params const& p, int t) {
-  const int mh = t / p.num_m;
-  return TileCoord{t - mh * p.num_m, mh % p.heads, mh / p.heads};
-}
-
-// Valid keys of batch b.
-template <class Params>
-__device__ __forceinline__ int tile_kv_len(Params const& p, int b) {
-  return p.kv_lengths != nullptr ? min(max(p.kv_lengths[b], 0), p.seqlen_kv) : p.seqlen_kv;
-}
-
-// The consumer warpgroups: per work tile the main loop over key blocks and the epilogue.
+// The two consumer warpgroups: main loop over key blocks and the epilogue.
 template <class Tr, class SS, class TQ, class TK, class TVt, class TO>
-__device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, TQ& sQ, TK& sK, TVt& sVt, TO& sO) {
+__device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, TQ& sQ, TK& sK, TVt& sVt, TO& sO,
+                                         int m_block, int h, int b, int hk, int kv_len, int n_blocks) {
   using Element = typename Tr::Element;
   using Out = typename Tr::Out;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kD = Tr::kHeadDim, kStages = Tr::kStages;
@@ -398,17 +359,74 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
                                      Layout<Shape<Shape<_2, _2, _2>, _1, Int<kBlockN / 16>>>>;
   Tensor tOrP = make_tensor<Element>(PLayout{});
   static_assert(size(PLayout{}) == size(decltype(tSrS){}), "P fragment size");
+  clear(tOrO);
+
+  RowState st;
   const float p_offset = Tr::kFp8 ? 8.807354922057604f : 0.f;  // log2(448): P scaled into E4M3's range
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    st.max[r] = -INFINITY;
+    st.sum[r] = 0.f;
+    float c = p.scale_log2;
+    if constexpr (Tr::kFp8) {
+      const int row = m_block * kBlockM + row0 + 8 * r;
+      const int rr = min(row, p.seqlen_q - 1);
+      c *= p.q_descale[b * p.qd.b + int64_t(rr) * p.qd.s + h * p.qd.h];
+    }
+    st.coef[r] = c;
+  }
+  const float* bias_row = p.key_bias != nullptr ? p.key_bias + b * p.key_bias_stride_b : nullptr;
+  const float* kd_base = nullptr;
+  if constexpr (Tr::kFp8) kd_base = p.k_descale + b * p.kd.b + hk * p.kd.h;
+
+  // Per-key K factors (FP8, one per key): this thread's kBlockN / 4 columns of key block j, read
+  // from the stage that holds K_j (the producer copies them with it) while S_j is computed.
+  // Loaded from global memory by the consumers instead, they cost 3.5x the per-block path even
+  // one block ahead (2.3x): a strided 4-byte load per column and thread.
+  constexpr int kKCols = Tr::kKPerToken ? kBlockN / 4 : 1;
+  float kf[kKCols];
+  auto load_kf = [&](int s) {  // from stage s (the producer staged them with K; 0 past kv_len)
+    if constexpr (Tr::kKPerToken) {
+      const float* kc = ss.kf[s] + 2 * (lane % 4);
+      CUTE_UNROLL
+      for (int c = 0; c < kKCols; c += 2) {  // columns 8 (c / 2) + c0 and + 1: one 8-byte load
+        const float2 f = *reinterpret_cast<const float2*>(kc + 4 * c);
+        kf[c] = f.x;
+        kf[c + 1] = f.y;
+      }
+    } else {
+      (void)s;
+    }
+  };
+  const float* kf_arg = Tr::kKPerToken ? kf : nullptr;
+
+  // FP8 with K factors per 128 keys (k_block is 128 whenever the factors are not per key): the
+  // factor of the next key block, loaded one block ahead so that its latency is hidden.
+  auto k_block_factor = [&](int j) {
+    return j < n_blocks ? kd_base[int64_t(j * kBlockN / 128) * p.kd.s] : 0.f;
+  };
+  float kblk_next = 0.f;
+  if constexpr (Tr::kFp8 && !Tr::kKPerToken) kblk_next = k_block_factor(0);
+
+  // Per key block: the bias pointer, and the k block factor folded into coef.
+  auto block_args = [&](int j, const float*& bias, float (&coef)[2]) {
+    bias = bias_row != nullptr ? bias_row + j * kBlockN : nullptr;
+    coef[0] = st.coef[0];
+    coef[1] = st.coef[1];
+    if constexpr (Tr::kFp8 && !Tr::kKPerToken) {
+      coef[0] *= kblk_next;
+      coef[1] *= kblk_next;
+      kblk_next = k_block_factor(j + 1);
+    }
+  };
 
   // Ping-pong (FA3's warpgroup scheduling): the consumer warpgroups issue their GEMMs of a key
   // block in turn (0, 1, .., 0, 1, ..), so one warpgroup's softmax runs under the others' GEMMs.
   // Warpgroup w waits on named barrier kTurn + w (256 threads: w syncs, its predecessor arrives)
-  // and then arrives on its successor's; the last one opens warpgroup 0's first turn, once per
-  // kernel. Every warpgroup walks the same tiles and key blocks (a tile without keys takes no
-  // turn), so the turns stay paired: the last warpgroup's final turn of a tile opens warpgroup
-  // 0's first turn of the next tile with keys.
+  // and then arrives on its successor's; the last one opens warpgroup 0's first turn. Every
+  // warpgroup walks the same key blocks, so the turns stay paired.
   constexpr int kTurn = 1 + Tr::kMmaWG;  // barriers 1 .. kMmaWG are the epilogue's
-  const bool pingpong = p.pingpong != 0;
+  const bool pingpong = p.pingpong != 0 && n_blocks > 0;
   auto my_turn = [&] {
     if (pingpong) cutlass::arch::NamedBarrier::sync(256, kTurn + cwg);
   };
@@ -417,231 +435,125 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   };
   if (pingpong && cwg == Tr::kMmaWG - 1) cutlass::arch::NamedBarrier::arrive(256, kTurn);
 
-  // FP8 (O not over Q): this warp is done with the tile's Q once its last Q K^T has completed
-  // (or at once without keys). Every lane has passed this tile's bar_q wait by then (__syncwarp),
-  // so bar_q cannot complete the next tile's phase under a lane still waiting for this one.
-  auto release_q = [&] {
-    if constexpr (!Tr::kOverQ) {
-      __syncwarp();
-      if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.q_empty);
+  float alpha[2];
+  if (n_blocks > 0) {
+    Barrier::wait(&ss.bar_q, 0);
+    {
+      Barrier::wait(&ss.full_k[0], 0);
+      my_turn();
+      wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, 0), tSrS);
+      your_turn();
+      load_kf(0);
+      warpgroup_wait<0>();
+      const float* bias;
+      float coef[2];
+      block_args(0, bias, coef);
+      RowState tmp = st;
+      tmp.coef[0] = coef[0];
+      tmp.coef[1] = coef[1];
+      softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len, kBlockN), bias, kf_arg, p_offset);
+      st.max[0] = tmp.max[0];
+      st.max[1] = tmp.max[1];
+      st.sum[0] = tmp.sum[0];
+      st.sum[1] = tmp.sum[1];
+      convert_p<Tr>(tSrS, tOrP);
     }
-  };
-
-  int it = 0;  // key blocks of this CTA's earlier tiles: block j of this tile is it + j of the ring
-  int ti = 0;  // tiles this CTA has run: the tile's bar_q phase
-  for (int t = blockIdx.x; t < p.tiles; t += gridDim.x, ++ti) {
-    const TileCoord tc = tile_coord(p, t);
-    const int b = tc.b;
-    const int hk = tc.h / p.group;
-    const int kv_len = tile_kv_len(p, b);
-    const int n_blocks = (kv_len + kBlockN - 1) / kBlockN;
-    clear(tOrO);
-
-    RowState st;
-    CUTE_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      st.max[r] = -INFINITY;
-      st.sum[r] = 0.f;
-      float c = p.scale_log2;
+    for (int j = 1; j < n_blocks; ++j) {
+      const int s = j % kStages, sp = (j - 1) % kStages;
+      Barrier::wait(&ss.full_k[s], (j / kStages) & 1);
+      Barrier::wait(&ss.full_v[sp], ((j - 1) / kStages) & 1);
+      my_turn();
+      wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, s), tSrS);
+      Tensor tOrT = make_fragment_like(tOrO);  // FP8: this block's P V alone
       if constexpr (Tr::kFp8) {
-        const int row = tc.m_block * kBlockM + row0 + 8 * r;
-        const int rr = min(row, p.seqlen_q - 1);
-        c *= p.q_descale[b * p.qd.b + int64_t(rr) * p.qd.s + tc.h * p.qd.h];
-      }
-      st.coef[r] = c;
-    }
-    const float* bias_row = p.key_bias != nullptr ? p.key_bias + b * p.key_bias_stride_b : nullptr;
-    const float* kd_base = nullptr;
-    if constexpr (Tr::kFp8) kd_base = p.k_descale + b * p.kd.b + hk * p.kd.h;
-
-    // Per-key K factors (FP8, one per key): this thread's kBlockN / 4 columns of key block j, read
-    // from the stage that holds K_j (the producer copies them with it) while S_j is computed.
-    // Loaded from global memory by the consumers instead, they cost 3.5x the per-block path even
-    // one block ahead (2.3x): a strided 4-byte load per column and thread.
-    constexpr int kKCols = Tr::kKPerToken ? kBlockN / 4 : 1;
-    float kf[kKCols];
-    auto load_kf = [&](int s) {  // from stage s (the producer staged them with K; 0 past kv_len)
-      if constexpr (Tr::kKPerToken) {
-        const float* kc = ss.kf[s] + 2 * (lane % 4);
-        CUTE_UNROLL
-        for (int c = 0; c < kKCols; c += 2) {  // columns 8 (c / 2) + c0 and + 1: one 8-byte load
-          const float2 f = *reinterpret_cast<const float2*>(kc + 4 * c);
-          kf[c] = f.x;
-          kf[c + 1] = f.y;
-        }
+        wg_gemm<true, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrT);
       } else {
-        (void)s;
+        wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrO);
       }
-    };
-    const float* kf_arg = Tr::kKPerToken ? kf : nullptr;
-
-    // FP8 with K factors per 128 keys (k_block is 128 whenever the factors are not per key): the
-    // factor of the next key block, loaded one block ahead so that its latency is hidden.
-    auto k_block_factor = [&](int j) {
-      return j < n_blocks ? kd_base[int64_t(j * kBlockN / 128) * p.kd.s] : 0.f;
-    };
-    float kblk_next = 0.f;
-    if constexpr (Tr::kFp8 && !Tr::kKPerToken) kblk_next = k_block_factor(0);
-
-    // Per key block: the bias pointer, and the k block factor folded into coef.
-    auto block_args = [&](int j, const float*& bias, float (&coef)[2]) {
-      bias = bias_row != nullptr ? bias_row + j * kBlockN : nullptr;
-      coef[0] = st.coef[0];
-      coef[1] = st.coef[1];
-      if constexpr (Tr::kFp8 && !Tr::kKPerToken) {
-        coef[0] *= kblk_next;
-        coef[1] *= kblk_next;
-        kblk_next = k_block_factor(j + 1);
-      }
-    };
-
-    float alpha[2];
-    // Every tile waits for its Q, with keys or not: the q_empty / bar_q alternation (and, over Q,
-    // the order of this tile's O writes after the previous tile's store) relies on it.
-    Barrier::wait(&ss.bar_q, ti & 1);
-    if (n_blocks > 0) {
-      {
-        const int s0 = it % kStages;
-        Barrier::wait(&ss.full_k[s0], (it / kStages) & 1);
-        my_turn();
-        wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, s0), tSrS);
-        your_turn();
-        load_kf(s0);
-        warpgroup_wait<0>();
-        if (n_blocks == 1) release_q();
-        const float* bias;
-        float coef[2];
-        block_args(0, bias, coef);
-        RowState tmp = st;
-        tmp.coef[0] = coef[0];
-        tmp.coef[1] = coef[1];
-        softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len, kBlockN), bias, kf_arg, p_offset);
-        st.max[0] = tmp.max[0];
-        st.max[1] = tmp.max[1];
-        st.sum[0] = tmp.sum[0];
-        st.sum[1] = tmp.sum[1];
-        convert_p<Tr>(tSrS, tOrP);
-      }
-      for (int j = 1; j < n_blocks; ++j) {
-        const int g = it + j;  // this block in the ring
-        const int s = g % kStages, sp = (g - 1) % kStages;
-        Barrier::wait(&ss.full_k[s], (g / kStages) & 1);
-        Barrier::wait(&ss.full_v[sp], ((g - 1) / kStages) & 1);
-        my_turn();
-        wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, s), tSrS);
-        Tensor tOrT = make_fragment_like(tOrO);  // FP8: this block's P V alone
+      your_turn();
+      load_kf(s);
+      warpgroup_wait<1>();
+      const float* bias;
+      float coef[2];
+      block_args(j, bias, coef);
+      RowState tmp = st;
+      tmp.coef[0] = coef[0];
+      tmp.coef[1] = coef[1];
+      softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len - j * kBlockN, kBlockN), bias, kf_arg, p_offset);
+      st.max[0] = tmp.max[0];
+      st.max[1] = tmp.max[1];
+      st.sum[0] = tmp.sum[0];
+      st.sum[1] = tmp.sum[1];
+      warpgroup_wait<0>();
+      if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[sp]);
+      CUTE_UNROLL
+      for (int i = 0; i < size(tOrO); ++i) {
+        const float a = alpha[(i / 2) % 2];
         if constexpr (Tr::kFp8) {
-          wg_gemm<true, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrT);
+          tOrO(i) = (tOrO(i) + tOrT(i)) * a;
         } else {
-          wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrO);
-        }
-        your_turn();
-        load_kf(s);
-        warpgroup_wait<1>();
-        if (j == n_blocks - 1) release_q();
-        const float* bias;
-        float coef[2];
-        block_args(j, bias, coef);
-        RowState tmp = st;
-        tmp.coef[0] = coef[0];
-        tmp.coef[1] = coef[1];
-        softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len - j * kBlockN, kBlockN), bias, kf_arg, p_offset);
-        st.max[0] = tmp.max[0];
-        st.max[1] = tmp.max[1];
-        st.sum[0] = tmp.sum[0];
-        st.sum[1] = tmp.sum[1];
-        warpgroup_wait<0>();
-        if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[sp]);
-        CUTE_UNROLL
-        for (int i = 0; i < size(tOrO); ++i) {
-          const float a = alpha[(i / 2) % 2];
-          if constexpr (Tr::kFp8) {
-            tOrO(i) = (tOrO(i) + tOrT(i)) * a;
-          } else {
-            tOrO(i) *= a;
-          }
-        }
-        convert_p<Tr>(tSrS, tOrP);
-      }
-      {
-        const int gl = it + n_blocks - 1;
-        const int sl = gl % kStages;
-        Barrier::wait(&ss.full_v[sl], (gl / kStages) & 1);
-        Tensor tOrT = make_fragment_like(tOrO);
-        if constexpr (Tr::kFp8) {
-          wg_gemm<true, true>(mma_pv, tOrP, tOrV(_, _, _, sl), tOrT);
-        } else {
-          wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sl), tOrO);
-        }
-        warpgroup_wait<0>();
-        if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[sl]);
-        if constexpr (Tr::kFp8) {
-          CUTE_UNROLL
-          for (int i = 0; i < size(tOrO); ++i) tOrO(i) += tOrT(i);
+          tOrO(i) *= a;
         }
       }
-    } else {
-      release_q();
+      convert_p<Tr>(tSrS, tOrP);
     }
-    it += n_blocks;
-
-    // ---------------- epilogue ----------------
-    if constexpr (!Tr::kOverQ) {
-      // O's own tile: the previous tile's TMA store must have read it before it is written again
-      // (its storing thread waits, then the warpgroup syncs).
-      if (ctid % 128 == 0) tma_store_wait<0>();
-      cutlass::arch::NamedBarrier::sync(128, 1 + cwg);
-    }
-    float inv[2];
-    CUTE_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      const float l = quad_sum(st.sum[r]);
-      inv[r] = (l > 0.f) ? 1.f / l : 0.f;
-    }
-    // This thread's first row and column in the staging tile, opaque to the compiler: otherwise
-    // it computes the staging addresses once for all tiles and keeps them (64 registers) across
-    // the main loop.
-    int rt = row0 - 64 * cwg, c0 = 2 * (lane % 4);
-    asm volatile("" : "+r"(rt), "+r"(c0));
-    CUTE_UNROLL
-    for (int i = 0; i < size(tOrO); i += 2) {
-      const int r = (i / 2) % 2;
-      const int col = 8 * (i / 4) + c0;
-      float x0 = tOrO(i) * inv[r], x1 = tOrO(i + 1) * inv[r];
+    {
+      const int sl = (n_blocks - 1) % kStages;
+      Barrier::wait(&ss.full_v[sl], ((n_blocks - 1) / kStages) & 1);
+      Tensor tOrT = make_fragment_like(tOrO);
       if constexpr (Tr::kFp8) {
-        const float* vd = p.v_descale + b * p.vd.b + hk * p.vd.h;
-        x0 *= __ldg(vd + col * p.vd.s);
-        x1 *= __ldg(vd + (col + 1) * p.vd.s);
-      }
-      uint32_t packed;
-      if constexpr (std::is_same_v<Out, cutlass::bfloat16_t>) {
-        __nv_bfloat162 v2 = __floats2bfloat162_rn(x0, x1);
-        packed = reinterpret_cast<uint32_t const&>(v2);
+        wg_gemm<true, true>(mma_pv, tOrP, tOrV(_, _, _, sl), tOrT);
       } else {
-        __half2 v2 = __floats2half2_rn(x0, x1);
-        packed = reinterpret_cast<uint32_t const&>(v2);
+        wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sl), tOrO);
       }
-      const int rl = rt + 8 * r;  // row within this warpgroup's 64-row tile
-      *reinterpret_cast<uint32_t*>(&sO(rl, col, cwg)) = packed;
-    }
-    cutlass::arch::fence_view_async_shared();
-    cutlass::arch::NamedBarrier::sync(128, 1 + cwg);
-    if (ctid % 128 == 0) {
-      Tensor mO = p.tma_o.get_tma_tensor(make_shape(p.seqlen_q, int32_t(kD), p.heads, p.batch));
-      Tensor gO = local_tile(mO(_, _, tc.h, b), Shape<_64, Int<kD>>{}, make_coord(Tr::kMmaWG * tc.m_block + cwg, _0{}));
-      Tensor sOw = sO(_, _, cwg);
-      auto [tOgO, tOsO] = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw), group_modes<0, 2>(gO));
-      copy(p.tma_o, tOsO, tOgO);
-      tma_store_arrive();
-      if constexpr (Tr::kOverQ) {
-        // O over Q: the next tile's Q may be loaded once the store has read the tile
-        tma_store_wait<0>();
-        cutlass::arch::ClusterBarrier::arrive(&ss.q_empty);
+      warpgroup_wait<0>();
+      if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[sl]);
+      if constexpr (Tr::kFp8) {
+        CUTE_UNROLL
+        for (int i = 0; i < size(tOrO); ++i) tOrO(i) += tOrT(i);
       }
     }
   }
-  if constexpr (!Tr::kOverQ) {
-    if (ctid % 128 == 0) tma_store_wait<0>();  // the last store has read shared memory
+
+  // ---------------- epilogue ----------------
+  float inv[2];
+  CUTE_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    const float l = quad_sum(st.sum[r]);
+    inv[r] = (l > 0.f) ? 1.f / l : 0.f;
+  }
+  const int c0 = 2 * (lane % 4);
+  CUTE_UNROLL
+  for (int i = 0; i < size(tOrO); i += 2) {
+    const int r = (i / 2) % 2;
+    const int col = 8 * (i / 4) + c0;
+    float x0 = tOrO(i) * inv[r], x1 = tOrO(i + 1) * inv[r];
+    if constexpr (Tr::kFp8) {
+      const float* vd = p.v_descale + b * p.vd.b + hk * p.vd.h;
+      x0 *= __ldg(vd + col * p.vd.s);
+      x1 *= __ldg(vd + (col + 1) * p.vd.s);
+    }
+    uint32_t packed;
+    if constexpr (std::is_same_v<Out, cutlass::bfloat16_t>) {
+      __nv_bfloat162 v2 = __floats2bfloat162_rn(x0, x1);
+      packed = reinterpret_cast<uint32_t const&>(v2);
+    } else {
+      __half2 v2 = __floats2half2_rn(x0, x1);
+      packed = reinterpret_cast<uint32_t const&>(v2);
+    }
+    const int rl = row0 - 64 * cwg + 8 * r;  // row within this warpgroup's 64-row tile
+    *reinterpret_cast<uint32_t*>(&sO(rl, col, cwg)) = packed;
+  }
+  cutlass::arch::fence_view_async_shared();
+  cutlass::arch::NamedBarrier::sync(128, 1 + cwg);
+  if (ctid % 128 == 0) {
+    Tensor mO = p.tma_o.get_tma_tensor(make_shape(p.seqlen_q, int32_t(kD), p.heads, p.batch));
+    Tensor gO = local_tile(mO(_, _, h, b), Shape<_64, Int<kD>>{}, make_coord(Tr::kMmaWG * m_block + cwg, _0{}));
+    Tensor sOw = sO(_, _, cwg);
+    auto [tOgO, tOsO] = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw), group_modes<0, 2>(gO));
+    copy(p.tma_o, tOsO, tOgO);
+    tma_store_arrive();
+    tma_store_wait<0>();
   }
 }
 
@@ -657,11 +569,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
   auto& ss = *reinterpret_cast<typename Tr::SharedStorage*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
 
+  const int m_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / p.group;
+  int kv_len = p.seqlen_kv;
+  if (p.kv_lengths != nullptr) kv_len = min(max(p.kv_lengths[b], 0), p.seqlen_kv);
+  const int n_blocks = (kv_len + kBlockN - 1) / kBlockN;
   const int wg = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
     Barrier::init(&ss.bar_q, 1);
-    cutlass::arch::ClusterBarrier::init(&ss.q_empty, Tr::kQEmptyArrivals);
     CUTE_UNROLL
     for (int s = 0; s < kStages; ++s) {
       Barrier::init(&ss.full_k[s], Tr::kKPerToken ? 1 + 32 : 1);  // + the factor copiers' arrivals
@@ -687,107 +603,61 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
   if (wg == 0) {
     // ---------------- producer ----------------
     cutlass::arch::warpgroup_reg_dealloc<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) {  // issues the TMA loads
-      int it = 0;  // key blocks loaded for earlier tiles: the ring position of this tile's block 0
-      int ti = 0;  // tiles loaded so far
-      for (int t = blockIdx.x; t < p.tiles; t += gridDim.x, ++ti) {
-        const int b = tile_coord(p, t).b;
-        const int hk = tile_coord(p, t).h / p.group;
-        const int n_blocks = (tile_kv_len(p, b) + kBlockN - 1) / kBlockN;
-        // Q of this tile, once the consumers are done with the previous tile's (q_empty). Its
-        // coordinates are decoded again here rather than kept from the loop's top (the producer
-        // has 24 registers).
-        auto load_q = [&] {
-          if (ti > 0) cutlass::arch::ClusterBarrier::wait(&ss.q_empty, (ti - 1) & 1);
-          const TileCoord tc = tile_coord(p, t);
-          Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.seqlen_q, int32_t(kD), p.heads, p.batch));
-          Barrier::arrive_and_expect_tx(&ss.bar_q, Tr::kBytesQ);
-          CUTE_UNROLL
-          for (int w = 0; w < Tr::kMmaWG; ++w) {  // one (64, D) tile per consumer warpgroup
-            Tensor gQ =
-                local_tile(mQ(_, _, tc.h, tc.b), Shape<_64, Int<kD>>{}, make_coord(Tr::kMmaWG * tc.m_block + w, _0{}));
-            Tensor sQw = sQ(_, _, w);
-            auto [tQgQ, tQsQ] =
-                tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQw), group_modes<0, 2>(gQ));
-            copy(p.tma_q.with(ss.bar_q), tQgQ, tQsQ);
-          }
-        };
-        // Key block j of this tile into the next stage of the ring, once the consumers have
-        // released that stage.
-        auto load_kv = [&](int j) {
-          const int s = it % kStages;
-          if (it >= kStages) cutlass::arch::ClusterBarrier::wait(&ss.empty[s], ((it / kStages) - 1) & 1);
-          Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
-          Tensor gK = local_tile(mK(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));  // (BN,D,n)
-          auto tK = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-          Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK);
-          copy(p.tma_k.with(ss.full_k[s]), get<0>(tK)(_, j), get<1>(tK)(_, s));
-          Barrier::arrive_and_expect_tx(&ss.full_v[s], Tr::kBytesV);
-          if constexpr (Tr::kFp8) {
-            Tensor mV = p.tma_v.get_tma_tensor(make_shape(int32_t(kD), p.seqlen_kv_rows, p.heads_kv, p.batch));
-            Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kD>, Int<kBlockN>>{}, make_coord(_0{}, _));  // (D,BN,n)
-            auto tV = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
-            copy(p.tma_v.with(ss.full_v[s]), get<0>(tV)(_, j), get<1>(tV)(_, s));
-          } else {
-            Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
-            Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));
-            auto tV = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
-            copy(p.tma_v.with(ss.full_v[s]), get<0>(tV)(_, j), get<1>(tV)(_, s));
-          }
-          ++it;
-        };
-        // The first tile's Q goes first. Later tiles' Q waits for the previous tile's consumers
-        // (16-bit: until its O is stored, when every stage is free: the whole ring is issued
-        // first, under that epilogue; FP8: after its last Q K^T: the block that goes with Q first).
-        const int pre = ti == 0 ? 0 : min(n_blocks, Tr::kOverQ ? kStages : 1);
-        // (The key block loops are not unrolled, here and in the factor warp: unrolled, they took
-        // more than the producer's 24 registers.)
-        int j = 0;
-        CUTE_NO_UNROLL
-        for (; j < pre; ++j) load_kv(j);
-        load_q();
-        CUTE_NO_UNROLL
-        for (; j < n_blocks; ++j) load_kv(j);
-      }
-    } else if (Tr::kKPerToken && threadIdx.x / 32 == 1) {
-      // Per-key FP8 K factors: the second warp walks the same tiles and ring and copies block j's
-      // factors into its stage (loads, shared stores, zero past kv_len); each lane's mbarrier
-      // arrival on full_k[s] releases its stores (kept apart from the TMA thread: together they
-      // spilled its 24 registers). Measured 1-3% faster than cp.async with a cp.async mbarrier
-      // arrival. compute-sanitizer's racecheck reports the consumers' reads of these factors as
-      // hazards either way (it does not follow the mbarrier ordering of generic-proxy stores; the
-      // outputs are checked against the reference under it); the TMA-only paths report none.
-      const int lane = threadIdx.x % 32;
-      int it = 0;
-      for (int t = blockIdx.x; t < p.tiles; t += gridDim.x) {
-        const TileCoord tc = tile_coord(p, t);
-        const int kv_len = tile_kv_len(p, tc.b);
-        const int n_blocks = (kv_len + kBlockN - 1) / kBlockN;
-        const float* kd = p.k_descale + tc.b * p.kd.b + (tc.h / p.group) * p.kd.h;
-        CUTE_NO_UNROLL
-        for (int j = 0; j < n_blocks; ++j, ++it) {
-          const int s = it % kStages;
-          if (it >= kStages) cutlass::arch::ClusterBarrier::wait(&ss.empty[s], ((it / kStages) - 1) & 1);
-          // kBlockN is a multiple of 32 here; two loads in flight at a time (more spilled the
-          // warpgroup's 24 registers)
-          const float* src = kd + int64_t(j * kBlockN + lane) * p.kd.s;
-          CUTE_UNROLL
-          for (int u0 = 0; u0 < kBlockN / 32; u0 += 2) {
-            float f[2] = {0.f, 0.f};
-            CUTE_UNROLL
-            for (int u = u0; u < u0 + 2 && u < kBlockN / 32; ++u, src += 32 * p.kd.s) {
-              if (j * kBlockN + 32 * u + lane < kv_len) f[u - u0] = __ldg(src);
-            }
-            CUTE_UNROLL
-            for (int u = u0; u < u0 + 2 && u < kBlockN / 32; ++u) ss.kf[s][32 * u + lane] = f[u - u0];
-          }
-          // each lane's arrival releases its own stores to the consumers that wait on full_k[s]
-          cutlass::arch::ClusterBarrier::arrive(&ss.full_k[s]);
+    if (threadIdx.x < 32 && n_blocks > 0) {  // lane 0 issues the TMA loads
+      const int lane = threadIdx.x;
+      Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.seqlen_q, int32_t(kD), p.heads, p.batch));
+      Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
+      Tensor gK = local_tile(mK(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));  // (BN,D,n)
+      auto [tKgK, tKsK] = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+      auto issue_v = [&](int j, int s) {
+        if constexpr (Tr::kFp8) {
+          Tensor mV = p.tma_v.get_tma_tensor(make_shape(int32_t(kD), p.seqlen_kv_rows, p.heads_kv, p.batch));
+          Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kD>, Int<kBlockN>>{}, make_coord(_0{}, _));  // (D,BN,n)
+          auto [tVgV, tVsV] =
+              tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+          copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
+        } else {
+          Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
+          Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));
+          auto [tVgV, tVsV] =
+              tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+          copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
         }
+      };
+      if (lane == 0) {
+        Barrier::arrive_and_expect_tx(&ss.bar_q, Tr::kBytesQ);
+        CUTE_UNROLL
+        for (int w = 0; w < Tr::kMmaWG; ++w) {  // one (64, D) tile per consumer warpgroup
+          Tensor gQ = local_tile(mQ(_, _, h, b), Shape<_64, Int<kD>>{}, make_coord(Tr::kMmaWG * m_block + w, _0{}));
+          Tensor sQw = sQ(_, _, w);
+          auto [tQgQ, tQsQ] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQw), group_modes<0, 2>(gQ));
+          copy(p.tma_q.with(ss.bar_q), tQgQ, tQsQ);
+        }
+      }
+      for (int j = 0; j < n_blocks; ++j) {
+        const int s = j % kStages;
+        if (j >= kStages) cutlass::arch::ClusterBarrier::wait(&ss.empty[s], ((j / kStages) - 1) & 1);
+        if constexpr (Tr::kKPerToken) {  // block j's per-key K factors, zero past kv_len
+          const float* kd = p.k_descale + b * p.kd.b + hk * p.kd.h;
+          CUTE_UNROLL
+          for (int c = lane; c < kBlockN; c += 32) {
+            const int key = j * kBlockN + c;
+            gemm::sm90::ptx::cp_async4(gemm::sm90::ptx::smem_u32(&ss.kf[s][c]),
+                                       kd + int64_t(key < kv_len ? key : 0) * p.kd.s, key < kv_len ? 4u : 0u);
+          }
+          gemm::sm90::ptx::cp_async_mbar_arrive_noinc(gemm::sm90::ptx::smem_u32(&ss.full_k[s]));
+        }
+        if (lane == 0) {
+          Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK);
+          copy(p.tma_k.with(ss.full_k[s]), tKgK(_, j), tKsK(_, s));
+          Barrier::arrive_and_expect_tx(&ss.full_v[s], Tr::kBytesV);
+          issue_v(j, s);
+        }
+        __syncwarp();
       }
     }
   } else {
-    consumer<Tr>(p, ss, sQ, sK, sVt, sO);
+    consumer<Tr>(p, ss, sQ, sK, sVt, sO, m_block, h, b, hk, kv_len, n_blocks);
   }
 #endif
 }
