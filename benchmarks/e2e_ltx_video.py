@@ -258,6 +258,7 @@ def _run_meta(argv) -> dict:
     except (ImportError, OSError, ValueError):
         build = {"note": "the loaded ltx_kernels has no build_info.json"}
     args = sys.argv[1:] if argv is None else list(argv)
+    args = [os.path.basename(a) if os.path.isabs(a) else a for a in args]  # no paths of the machine
     return dict(command=" ".join(["python3", os.path.relpath(sys.argv[0]) if sys.argv[0] else "e2e", *args]),
                 git_sha=os.environ.get("GIT_SHA") or build.get("sha_pin") or build.get("git_sha", ""), build=build)
 
