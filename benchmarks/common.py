@@ -155,14 +155,21 @@ def build_info() -> dict:
         return {"note": "the loaded ltx_kernels has no build_info.json"}
 
 
-def write_record(path, rows: list, script: str, argv: Sequence[str]) -> None:
-    """A sweep's record (the scripts' --json): its rows and the run's metadata: the GPU, torch,
-    the command, the commit ($GIT_SHA, else the build's) and the build (compilers, archs)."""
+def run_meta(script: str, argv: Sequence[str]) -> dict:
+    """What made a record: the command (absolute paths cut to their file names, so that no
+    machine's directories are recorded), the commit ($GIT_SHA, else the build's) and the build
+    (compilers, archs)."""
     build = build_info()
-    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "command": " ".join(["python3", script, *argv]),
+    args = [os.path.basename(a) if os.path.isabs(a) else a for a in argv]
+    return {"command": " ".join(["python3", script, *args]),
             "git_sha": os.environ.get("GIT_SHA") or build.get("sha_pin") or build.get("git_sha", ""),
             "build": build}
+
+
+def write_record(path, rows: list, script: str, argv: Sequence[str]) -> None:
+    """A sweep's record (the scripts' --json): its rows and the run's metadata: the GPU, torch and
+    run_meta's command, commit and build."""
+    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, **run_meta(script, argv)}
     with open(path, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
 

@@ -246,21 +246,13 @@ def _versions():
 
 
 def _run_meta(argv) -> dict:
-    """The command, the commit ($GIT_SHA, else the build's) and what the loaded extension was built
-    with (compilers, archs), as the benchmarks' records carry them."""
-    build = {}
-    try:
-        import ltx_kernels
+    """The command, the commit and the build, as the benchmarks' records carry them
+    (benchmarks/common.py run_meta)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import run_meta
 
-        p = os.path.join(os.path.dirname(os.path.realpath(ltx_kernels.__file__)), "build_info.json")
-        with open(p) as f:
-            build = json.load(f)
-    except (ImportError, OSError, ValueError):
-        build = {"note": "the loaded ltx_kernels has no build_info.json"}
-    args = sys.argv[1:] if argv is None else list(argv)
-    args = [os.path.basename(a) if os.path.isabs(a) else a for a in args]  # no paths of the machine
-    return dict(command=" ".join(["python3", os.path.relpath(sys.argv[0]) if sys.argv[0] else "e2e", *args]),
-                git_sha=os.environ.get("GIT_SHA") or build.get("sha_pin") or build.get("git_sha", ""), build=build)
+    script = os.path.relpath(sys.argv[0]) if sys.argv[0] else "e2e"
+    return run_meta(script, sys.argv[1:] if argv is None else list(argv))
 
 
 def _print_table(rows):
