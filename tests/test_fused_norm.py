@@ -274,6 +274,83 @@ def test_zero_rows_are_finite(device):
     assert torch.equal(lk.gated_residual_adaln_rms_norm(x, x, t, t, t)[1], x)
 
 
+# ---------------------------------------------------------------------------- launch shapes
+# Every launch shape of the row-norm kernels (common/rowwise_launch.h), forced through
+# LTX_KERNELS_NORM_SHAPE: each runs the rows it can (the same results as the heuristic's pick,
+# within the same bounds) and refuses the others with an error naming the variable.
+NORM_SHAPES = ["w1", "w2", "w4", "w8", "w1p", "w2p", "b1", "b2", "b4", "b8", "b16", "b1p", "b2p", "b4p", "loop"]
+
+
+def norm_shape_runs(shape, cols, dtype):
+    """Python twin of norm_shape_runs (rowwise_launch.h) for fresh, contiguous rows."""
+    per16 = 128 // torch.finfo(dtype).bits
+    vec = cols % per16 == 0
+    nvec = cols // per16 if vec else cols
+    if shape == "loop":
+        return True
+    kind, pre = shape[0], shape.endswith("p")
+    nv = int(shape[1:].rstrip("p"))
+    if kind == "w":
+        return nv <= 8 and nvec <= 32 * nv and (not pre or (vec and nv <= 2))
+    threads = ((nvec + nv - 1) // nv + 31) // 32 * 32
+    return (threads <= (512 if nv <= 2 else 256) and (vec or nv >= 4) and (not pre or (vec and nv <= 4)))
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+@grid(("shape", NORM_SHAPES), ("dtype", [torch.float32, torch.bfloat16]), ("cols", [128, 264, 769, 2048, 4096]))
+def test_every_launch_shape(monkeypatch, shape, dtype, cols):
+    B, S, dev = 3, 29, "cuda"
+    x = rand(B, S, cols, device=dev, dtype=dtype, scale=2, offset=0.3)
+    y = rand(B, S, cols, device=dev, dtype=dtype, scale=2)
+    w = rand(cols, device=dev, dtype=dtype)
+    b = rand(cols, device=dev, dtype=dtype)
+    monkeypatch.setenv("LTX_KERNELS_NORM_SHAPE", shape)
+    runs = norm_shape_runs(shape, cols, dtype)
+    calls = {
+        "rms_norm": lambda: lk.rms_norm(x, w, 1e-6),
+        "add_rms_norm": lambda: lk.add_rms_norm(x, y, w, eps=1e-6),
+        "layer_norm": lambda: lk.layer_norm(x, w, b, eps=1e-5),
+    }
+    for form in ["per_sample", "per_token"]:
+        t = [tables(B, S, cols, form, dev, dtype) for _ in range(3)]
+        calls[f"adaln_rms_norm {form}"] = lambda t=t: (lk.adaln_rms_norm(x, t[0], t[1], w, eps=1e-6), t)
+        calls[f"adaln_layer_norm {form}"] = lambda t=t: (lk.adaln_layer_norm(x, t[0], t[1], w, b, eps=1e-6), t)
+        calls[f"gated_residual {form}"] = lambda t=t: (lk.gated_residual_adaln_rms_norm(x, y, *t, w, eps=1e-6), t)
+    for name, call in calls.items():
+        op = name.split()[0].replace("gated_residual", "gated_residual_adaln_rms_norm")
+        if not runs:
+            expect_error(op, call, "LTX_KERNELS_NORM_SHAPE=" + shape, f"{name} {shape}")
+            continue
+        got = call()
+        what = f"{name} {shape}"
+        if op == "rms_norm":
+            check_rms(got, x, w, 1e-6, what=what)
+        elif op == "add_rms_norm":
+            check_stored(got[1], ref.add_residual(x, y))
+            check_rms(got[0], ref.add_residual(x, y), w, 1e-6, what=what)
+        elif op == "layer_norm":
+            check_ln(got, x, w, b, 1e-5, what=what)
+        elif op == "adaln_rms_norm":
+            check_rms(got[0], x, w, 1e-6, got[1][0], got[1][1], what=what)
+        elif op == "adaln_layer_norm":
+            check_ln(got[0], x, w, b, 1e-6, got[1][0], got[1][1], what=what)
+        else:
+            (h_new, out), t = got
+            check_stored(h_new, ref.gated_residual(x, y, t[0]))
+            check_rms(out, ref.gated_residual(x, y, t[0]), w, 1e-6, t[1], t[2], what=what)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_bad_norm_shape_variable(monkeypatch, device):
+    x = torch.randn(4, 64, device=device)
+    for bad in ["x4", "w3", "b", "w4q", "b32"]:
+        monkeypatch.setenv("LTX_KERNELS_NORM_SHAPE", bad)
+        expect_error("rms_norm", lambda: lk.rms_norm(x), "LTX_KERNELS_NORM_SHAPE must be", bad)
+        expect_error("add_rms_norm", lambda: lk.add_rms_norm(x, x), "LTX_KERNELS_NORM_SHAPE must be", bad)
+    monkeypatch.setenv("LTX_KERNELS_NORM_SHAPE", "auto")
+    check_rms(lk.rms_norm(x), x, None, 1e-6)
+
+
 # ---------------------------------------------------------------------------- errors
 @pytest.mark.isolated
 @pytest.mark.parametrize("device", ALL_DEVICES)

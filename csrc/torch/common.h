@@ -13,6 +13,7 @@
 #include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
 
+#include <cstdlib>
 #include <forward_list>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include "ltx_kernels/common/dtype.h"
 #include "ltx_kernels/common/host_types.h"
 #include "ltx_kernels/common/rows.h"
+#include "ltx_kernels/common/rowwise_launch.h"
 #include "ltx_kernels/cpu/parallel.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
@@ -195,6 +197,42 @@ void set_rows(Prepared<P>& pr, Params& p, const at::Tensor& out, const at::Tenso
   check_rows_fit(p.x.layout, op);
 }
 
+// LTX_KERNELS_NORM_SHAPE (read per call, for tests and sweeps) forces the launch shape of the row
+// norms' CUDA kernels (common/rowwise_launch.h): "auto" (or unset), "w<nv>" (a warp per row,
+// nv 16-byte accesses per lane), "b<nv>" (a CTA per row), either with a "p" suffix (epilogue
+// operands preloaded), or "loop". A shape that cannot run the call's row is refused by the core.
+inline NormShape env_norm_shape(const char* op) {
+  NormShape s;
+  const char* env = std::getenv("LTX_KERNELS_NORM_SHAPE");
+  if (env == nullptr || *env == 0) return s;
+  std::string v(env);
+  if (v == "auto") return s;
+  if (v == "loop") {
+    s.kind = NormShape::kLoop;
+    return s;
+  }
+  bool ok = v.size() >= 2 && (v[0] == 'w' || v[0] == 'b');
+  if (ok && v.back() == 'p') {
+    s.preload = true;
+    v.pop_back();
+  }
+  int nv = 0;
+  if (ok) {
+    try {
+      size_t used = 0;
+      nv = std::stoi(v.substr(1), &used);
+      ok = used == v.size() - 1 && (nv == 1 || nv == 2 || nv == 4 || nv == 8 || nv == 16);
+    } catch (...) {
+      ok = false;
+    }
+  }
+  LTX_CHECK(ok, op, "LTX_KERNELS_NORM_SHAPE must be 'auto', 'loop', or 'w' / 'b' followed by 1, 2, 4, 8 or 16 and "
+            "optionally 'p' (got '", env, "')");
+  s.kind = v[0] == 'w' ? NormShape::kWarp : NormShape::kBlock;
+  s.nv = nv;
+  return s;
+}
+
 // The CPU backend's ParallelFor on ATen's thread pool.
 inline void torch_parallel_for(int64_t n, int64_t grain, const cpu::RangeFn& body) {
   at::parallel_for(0, n, grain, [&](int64_t b, int64_t e) { body(b, e); });
@@ -237,6 +275,21 @@ void run_cuda(const Prepared<P>& pr, const at::Tensor& on, const char* op,
   if (!pr.params) return;
   const CudaScope scope(on, op);
   check_cuda(core(*pr.params, scope.stream), op);
+}
+
+// run_cuda for the row norms: a launch shape forced by LTX_KERNELS_NORM_SHAPE that cannot run
+// the call's rows (the core's cudaErrorInvalidConfiguration) is named as such.
+template <class P>
+void run_norm_cuda(const Prepared<P>& pr, const at::Tensor& on, const char* op,
+                   cudaError_t (*core)(const P&, cudaStream_t)) {
+  if (!pr.params) return;
+  const CudaScope scope(on, op);
+  const cudaError_t err = core(*pr.params, scope.stream);
+  LTX_CHECK(err != cudaErrorInvalidConfiguration || pr.params->shape.kind == NormShape::kAuto, op,
+            "LTX_KERNELS_NORM_SHAPE=", std::getenv("LTX_KERNELS_NORM_SHAPE"), " cannot run rows of ",
+            pr.params->x.layout.cols, " elements here (threads per CTA over the limit, or a shape the scalar "
+            "path of unaligned rows does not compile)");
+  check_cuda(err, op);
 }
 #else
 // The CUDA branch of an adapter that serves both dispatch keys (the gemm family), in a build

@@ -124,6 +124,7 @@ FusedNormParams& read_inputs(Prepared<FusedNormParams>& pr, std::initializer_lis
   if (x2h != nullptr) p.x2 = in_rows(*x2h);
   p.weight = wc != nullptr ? wc->data_ptr() : nullptr;
   p.bias = bc != nullptr ? bc->data_ptr() : nullptr;
+  p.shape = env_norm_shape(op);
   return p;
 }
 
@@ -250,25 +251,25 @@ void gated_residual_adaln_rms_norm_cpu(at::Tensor& out, at::Tensor& h_out, const
 #ifdef LTX_KERNELS_WITH_CUDA
 void add_rms_norm_cuda(at::Tensor& out, at::Tensor& residual_out, const at::Tensor& x, const at::Tensor& residual,
                        const std::optional<at::Tensor>& weight, double eps) {
-  run_cuda(make_add_rms_norm_params(out, residual_out, x, residual, weight, eps), x, "add_rms_norm",
+  run_norm_cuda(make_add_rms_norm_params(out, residual_out, x, residual, weight, eps), x, "add_rms_norm",
            ltx_kernels::add_rms_norm);
 }
 
 void layer_norm_cuda(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight,
                      const std::optional<at::Tensor>& bias, double eps) {
-  run_cuda(make_layer_norm_params(out, x, weight, bias, eps), x, "layer_norm", ltx_kernels::layer_norm);
+  run_norm_cuda(make_layer_norm_params(out, x, weight, bias, eps), x, "layer_norm", ltx_kernels::layer_norm);
 }
 
 void adaln_rms_norm_cuda(at::Tensor& out, const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift,
                          const std::optional<at::Tensor>& weight, double eps) {
-  run_cuda(make_adaln_params("adaln_rms_norm", out, x, scale, shift, weight, std::nullopt, eps), x,
+  run_norm_cuda(make_adaln_params("adaln_rms_norm", out, x, scale, shift, weight, std::nullopt, eps), x,
            "adaln_rms_norm", ltx_kernels::adaln_rms_norm);
 }
 
 void adaln_layer_norm_cuda(at::Tensor& out, const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift,
                            const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
                            double eps) {
-  run_cuda(make_adaln_params("adaln_layer_norm", out, x, scale, shift, weight, bias, eps), x, "adaln_layer_norm",
+  run_norm_cuda(make_adaln_params("adaln_layer_norm", out, x, scale, shift, weight, bias, eps), x, "adaln_layer_norm",
            ltx_kernels::adaln_layer_norm);
 }
 
@@ -276,7 +277,7 @@ void gated_residual_adaln_rms_norm_cuda(at::Tensor& out, at::Tensor& h_out, cons
                                         const at::Tensor& y, const at::Tensor& gate, const at::Tensor& scale,
                                         const at::Tensor& shift, const std::optional<at::Tensor>& weight,
                                         double eps) {
-  run_cuda(make_gated_residual_params(out, h_out, h, y, gate, scale, shift, weight, eps), h,
+  run_norm_cuda(make_gated_residual_params(out, h_out, h, y, gate, scale, shift, weight, eps), h,
            "gated_residual_adaln_rms_norm", ltx_kernels::gated_residual_adaln_rms_norm);
 }
 #endif

@@ -44,6 +44,7 @@ Prepared<RmsNormParams> make_rms_norm_params(at::Tensor& out, const at::Tensor& 
     p.weight = wc.data_ptr();
   }
   p.eps = static_cast<float>(eps);
+  p.shape = env_norm_shape(op);
   return pr;
 }
 
@@ -55,6 +56,6 @@ void rms_norm_cpu(at::Tensor& out, const at::Tensor& x, const std::optional<at::
 
 #ifdef LTX_KERNELS_WITH_CUDA
 void rms_norm_cuda(at::Tensor& out, const at::Tensor& x, const std::optional<at::Tensor>& weight, double eps) {
-  run_cuda(make_rms_norm_params(out, x, weight, eps), x, kRmsNorm, ltx_kernels::rms_norm);
+  run_norm_cuda(make_rms_norm_params(out, x, weight, eps), x, kRmsNorm, ltx_kernels::rms_norm);
 }
 #endif

@@ -67,6 +67,77 @@ inline TileShape tile_shape(int64_t chunks, int64_t tiles, int nv, int max_threa
   return s;
 }
 
+// Launch shape of the register-resident row norms (norm/fused_norm.cuh): a row is spread over
+// one warp (kWarp: 4 rows per 128-thread CTA, grid-stride over rows) or over one CTA (kBlock:
+// ceil(nvec / nv) threads rounded up to a warp), each thread holding `nv` accesses (16 bytes on
+// the vector path); rows too wide for registers run kLoop (one 512-thread CTA per row, the
+// passes after the first re-read the row from L2). preload: the epilogue's operands (weight,
+// bias, scale, shift) are issued with the row instead of after the reduction, so no dependent
+// load sits between the reduction and the stores (costs registers).
+struct NormShape {
+  enum Kind : int { kAuto = 0, kWarp = 1, kBlock = 2, kLoop = 3 };
+  int kind = kAuto;
+  int nv = 0;
+  bool preload = false;
+};
+
+constexpr int kNormMaxNv = 16;            // accesses per thread of the widest register shape
+constexpr int kNormMaxThreads = 512;      // threads per row of a kBlock shape with nv <= 2
+constexpr int kNormMaxThreadsWide = 256;  // ... with nv >= 4
+
+// Threads per CTA of a kBlock shape for a row of `nvec` accesses.
+inline int norm_block_threads(int64_t nvec, int nv) {
+  return int(((nvec + nv - 1) / nv + 31) / 32 * 32);
+}
+
+// Whether the kernels compiled for the vector path (vec16) or the scalar path run shape `s` on
+// a row of `nvec` accesses: warp rows nv 1-8 (preload at nv <= 2), block rows nv 1-16 (preload
+// at nv <= 4); the scalar path (unaligned or odd sizes) only the preload-free warp shapes and
+// block shapes with nv >= 4.
+inline bool norm_shape_runs(const NormShape& s, int64_t nvec, bool vec16) {
+  const bool pow2 = s.nv == 1 || s.nv == 2 || s.nv == 4 || s.nv == 8 || s.nv == 16;
+  switch (s.kind) {
+    case NormShape::kWarp:
+      return pow2 && s.nv <= 8 && nvec <= int64_t(32) * s.nv && (!s.preload || (vec16 && s.nv <= 2));
+    case NormShape::kBlock:
+      return pow2 && norm_block_threads(nvec, s.nv) <= (s.nv <= 2 ? kNormMaxThreads : kNormMaxThreadsWide) &&
+             (vec16 || s.nv >= 4) && (!s.preload || (vec16 && s.nv <= 4));
+    case NormShape::kLoop: return !s.preload;
+    default: return false;
+  }
+}
+
+// The shape the row norms run when none is forced. nvec: accesses per row; x_bytes: bytes of
+// the row input x over all rows; per_sample_tables: the op reads per-sample scale / shift
+// tables; residual: the op also reads a second row input and writes a residual output.
+inline NormShape norm_shape(int64_t nvec, int64_t x_bytes, bool per_sample_tables, bool residual,
+                            bool vec16) {
+  NormShape s;
+  if (nvec > int64_t(kNormMaxThreadsWide) * kNormMaxNv) {
+    s.kind = NormShape::kLoop;
+    return s;
+  }
+  // Small problems (x <= 32 MB: about a wave, latency bound): each row over as many threads
+  // as possible, epilogue operands issued with the row (not for per-sample tables alone).
+  const bool small = x_bytes <= (int64_t(32) << 20);
+  if (vec16 && small && nvec <= 512 && (residual || !per_sample_tables)) {
+    s.preload = true;
+    if (nvec <= 32) { s.kind = NormShape::kWarp; s.nv = 1; }
+    else if (nvec <= 256) { s.kind = NormShape::kBlock; s.nv = 1; }
+    else { s.kind = NormShape::kBlock; s.nv = 2; }
+    return s;
+  }
+  // Bandwidth-bound problems: few threads per row with several accesses each.
+  if (nvec <= 32 * 8) {
+    s.kind = NormShape::kWarp;
+    s.nv = nvec <= 32 ? 1 : nvec <= 64 ? 2 : nvec <= 128 ? 4 : 8;
+  } else {
+    s.kind = NormShape::kBlock;
+    s.nv = nvec <= 128 * 4 ? 4 : nvec <= 128 * 8 ? 8 : 16;
+  }
+  return s;
+}
+
 // n / d for 0 <= n, d < 2^31 by a multiply-high, an add and a shift (Granlund-Montgomery):
 // with k = ceil(log2 d) and m = floor(2^32 (2^k - d) / d) + 1, n / d = (umulhi(n, m) + n) >> k.
 struct FastDiv32 {

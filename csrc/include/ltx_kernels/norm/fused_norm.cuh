@@ -217,13 +217,13 @@ __device__ __forceinline__ void epilogue(const Args<T>& a, const RowPtrs<T>& r, 
 }
 
 // The row in registers. Threads per row: 32 (WARP_ROWS, 4 rows per 128-thread block) or
-// blockDim.x (one row per block, <= 256 threads). Thread `tid` owns accesses tid + k * tpr,
+// blockDim.x (one row per block, <= 512 threads at NV <= 2, else <= 256). Thread `tid` owns accesses tid + k * tpr,
 // k < NV, of VEC elements each; every read happens before the reduction, every write after
 // (res_out: same thread, same element as its inputs). PRELOAD: the epilogue's operands (weight,
 // bias, scale, shift) are issued with the row, so no dependent load sits between the reduction
 // and the stores (latency-bound small problems; costs registers, so only for NV <= 2).
 template <class P, typename T, int VEC, int NV, bool WARP_ROWS, bool PRELOAD = false>
-__global__ void __launch_bounds__(WARP_ROWS ? 128 : 256) fused_norm_regs(const Args<T> a) {
+__global__ void __launch_bounds__(WARP_ROWS ? 128 : (NV <= 2 ? 512 : 256)) fused_norm_regs(const Args<T> a) {
   __shared__ float smem[32];
   const int tpr = WARP_ROWS ? 32 : blockDim.x;
   const int tid = WARP_ROWS ? (threadIdx.x & 31) : threadIdx.x;

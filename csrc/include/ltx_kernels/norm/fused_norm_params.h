@@ -19,6 +19,7 @@
 #include "ltx_kernels/common/dtype.h"
 #include "ltx_kernels/common/fused_norm_util.h"
 #include "ltx_kernels/common/rows.h"
+#include "ltx_kernels/common/rowwise_launch.h"
 
 namespace ltx_kernels {
 
@@ -35,6 +36,7 @@ struct FusedNormParams {
   AnyModTable scale;     // adaln_*, gated_residual_*
   AnyModTable shift;     // adaln_*, gated_residual_*
   float eps;
+  NormShape shape;       // launch shape to force (kind kAuto: the heuristic's, rowwise_launch.h)
 };
 
 // The params as a backend's typed argument struct A holds them (the CPU backend's and the CUDA

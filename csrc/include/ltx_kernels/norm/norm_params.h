@@ -5,6 +5,7 @@
 
 #include "ltx_kernels/common/dtype.h"
 #include "ltx_kernels/common/rows.h"
+#include "ltx_kernels/common/rowwise_launch.h"
 
 namespace ltx_kernels {
 
@@ -15,6 +16,7 @@ struct RmsNormParams {
   InRows x;            // [rows, cols]
   const void* weight;  // [cols] contiguous, or nullptr for no weight
   float eps;
+  NormShape shape;     // launch shape to force (kind kAuto: the heuristic's, rowwise_launch.h)
 };
 
 }  // namespace ltx_kernels
