@@ -79,6 +79,23 @@ __device__ __forceinline__ void store_stream(T* p, const Packed<T, N>& v) {
   }
 }
 
+// A compiler barrier on the packed words of `p` (no instruction): the words count as redefined
+// here, so float values converted from them before cannot be reused after, and are not kept
+// alive across the barrier. Kernels that convert a register-resident row twice (once for a
+// reduction, once for the output) call it between the two, which keeps the row packed (4
+// registers per 16 bytes) instead of unpacked (8 for 8 bf16 elements) through the reduction.
+template <typename T, int N>
+__device__ __forceinline__ void repack_barrier(Packed<T, N>& p) {
+  if constexpr (sizeof(Packed<T, N>) % 4 == 0) {
+    uint32_t* w = reinterpret_cast<uint32_t*>(&p);
+#pragma unroll
+    for (int i = 0; i < int(sizeof(Packed<T, N>) / 4); ++i) asm volatile("" : "+r"(w[i]));
+  } else {
+    static_assert(sizeof(Packed<T, N>) == 2, "one 16-bit element or whole 32-bit words");
+    asm volatile("" : "+h"(*reinterpret_cast<unsigned short*>(&p)));
+  }
+}
+
 inline bool aligned_to(const void* p, int bytes) {
   return (reinterpret_cast<uintptr_t>(p) % uintptr_t(bytes)) == 0;
 }

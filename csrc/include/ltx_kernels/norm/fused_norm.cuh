@@ -163,7 +163,9 @@ __device__ __forceinline__ EpiOperands<T, VEC> load_epilogue(const Args<T>& a, c
                                                              int64_t off) {
   EpiOperands<T, VEC> e;
   if (a.weight != nullptr) e.w = load_cached<T, VEC>(a.weight + off);
-  if (a.bias != nullptr) e.b = load_cached<T, VEC>(a.bias + off);
+  if constexpr (P::kLayerNorm) {  // only the layer norms take a bias
+    if (a.bias != nullptr) e.b = load_cached<T, VEC>(a.bias + off);
+  }
   if constexpr (P::kModulate) {
     e.sc = load_table<T, VEC>(r.scale, off);
     e.sh = load_table<T, VEC>(r.shift, off);
@@ -171,7 +173,7 @@ __device__ __forceinline__ EpiOperands<T, VEC> load_epilogue(const Args<T>& a, c
   return e;
 }
 
-// The same with its operands already loaded (the PRELOAD row kernel).
+// Normalise, affine, modulate and store one access, its operands already loaded.
 template <class P, typename T, int VEC>
 __device__ __forceinline__ void epilogue_with(const Args<T>& a, const RowPtrs<T>& r, int64_t off,
                                               const Packed<T, VEC>& v, float mean, float rstd,
@@ -183,47 +185,34 @@ __device__ __forceinline__ void epilogue_with(const Args<T>& a, const RowPtrs<T>
     if constexpr (P::kLayerNorm) f -= mean;
     f *= rstd;
     if (a.weight != nullptr) f *= to_f32(e.w.v[j]);
-    if (a.bias != nullptr) f += to_f32(e.b.v[j]);
+    if constexpr (P::kLayerNorm) {
+      if (a.bias != nullptr) f += to_f32(e.b.v[j]);
+    }
     if constexpr (P::kModulate) f = f * (1.f + to_f32(e.sc.v[j])) + to_f32(e.sh.v[j]);
     o.v[j] = from_f32<T>(f);
   }
   store_stream<T, VEC>(r.out + off, o);
 }
 
-// Normalise, affine, modulate, store one access (operands loaded here, after the reduction:
-// fewer registers, which the bandwidth-bound large problems need).
-template <class P, typename T, int VEC>
-__device__ __forceinline__ void epilogue(const Args<T>& a, const RowPtrs<T>& r, int64_t off,
-                                         const Packed<T, VEC>& v, float mean, float rstd) {
-  Packed<T, VEC> wv, bv, sc, sh;
-  if (a.weight != nullptr) wv = load_cached<T, VEC>(a.weight + off);
-  if (a.bias != nullptr) bv = load_cached<T, VEC>(a.bias + off);
-  if constexpr (P::kModulate) {
-    sc = load_table<T, VEC>(r.scale, off);
-    sh = load_table<T, VEC>(r.shift, off);
-  }
-  Packed<T, VEC> o;
-#pragma unroll
-  for (int j = 0; j < VEC; ++j) {
-    float f = to_f32(v.v[j]);
-    if constexpr (P::kLayerNorm) f -= mean;
-    f *= rstd;
-    if (a.weight != nullptr) f *= to_f32(wv.v[j]);
-    if (a.bias != nullptr) f += to_f32(bv.v[j]);
-    if constexpr (P::kModulate) f = f * (1.f + to_f32(sc.v[j])) + to_f32(sh.v[j]);
-    o.v[j] = from_f32<T>(f);
-  }
-  store_stream<T, VEC>(r.out + off, o);
-}
+// Accesses whose epilogue operands the row kernel loads at once when they are not preloaded:
+// 4 for the weight (and bias) alone, 2 with the modulation tables (3-4 operands of 16 bytes),
+// which keeps the register caps below free of spills.
+template <class P>
+constexpr int kEpiBatch = P::kModulate ? 2 : 4;
 
 // The row in registers. Threads per row: 32 (WARP_ROWS, 4 rows per 128-thread block) or
-// blockDim.x (one row per block, <= 512 threads at NV <= 2, else <= 256). Thread `tid` owns accesses tid + k * tpr,
-// k < NV, of VEC elements each; every read happens before the reduction, every write after
-// (res_out: same thread, same element as its inputs). PRELOAD: the epilogue's operands (weight,
-// bias, scale, shift) are issued with the row, so no dependent load sits between the reduction
-// and the stores (latency-bound small problems; costs registers, so only for NV <= 2).
+// blockDim.x (one row per block, <= 512 threads at NV <= 2, else <= 256). Thread `tid` owns
+// accesses tid + k * tpr, k < NV, of VEC elements each; every read of the row happens before the
+// reduction, every write after (res_out: same thread, same element as its inputs). PRELOAD: the
+// epilogue's operands (weight, bias, scale, shift) are issued with the row, so no dependent load
+// sits between the reduction and the stores (latency-bound small problems; costs registers).
+// The launch shapes (which NV, WARP_ROWS, PRELOAD run) are norm_shape's (common/rowwise_launch.h).
+template <bool WARP_ROWS, int NV>
+constexpr int kNormMaxThreadsOf = WARP_ROWS ? 128 : (NV <= 2 ? 512 : 256);
+
 template <class P, typename T, int VEC, int NV, bool WARP_ROWS, bool PRELOAD = false>
-__global__ void __launch_bounds__(WARP_ROWS ? 128 : (NV <= 2 ? 512 : 256)) fused_norm_regs(const Args<T> a) {
+__global__ void __launch_bounds__(kNormMaxThreadsOf<WARP_ROWS, NV>)
+    fused_norm_regs(const Args<T> a) {
   __shared__ float smem[32];
   const int tpr = WARP_ROWS ? 32 : blockDim.x;
   const int tid = WARP_ROWS ? (threadIdx.x & 31) : threadIdx.x;
@@ -257,6 +246,7 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : (NV <= 2 ? 512 : 256)) fused
           const float f = to_f32(v[k].v[j]);
           s += P::kLayerNorm ? f : f * f;
         }
+        repack_barrier(v[k]);
       }
     }
     s = reduce(s);
@@ -272,17 +262,34 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : (NV <= 2 ? 512 : 256)) fused
             const float t = to_f32(v[k].v[j]) - mean;
             d += t * t;
           }
+          repack_barrier(v[k]);
         }
       }
       var = reduce(d) * inv_cols;
     }
     const float rstd = rsqrtf(var + a.eps);
+    // Without PRELOAD the epilogue's operands are loaded here, a batch of accesses at a time, all
+    // of a batch before its first store: the outputs may alias the inputs (no __restrict__), so
+    // the compiler cannot move a load above an earlier store, and one load per store would make
+    // NV dependent L2 round trips per row (measured: rms_norm [16384, 8192] 1.28x slower).
+    constexpr int kBatch = PRELOAD ? NV : (NV < kEpiBatch<P> ? NV : kEpiBatch<P>);
 #pragma unroll
-    for (int k = 0; k < NV; ++k) {
-      const int i = tid + k * tpr;
-      if (i < nvec) {
-        if constexpr (PRELOAD) epilogue_with<P, T, VEC>(a, r, int64_t(i) * VEC, v[k], mean, rstd, e[k]);
-        else epilogue<P, T, VEC>(a, r, int64_t(i) * VEC, v[k], mean, rstd);
+    for (int k0 = 0; k0 < NV; k0 += kBatch) {
+      EpiOperands<T, VEC> eb[PRELOAD ? 1 : kBatch];
+      if constexpr (!PRELOAD) {
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int i = tid + (k0 + j) * tpr;
+          if (i < nvec) eb[j] = load_epilogue<P, T, VEC>(a, r, int64_t(i) * VEC);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const int i = tid + (k0 + j) * tpr;
+        if (i < nvec) {
+          epilogue_with<P, T, VEC>(a, r, int64_t(i) * VEC, v[k0 + j], mean, rstd,
+                                   PRELOAD ? e[PRELOAD ? k0 + j : 0] : eb[PRELOAD ? 0 : j]);
+        }
       }
     }
   }
@@ -331,7 +338,8 @@ __global__ void __launch_bounds__(512) fused_norm_loop(const Args<T> a) {
     const float rstd = rsqrtf(var + a.eps);
     for (int i = threadIdx.x; i < nvec; i += blockDim.x) {
       const Packed<T, VEC> v = reload(r, int64_t(i) * VEC, true);
-      epilogue<P, T, VEC>(a, r, int64_t(i) * VEC, v, mean, rstd);
+      epilogue_with<P, T, VEC>(a, r, int64_t(i) * VEC, v, mean, rstd,
+                               load_epilogue<P, T, VEC>(a, r, int64_t(i) * VEC));
     }
   }
 }
