@@ -82,3 +82,54 @@ TEST(TileShape, ThreadsHoldTheTile) {
     }
   }
 }
+
+// The row norms' rule (norm_shape) only ever picks a shape their kernels run (norm_shape_runs),
+// for every op kind, row width and path; forced shapes outside the kernels' limits are refused.
+TEST(NormShape, PicksOnlyShapesTheKernelsRun) {
+  for (int bits = 0; bits < 16; ++bits) {
+    NormOpKind op;
+    op.layer_norm = bits & 1;
+    op.residual = bits & 2;
+    op.modulate = bits & 4;
+    op.per_sample = (bits & 8) && op.modulate;
+    for (bool vec16 : {true, false}) {
+      for (int64_t nvec = 1; nvec <= 5000; ++nvec) {
+        for (int64_t x_bytes : {int64_t(1) << 12, int64_t(8) << 20, int64_t(64) << 20, int64_t(1) << 32}) {
+          const NormShape s = norm_shape(nvec, x_bytes, op, vec16);
+          ASSERT_TRUE(norm_shape_runs(s, nvec, vec16))
+              << "kind " << s.kind << " nv " << s.nv << " preload " << s.preload << " nvec " << nvec
+              << " vec16 " << vec16 << " op bits " << bits;
+          if (nvec > 256 * 16) ASSERT_EQ(s.kind, NormShape::kLoop);
+        }
+      }
+    }
+  }
+}
+
+TEST(NormShape, Limits) {
+  NormShape w{NormShape::kWarp, 2, false};
+  EXPECT_TRUE(norm_shape_runs(w, 64, true));
+  EXPECT_FALSE(norm_shape_runs(w, 65, true));             // a warp holds 32 x nv accesses
+  NormShape b1{NormShape::kBlock, 1, true};
+  EXPECT_TRUE(norm_shape_runs(b1, 512, true));
+  EXPECT_FALSE(norm_shape_runs(b1, 513, true));           // 512 threads at most
+  EXPECT_FALSE(norm_shape_runs(b1, 100, false));          // the scalar path: no preload, nv >= 4
+  NormShape b4{NormShape::kBlock, 4, false};
+  EXPECT_TRUE(norm_shape_runs(b4, 1024, false));
+  EXPECT_FALSE(norm_shape_runs(b4, 1025, true));          // 256 threads at 4 and more accesses
+  NormShape b8p{NormShape::kBlock, 8, true};
+  EXPECT_FALSE(norm_shape_runs(b8p, 512, true));          // preload only up to 4 accesses
+  EXPECT_FALSE(norm_shape_runs(NormShape{NormShape::kBlock, 3, false}, 30, true));
+  EXPECT_FALSE(norm_shape_runs(NormShape{}, 30, true));   // kAuto is not a shape
+  // the measured picks at the LTX sizes (bf16: 8 elements per access)
+  NormOpKind tok;
+  tok.modulate = true;
+  const NormShape t = norm_shape(512, int64_t(100) << 20, tok, true);
+  EXPECT_EQ(t.kind, NormShape::kBlock);
+  EXPECT_EQ(t.nv, 1);
+  NormOpKind smp = tok;
+  smp.per_sample = true;
+  EXPECT_EQ(norm_shape(512, int64_t(100) << 20, smp, true).nv, 8);
+  smp.residual = true;
+  EXPECT_EQ(norm_shape(512, int64_t(100) << 20, smp, true).kind, NormShape::kLoop);
+}

@@ -98,8 +98,12 @@ cudaError_t run(Args<T> a, int64_t cols, const NormShape& forced, cudaStream_t s
   const int64_t nvec = vec ? cols / V : cols;
   NormShape s = forced;
   if (s.kind == NormShape::kAuto) {
-    const bool per_sample = P::kModulate && a.scale.rows_per_entry > 1;
-    s = norm_shape(nvec, a.rows * cols * int64_t(sizeof(T)), per_sample, P::kWritesResidual, vec);
+    NormOpKind op;
+    op.layer_norm = P::kLayerNorm;
+    op.residual = P::kWritesResidual;
+    op.modulate = P::kModulate;
+    op.per_sample = P::kModulate && a.scale.rows_per_entry > 1;
+    s = norm_shape(nvec, a.rows * cols * int64_t(sizeof(T)), op, vec);
   }
   if (!norm_shape_runs(s, nvec, vec)) return cudaErrorInvalidConfiguration;
   return vec ? launch<P, T, V>(a, s, stream) : launch<P, T, 1>(a, s, stream);

@@ -107,33 +107,82 @@ inline bool norm_shape_runs(const NormShape& s, int64_t nvec, bool vec16) {
   }
 }
 
-// The shape the row norms run when none is forced. nvec: accesses per row; x_bytes: bytes of
-// the row input x over all rows; per_sample_tables: the op reads per-sample scale / shift
-// tables; residual: the op also reads a second row input and writes a residual output.
-inline NormShape norm_shape(int64_t nvec, int64_t x_bytes, bool per_sample_tables, bool residual,
-                            bool vec16) {
+// What the launch-shape rule needs to know of a row-norm op.
+struct NormOpKind {
+  bool layer_norm = false;   // mean-subtracting statistic (two reductions)
+  bool residual = false;     // a second row input and a residual output (add_rms_norm, gated)
+  bool modulate = false;     // AdaLN scale / shift tables
+  bool per_sample = false;   // ... shared by the rows of a sample (else one entry per row)
+};
+
+// The smallest `nv` whose CTA of ceil(nvec / nv) threads fits the block shape's limits (one
+// access per thread where the row has <= 512, two up to 1024, then 4-16 at <= 256 threads).
+inline int norm_spread_nv(int64_t nvec) {
+  for (int nv = 1; nv <= kNormMaxNv; nv *= 2) {
+    if (norm_block_threads(nvec, nv) <= (nv <= 2 ? kNormMaxThreads : kNormMaxThreadsWide)) return nv;
+  }
+  return kNormMaxNv;
+}
+
+// The shape the row norms run when none is forced. nvec: accesses per row (16 bytes each on
+// the vector path, vec16; elements on the scalar path); x_bytes: bytes of the row input x over
+// all rows.
+//
+// Measured on the H200 by benchmarks/sweep_norm.py (every shape of every op at the benchmarks'
+// LTX and LLM sizes, bf16, CUDA-graph replay, benchmarks/results/h200/experiments/
+// norm_shapes_660bf90.json); within 2% of the best shape everywhere except where noted:
+//  - per-token tables, residual ops: one access per thread (512 threads for a 4096-wide bf16
+//    row): the most loads in flight per row and the fewest registers; the residual add with its
+//    epilogue operands preloaded;
+//  - per-sample tables: 64 threads per row of 8 accesses (4 for RMS rows of <= 256 accesses);
+//    the gated residual with per-sample tables reads its rows twice from L2 in the looping
+//    kernel once x passes 32 MB (4% faster than one access per thread there);
+//  - layer norm: two accesses per thread (preloaded) up to 256 accesses, else eight;
+//  - plain RMS: one access per thread (preloaded) up to 8 MB, else two (the CTA shape with 8
+//    for rows of 1024 accesses is 2% faster).
+// Rows of <= 32 accesses run a warp each (4 rows per CTA). The scalar path (unaligned or odd
+// sizes) keeps 4-16 elements per thread.
+inline NormShape norm_shape(int64_t nvec, int64_t x_bytes, const NormOpKind& op, bool vec16) {
   NormShape s;
   if (nvec > int64_t(kNormMaxThreadsWide) * kNormMaxNv) {
     s.kind = NormShape::kLoop;
     return s;
   }
-  // Small problems (x <= 32 MB: about a wave, latency bound): each row over as many threads
-  // as possible, epilogue operands issued with the row (not for per-sample tables alone).
-  const bool small = x_bytes <= (int64_t(32) << 20);
-  if (vec16 && small && nvec <= 512 && (residual || !per_sample_tables)) {
-    s.preload = true;
-    if (nvec <= 32) { s.kind = NormShape::kWarp; s.nv = 1; }
-    else if (nvec <= 256) { s.kind = NormShape::kBlock; s.nv = 1; }
-    else { s.kind = NormShape::kBlock; s.nv = 2; }
+  if (!vec16) {
+    if (nvec <= 32 * 8) {
+      s.kind = NormShape::kWarp;
+      s.nv = nvec <= 32 ? 1 : nvec <= 64 ? 2 : nvec <= 128 ? 4 : 8;
+    } else {
+      s.kind = NormShape::kBlock;
+      s.nv = nvec <= 128 * 4 ? 4 : nvec <= 128 * 8 ? 8 : 16;
+    }
     return s;
   }
-  // Bandwidth-bound problems: few threads per row with several accesses each.
-  if (nvec <= 32 * 8) {
+  if (nvec <= 32) {
     s.kind = NormShape::kWarp;
-    s.nv = nvec <= 32 ? 1 : nvec <= 64 ? 2 : nvec <= 128 ? 4 : 8;
+    s.nv = 1;
+    s.preload = true;
+    return s;
+  }
+  s.kind = NormShape::kBlock;
+  const int spread = norm_spread_nv(nvec);
+  auto at_least = [&](int nv) { return nv > spread ? nv : spread; };
+  if (op.modulate && op.per_sample) {
+    if (op.residual) {
+      if (x_bytes > (int64_t(32) << 20)) s.kind = NormShape::kLoop;
+      else s.nv = spread;
+    } else {
+      s.nv = at_least(op.layer_norm || nvec >= 512 ? 8 : 4);
+    }
+  } else if (op.modulate || op.residual) {
+    s.nv = spread;
+    s.preload = !op.modulate && s.nv <= 4;  // the residual add
+  } else if (op.layer_norm) {
+    s.nv = at_least(nvec <= 256 ? 2 : 8);
+    s.preload = s.nv <= 2;
   } else {
-    s.kind = NormShape::kBlock;
-    s.nv = nvec <= 128 * 4 ? 4 : nvec <= 128 * 8 ? 8 : 16;
+    s.nv = at_least(x_bytes <= (int64_t(8) << 20) && nvec <= 512 ? 1 : 2);
+    s.preload = s.nv <= 2;
   }
   return s;
 }
