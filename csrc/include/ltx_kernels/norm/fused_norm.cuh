@@ -195,10 +195,11 @@ __device__ __forceinline__ void epilogue_with(const Args<T>& a, const RowPtrs<T>
 }
 
 // Accesses whose epilogue operands the row kernel loads at once when they are not preloaded:
-// 4 for the weight (and bias) alone, 2 with the modulation tables (3-4 operands of 16 bytes),
-// which keeps the register caps below free of spills.
+// 4 for the weight alone (plain RMS, whose 8-access shape needs it); one for the layer norms and
+// the modulated ones, whose registers the batches would take (measured on the H200: with batches
+// of 2 their 4- and 8-access shapes lost 5-15%).
 template <class P>
-constexpr int kEpiBatch = P::kModulate ? 2 : 4;
+constexpr int kEpiBatch = P::kModulate || P::kLayerNorm ? 1 : 4;
 
 // The row in registers. Threads per row: 32 (WARP_ROWS, 4 rows per 128-thread block) or
 // blockDim.x (one row per block, <= 512 threads at NV <= 2, else <= 256). Thread `tid` owns
