@@ -126,10 +126,13 @@ TEST(NormShape, Limits) {
   tok.modulate = true;
   const NormShape t = norm_shape(512, int64_t(100) << 20, tok, true);
   EXPECT_EQ(t.kind, NormShape::kBlock);
-  EXPECT_EQ(t.nv, 1);
+  EXPECT_EQ(t.nv, 4);
   NormOpKind smp = tok;
   smp.per_sample = true;
   EXPECT_EQ(norm_shape(512, int64_t(100) << 20, smp, true).nv, 8);
+  tok.residual = true;  // the gated residual, per-token tables: one access per thread
+  EXPECT_EQ(norm_shape(512, int64_t(100) << 20, tok, true).nv, 1);
   smp.residual = true;
   EXPECT_EQ(norm_shape(512, int64_t(100) << 20, smp, true).kind, NormShape::kLoop);
+  EXPECT_EQ(norm_shape(512, int64_t(16) << 20, smp, true).nv, 1);
 }

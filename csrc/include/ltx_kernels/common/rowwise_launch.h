@@ -129,17 +129,17 @@ inline int norm_spread_nv(int64_t nvec) {
 // all rows.
 //
 // Measured on the H200 by benchmarks/sweep_norm.py (every shape of every op at the benchmarks'
-// LTX and LLM sizes, bf16, CUDA-graph replay, benchmarks/results/h200/experiments/
-// norm_shapes_660bf90.json); within 2% of the best shape everywhere except where noted:
-//  - per-token tables, residual ops: one access per thread (512 threads for a 4096-wide bf16
-//    row): the most loads in flight per row and the fewest registers; the residual add with its
-//    epilogue operands preloaded;
-//  - per-sample tables: 64 threads per row of 8 accesses (4 for RMS rows of <= 256 accesses);
-//    the gated residual with per-sample tables reads its rows twice from L2 in the looping
-//    kernel once x passes 32 MB (4% faster than one access per thread there);
-//  - layer norm: two accesses per thread (preloaded) up to 256 accesses, else eight;
-//  - plain RMS: one access per thread (preloaded) up to 8 MB, else two (the CTA shape with 8
-//    for rows of 1024 accesses is 2% faster).
+// LTX and LLM sizes, bf16, CUDA-graph replay; benchmarks/results/h200/experiments/
+// norm_shapes_eb30d0d.json): the pick is within 3% of the best shape at every size but
+// rms_norm [16384, 8192] (2 accesses per thread, 2% behind 8) and the layer norms and per-sample
+// AdaLN at [2, 2688, 2048] (up to 6% behind 4 accesses):
+//  - residual ops (add_rms_norm, the gated residual): one access per thread (512 threads for a
+//    4096-wide bf16 row), the most loads in flight per row; the residual add with its epilogue
+//    operands preloaded; the gated residual with per-sample tables past 32 MB of x in the
+//    looping kernel (its rows re-read from L2; 1-4% faster than one access per thread there);
+//  - layer norms and AdaLN: 4 accesses per thread with per-token tables, else 8 from rows of
+//    512 accesses (4 below);
+//  - plain RMS: one access per thread (preloaded) up to 8 MB, else two.
 // Rows of <= 32 accesses run a warp each (4 rows per CTA). The scalar path (unaligned or odd
 // sizes) keeps 4-16 elements per thread.
 inline NormShape norm_shape(int64_t nvec, int64_t x_bytes, const NormOpKind& op, bool vec16) {
@@ -167,19 +167,15 @@ inline NormShape norm_shape(int64_t nvec, int64_t x_bytes, const NormOpKind& op,
   s.kind = NormShape::kBlock;
   const int spread = norm_spread_nv(nvec);
   auto at_least = [&](int nv) { return nv > spread ? nv : spread; };
-  if (op.modulate && op.per_sample) {
-    if (op.residual) {
-      if (x_bytes > (int64_t(32) << 20)) s.kind = NormShape::kLoop;
-      else s.nv = spread;
+  if (op.residual) {
+    if (op.modulate && op.per_sample && x_bytes > (int64_t(32) << 20)) {
+      s.kind = NormShape::kLoop;
     } else {
-      s.nv = at_least(op.layer_norm || nvec >= 512 ? 8 : 4);
+      s.nv = spread;
+      s.preload = !op.modulate && s.nv <= 4;  // the residual add
     }
-  } else if (op.modulate || op.residual) {
-    s.nv = spread;
-    s.preload = !op.modulate && s.nv <= 4;  // the residual add
-  } else if (op.layer_norm) {
-    s.nv = at_least(nvec <= 256 ? 2 : 8);
-    s.preload = s.nv <= 2;
+  } else if (op.modulate || op.layer_norm) {
+    s.nv = at_least(op.modulate && !op.per_sample ? 4 : nvec >= 512 ? 8 : 4);
   } else {
     s.nv = at_least(x_bytes <= (int64_t(8) << 20) && nvec <= 512 ? 1 : 2);
     s.preload = s.nv <= 2;
