@@ -315,6 +315,9 @@ def test_gated_attention_strided_sentinel_inplace(device, dtype):
     gbase = torch.randn(21, heads * 3, device=device, dtype=dtype)
     cases = {
         "strided rows, strided gate rows": (base[:, :c], gbase[:, :heads]),
+        "dense rows, strided gate rows (not the flat kernel)": (base[:, :c].contiguous(), gbase[:, :heads]),
+        "dense rows and gate, 77 rows (the flat kernel, a partial last CTA)": (
+            torch.randn(77, c, device=device, dtype=dtype), torch.randn(77, heads, device=device, dtype=dtype)),
         "misaligned x (scalar path)": (base[:, 1 : c + 1], gbase[:, 1 : heads + 1]),
         "gate last-dim stride 3 (copied)": (base[:, :c], gbase[:, ::3]),
         "transposed gate leading dims": (

@@ -130,6 +130,9 @@ TEST(NormShape, Limits) {
   NormOpKind smp = tok;
   smp.per_sample = true;
   EXPECT_EQ(norm_shape(512, int64_t(100) << 20, smp, true).nv, 8);
+  const NormShape small = norm_shape(256, int64_t(16) << 20, tok, true);  // <= 32 MB of x
+  EXPECT_EQ(small.nv, 1);
+  EXPECT_TRUE(small.preload);
   tok.residual = true;  // the gated residual, per-token tables: one access per thread
   EXPECT_EQ(norm_shape(512, int64_t(100) << 20, tok, true).nv, 1);
   smp.residual = true;

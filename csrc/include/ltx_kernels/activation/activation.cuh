@@ -5,7 +5,7 @@
 // Bytes per element (T = element size):
 //   act_flat / act_rows     read T, write T
 //   act_and_mul_rows        read 2T, write T            (per output element)
-//   gated_attention_rows    read T + T/head_dim, write T
+//   gated_attention_flat / gated_attention_rows    read T + T/head_dim, write T
 //
 // act_flat: dense tensors as one flat array; each thread moves U 16-byte vectors per step
 //     (loads first, then math and stores, so U accesses are in flight per thread).
@@ -204,6 +204,38 @@ __global__ void __launch_bounds__(256) act_and_mul_rows(T* __restrict__ out, int
 }
 
 // ---- x * 2 * sigmoid(gate) per head -----------------------------------------------------------
+
+// Dense out and x ([rows, cols] contiguous) and gate ([rows, heads] contiguous): one flat array
+// of nvec < 2^31 vectors; vector i belongs to head i / (head_dim / VEC) of the flat gate array
+// (vdiv, a multiply-high). One pass: the grid covers nvec with U vectors per thread, all loads
+// issued before the math (as act_flat).
+template <typename T, int VEC, int U>
+__global__ void __launch_bounds__(256) gated_attention_flat(T* __restrict__ out, const T* __restrict__ x,
+                                                            const T* __restrict__ g, uint32_t nvec,
+                                                            const FastDiv32 vdiv) {
+  const uint32_t base = blockIdx.x * blockDim.x * U + threadIdx.x;  // < nvec + 256 U < 2^32
+  Packed<T, VEC> v[U];
+  T gl[U];
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    const uint32_t i = base + uint32_t(k) * blockDim.x;
+    if (i < nvec) {
+      v[k] = load_stream<T, VEC>(x + int64_t(i) * VEC);
+      gl[k] = __ldg(g + fast_div(i, vdiv));
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    const uint32_t i = base + uint32_t(k) * blockDim.x;
+    if (i < nvec) {
+      const float s = gate2(to_f32(gl[k]));
+      Packed<T, VEC> o;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) o.v[j] = from_f32<T>(to_f32(v[k].v[j]) * s);
+      store_stream<T, VEC>(out + int64_t(i) * VEC, o);
+    }
+  }
+}
 
 // out: [rows, cols] stride os; x: [rows, cols] stride xs; g: [rows, cols / head_dim] stride gs.
 // head_dim % VEC == 0 on this path, so a vector never straddles two heads; vdiv divides a vector

@@ -130,15 +130,17 @@ inline int norm_spread_nv(int64_t nvec) {
 //
 // Measured on the H200 by benchmarks/sweep_norm.py (every shape of every op at the benchmarks'
 // LTX and LLM sizes, bf16, CUDA-graph replay; benchmarks/results/h200/experiments/
-// norm_shapes_eb30d0d.json): the pick is within 3% of the best shape at every size but
-// rms_norm [16384, 8192] (2 accesses per thread, 2% behind 8) and the layer norms and per-sample
-// AdaLN at [2, 2688, 2048] (up to 6% behind 4 accesses):
+// norm_shapes_eb30d0d.json and norm_shapes_1a05cb2.json, the same kernels): the pick is within
+// 3% of the best shape at every size but rms_norm [32, 4096] (7% behind the looping kernel) and
+// the per-sample AdaLN RMSNorm at [2, 6144, 4096] (5% behind 4 accesses per thread, 3% ahead at
+// [1, 32760, 4096]):
 //  - residual ops (add_rms_norm, the gated residual): one access per thread (512 threads for a
 //    4096-wide bf16 row), the most loads in flight per row; the residual add with its epilogue
 //    operands preloaded; the gated residual with per-sample tables past 32 MB of x in the
 //    looping kernel (its rows re-read from L2; 1-4% faster than one access per thread there);
 //  - layer norms and AdaLN: 4 accesses per thread with per-token tables, else 8 from rows of
-//    512 accesses (4 below);
+//    512 accesses (4 below); but the AdaLN RMSNorm with per-token tables up to 32 MB of x at one
+//    access per thread, preloaded (8% faster than 4 at [2, 2688, 2048]);
 //  - plain RMS: one access per thread (preloaded) up to 8 MB, else two.
 // Rows of <= 32 accesses run a warp each (4 rows per CTA). The scalar path (unaligned or odd
 // sizes) keeps 4-16 elements per thread.
@@ -174,6 +176,9 @@ inline NormShape norm_shape(int64_t nvec, int64_t x_bytes, const NormOpKind& op,
       s.nv = spread;
       s.preload = !op.modulate && s.nv <= 4;  // the residual add
     }
+  } else if (op.modulate && !op.per_sample && !op.layer_norm && x_bytes <= (int64_t(32) << 20)) {
+    s.nv = spread;  // AdaLN RMSNorm, per-token tables, small: one access per thread, preloaded
+    s.preload = s.nv <= 4;
   } else if (op.modulate || op.layer_norm) {
     s.nv = at_least(op.modulate && !op.per_sample ? 4 : nvec >= 512 ? 8 : 4);
   } else {
