@@ -1,5 +1,8 @@
-// Fused-norm kernels: ONE register-resident row kernel (and one looping kernel for rows too
-// wide for registers), parameterised by a compile-time Policy:
+// Row-norm kernels: ONE register-resident row kernel (and one looping kernel for rows too wide
+// for registers), parameterised by a compile-time Policy, for every row norm: rms_norm (kLoad,
+// RMS), add_rms_norm (kAdd), layer_norm, the AdaLN norms (modulate) and the gated residual
+// (kGatedAdd). Launch shapes: norm_shape in common/rowwise_launch.h; launcher:
+// csrc/cuda/norm/norm_launch.cuh.
 //
 //   prologue  kLoad:      v = x
 //             kAdd:       v = round_T(x + x2)          -> written to res_out
