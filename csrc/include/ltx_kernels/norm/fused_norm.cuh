@@ -23,6 +23,7 @@
 
 #include "ltx_kernels/common/fused_norm_util.h"
 #include "ltx_kernels/common/reduce.cuh"
+#include "ltx_kernels/common/rowwise_launch.h"
 #include "ltx_kernels/common/vec.cuh"
 
 namespace ltx_kernels {
@@ -212,8 +213,10 @@ constexpr int kEpiBatch = P::kModulate || P::kLayerNorm ? 1 : 4;
 // epilogue's operands (weight, bias, scale, shift) are issued with the row, so no dependent load
 // sits between the reduction and the stores (latency-bound small problems; costs registers).
 // The launch shapes (which NV, WARP_ROWS, PRELOAD run) are norm_shape's (common/rowwise_launch.h).
+// Threads per CTA at most: the warp shape's 4 rows of 32, the block shape's limits from
+// rowwise_launch.h (which norm_shape_runs checks before a launch).
 template <bool WARP_ROWS, int NV>
-constexpr int kNormMaxThreadsOf = WARP_ROWS ? 128 : (NV <= 2 ? 512 : 256);
+constexpr int kNormMaxThreadsOf = WARP_ROWS ? 128 : (NV <= 2 ? kNormMaxThreads : kNormMaxThreadsWide);
 
 template <class P, typename T, int VEC, int NV, bool WARP_ROWS, bool PRELOAD = false>
 __global__ void __launch_bounds__(kNormMaxThreadsOf<WARP_ROWS, NV>)
@@ -292,8 +295,8 @@ __global__ void __launch_bounds__(kNormMaxThreadsOf<WARP_ROWS, NV>)
       for (int j = 0; j < kBatch; ++j) {
         const int i = tid + (k0 + j) * tpr;
         if (i < nvec) {
-          epilogue_with<P, T, VEC>(a, r, int64_t(i) * VEC, v[k0 + j], mean, rstd,
-                                   PRELOAD ? e[PRELOAD ? k0 + j : 0] : eb[PRELOAD ? 0 : j]);
+          if constexpr (PRELOAD) epilogue_with<P, T, VEC>(a, r, int64_t(i) * VEC, v[k0 + j], mean, rstd, e[k0 + j]);
+          else epilogue_with<P, T, VEC>(a, r, int64_t(i) * VEC, v[k0 + j], mean, rstd, eb[j]);
         }
       }
     }
