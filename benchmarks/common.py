@@ -9,6 +9,7 @@ the same process, so every fraction refers to the same run.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -21,6 +22,25 @@ import torch._dynamo
 # Each benchmarked shape compiles its own graph of the reference: allow that many.
 torch._dynamo.config.cache_size_limit = 256
 torch._dynamo.config.recompile_limit = 256
+
+
+@contextlib.contextmanager
+def env_var(name: str, value: Optional[str]):
+    """Sets environment variable `name` to `value` (None: unsets it) for the block, then restores
+    what it was. The library reads its forcing knobs (LTX_KERNELS_GEMM_CONFIG,
+    LTX_KERNELS_NORM_SHAPE, ...) per call, so a sweep times each forced choice inside one."""
+    old = os.environ.get(name)
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
 
 
 def l2_bytes() -> int:

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ltx_kernels as lk  # noqa: E402
 
 from bench_gemm import LTX_M, LTX_NK, PEAK, bf16_inputs, fp8_inputs, tflops  # noqa: E402
-from common import n_copies, time_graph  # noqa: E402
+from common import env_var, n_copies, time_graph  # noqa: E402
 
 FP8_TILES = [(128, 128), (128, 144), (128, 160), (128, 192), (256, 128), (64, 128), (64, 256)]
 BF16_TILES = [(128, 128), (128, 192), (128, 256), (256, 128), (64, 256)]
@@ -32,20 +32,15 @@ SMALL_M = [(16, 4096, 4096), (32, 4096, 4096), (48, 4096, 4096), (64, 4096, 4096
 def time_cfg(fn, sets, cfg, trials=7, say_why=False):
     """Median time of fn under LTX_KERNELS_GEMM_CONFIG=cfg (None: the heuristic's pick), or None
     when the configuration cannot run the problem (with the reason printed if say_why)."""
-    if cfg:
-        os.environ["LTX_KERNELS_GEMM_CONFIG"] = cfg
-    else:
-        os.environ.pop("LTX_KERNELS_GEMM_CONFIG", None)
-    try:
-        fn(0)
-        torch.cuda.synchronize()
-        return time_graph(fn, sets, trials=trials)
-    except RuntimeError as e:
-        if say_why:
-            print(f"  cannot run ({cfg}): {str(e).splitlines()[0][:160]}")
-        return None
-    finally:
-        os.environ.pop("LTX_KERNELS_GEMM_CONFIG", None)
+    with env_var("LTX_KERNELS_GEMM_CONFIG", cfg or None):
+        try:
+            fn(0)
+            torch.cuda.synchronize()
+            return time_graph(fn, sets, trials=trials)
+        except RuntimeError as e:
+            if say_why:
+                print(f"  cannot run ({cfg}): {str(e).splitlines()[0][:160]}")
+            return None
 
 
 def sweep(op, quick):

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ltx_kernels as lk  # noqa: E402
 
 import baselines as bl  # noqa: E402
-from common import n_copies, time_graph, write_record  # noqa: E402
+from common import env_var, n_copies, time_graph, write_record  # noqa: E402
 
 SHAPES = ["w1", "w2", "w4", "w8", "w1p", "w2p", "b1", "b2", "b4", "b8", "b16", "b1p", "b2p", "b4p", "loop"]
 NORM_SHAPES = [(1, 1024, 2048), (2, 1024, 2048), (4, 1024, 2048), (2, 4096, 3072), (4, 4096, 3072),
@@ -104,23 +104,16 @@ def cases(quick):
 
 def time_shape(fn, k, shape):
     """Median us of fn under LTX_KERNELS_NORM_SHAPE=shape (None: the heuristic), or None when the
-    shape cannot run the row."""
-    if shape:
-        os.environ["LTX_KERNELS_NORM_SHAPE"] = shape
-    else:
-        os.environ.pop("LTX_KERNELS_NORM_SHAPE", None)
-    try:
-        fn(0)
-        torch.cuda.synchronize()
-    except RuntimeError as e:
-        os.environ.pop("LTX_KERNELS_NORM_SHAPE", None)
-        if "LTX_KERNELS_NORM_SHAPE" not in str(e):
-            raise
-        return None
-    try:
+    shape cannot run the row (the op's error names the variable; any other error is raised)."""
+    with env_var("LTX_KERNELS_NORM_SHAPE", shape):
+        try:
+            fn(0)
+            torch.cuda.synchronize()
+        except RuntimeError as e:
+            if "LTX_KERNELS_NORM_SHAPE" not in str(e):
+                raise
+            return None
         return time_graph(fn, k, trials=9)
-    finally:
-        os.environ.pop("LTX_KERNELS_NORM_SHAPE", None)
 
 
 def main():

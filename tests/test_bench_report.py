@@ -76,3 +76,24 @@ def test_user_text_has_no_work_history():
     hits = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in files if p.is_file()
             for i, line in enumerate(p.read_text().splitlines(), 1) if bad.search(line)]
     assert hits == []
+
+
+def test_env_var_sets_unsets_and_restores(monkeypatch):
+    """common.env_var, which the sweeps force the library's knobs with: the value inside the
+    block, unset for None, and whatever was there before afterwards (also after an error)."""
+    import os
+
+    env_var = load_bench("common").env_var
+    name = "LTX_KERNELS_TEST_KNOB"
+    monkeypatch.delenv(name, raising=False)
+    with env_var(name, "b4"):
+        assert os.environ[name] == "b4"
+    assert name not in os.environ
+    monkeypatch.setenv(name, "w2")
+    with env_var(name, None):
+        assert name not in os.environ
+    assert os.environ[name] == "w2"
+    with pytest.raises(RuntimeError):
+        with env_var(name, "loop"):
+            raise RuntimeError("refused")
+    assert os.environ[name] == "w2"
