@@ -1,19 +1,17 @@
 // Fused "op + FP8 per-token-group quantization" kernels (entry points: fused_fp8.h).
 //
-// Two kernels, parameterised by an Op (the per-row math):
+// ONE register-resident row kernel, fp8_rows, parameterised by an Op (the per-row math):
 //   Op::row(r)                  per-row pointers
 //   Op::load<V>(rc, off, ch)    read the chunk of V columns at `off` (a 16-byte access of each
 //                               row input; prologue outputs such as h_out are written here)
 //   Op::kNorm, sumsq, stat      optional row statistic (rstd) from the sum of squares
 //   Op::finish<V>(rc, off, ch, stat, y)   the op's fp32 result y (never rounded to T)
-//   fp8_rows    ops with a row statistic (the norms): the row in registers, as the plain norms
-//   fp8_groups  ops without one (gated attention, the activations): a flat grid over the
-//               tensor's 16-byte chunks, since their groups are independent
-// then the FP8 epilogue (fp8_store_chunk): a group of `group` columns is `lpg` = group / V
-// consecutive lanes (lpg a power of two <= 32): its amax is a warp_max over width lpg, every
-// lane encodes its V values (the shared rule of common/fp8_util.h: fp8_quantize_bounded_words,
-// two per hardware conversion, four codes per word) and writes V code bytes (8 bytes for
-// 16-bit T), the group's first lane writes the scale.
+// then the FP8 epilogue: thread `tid` owns chunks tid + k * tpr, so a group of `group` columns
+// is `lpg` = group / V consecutive lanes (tpr is a multiple of 32, lpg a power of two <= 32):
+// its amax is a warp_max over width lpg, every lane encodes its V values (the shared rule of
+// common/fp8_util.h: fp8_quantize_bounded_words, two per hardware conversion, four codes per
+// word) and writes V code bytes (8 bytes for 16-bit T),
+// the group's first lane writes the scale.
 //
 // Bytes per row: the op's inputs read once (as the plain op), cols code bytes + 4 bytes per
 // group written (instead of cols * sizeof(T)); h_out of the gated residual written once.
@@ -49,7 +47,6 @@ struct NormOp {
   // the gated residual spills under 64 registers; 80 keeps the 3 CTAs of 256 threads it had
   static constexpr int kRegCap = P::kGated ? 80 : 64;
   static constexpr int kWarpRowsRegCap = P::kGated ? 0 : 64;
-  static constexpr int kFinishBatch = 1;  // (kFp8FinishBatch: 2 spilled under the caps, ptxas -v)
   using RowCtx = fused_norm_detail::RowPtrs<T>;
   template <int V>
   using Chunk = Packed<T, V>;
@@ -99,6 +96,8 @@ struct ActAndMulOp : NoNormOp {
   int64_t x_stride;
   int64_t d;
   bool act_first;
+  static constexpr int kRegCap = std::is_same<T, __nv_bfloat16>::value ? 0 : 64;
+  static constexpr int kWarpRowsRegCap = kRegCap;
   using RowCtx = const T*;
   template <int V>
   struct Chunk {
@@ -125,6 +124,8 @@ template <class Act, typename T>
 struct ActOp : NoNormOp {
   const T* x;
   int64_t x_stride;
+  static constexpr int kRegCap = 64;
+  static constexpr int kWarpRowsRegCap = 64;
   using RowCtx = const T*;
   template <int V>
   using Chunk = Packed<T, V>;
@@ -150,6 +151,8 @@ struct GatedAttentionOp : NoNormOp {
   int head_dim;
   FastDiv32 hdiv;    // division by head_dim
   bool whole_heads;  // head_dim % V == 0: a chunk lies in one head, its gate loaded with it
+  static constexpr int kRegCap = 64;
+  static constexpr int kWarpRowsRegCap = 64;
   struct RowCtx {
     const T* x;
     const T* g;
@@ -232,7 +235,6 @@ struct NormRopeBase {
   static constexpr bool kNorm = true;
   static constexpr int kRegCap = REG_CAP;
   static constexpr int kWarpRowsRegCap = WARP_ROWS_REG_CAP;
-  static constexpr int kFinishBatch = 1;
   using RowCtx = RopeRowCtx<T, TT>;
   __device__ __forceinline__ RowCtx row(int64_t r) const { return rope_row(a, r); }
   __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
@@ -345,7 +347,7 @@ __device__ __forceinline__ void store_code_words(uint8_t* p, const uint32_t (&w)
 
 // Threads per row: 32 (WARP_ROWS, 4 rows per 128-thread block) or blockDim.x (one row per
 // block, a multiple of 32, <= 256). cols % V == 0, (cols / V) <= NV * tpr.
-// Register caps of the 2- and 4-access shapes (0: none), asked for as 65536 / (threads * cap) resident
+// Register caps of the 4-access shapes (0: none), asked for as 65536 / (threads * cap) resident
 // CTAs: Op::kRegCap for the block-per-row shape, Op::kWarpRowsRegCap for the warp-per-row one;
 // the 16-access shape is never capped. 64 (ncu, rms_norm -> fp8 at [12288, 4096] bf16: 74
 // registers, 37.5% occupancy, 23% of DRAM bandwidth: the row's loads need more warps in flight).
@@ -360,36 +362,6 @@ constexpr int fp8_rows_min_ctas() {
   constexpr int cap = NV > 4 ? 0 : WARP_ROWS ? Op::kWarpRowsRegCap : Op::kRegCap;
   return cap > 0 ? 65536 / (threads * cap) : 1;
 }
-// One chunk's FP8 epilogue: the absolute maximum of its group (lpg consecutive lanes, every
-// lane of the warp takes part; `ok` false for lanes without a chunk, whose groups are wholly
-// out), the group's scale, the codes, and the scale written by the group's first lane.
-template <int V>
-__device__ __forceinline__ void fp8_store_chunk(const Fp8GroupOut& o, int64_t row, int i, bool ok,
-                                                const float (&y)[V], int lpg, int lpg_shift) {
-  float m = 0.f;
-  if (ok) {
-#pragma unroll
-    for (int j = 0; j < V; ++j) m = fp8_absmax(m, y[j]);
-  }
-  m = warp_max(m, lpg);
-  const float sc = fp8_scale_from_amax<E4M3>(m);
-  const Fp8Divisor dv = fp8_divisor(sc);
-  if (ok) {
-    uint32_t c[V / 4];
-    fp8_quantize_bounded_words<E4M3, V>(y, dv, c);  // the group's own scale: bounded quotients
-    store_code_words<V>(o.q + row * o.q_stride + int64_t(i) * V, c);
-    if ((i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i >> lpg_shift) * o.s_col] = sc;
-  }
-}
-
-// Accesses whose results the row kernel computes (their operands loaded: weight, tables) before
-// it stores the first of them: without __restrict__ the compiler cannot move a load above an
-// earlier store, and one access per store chains NV dependent L2 round trips per row (the plain
-// norms measured 1.28x slower that way). All of them for the 2-access shape; Op::kFinishBatch
-// for wider ones, whose registers (y is V floats per access) are capped.
-template <class Op, int NV>
-constexpr int kFp8FinishBatch = NV <= 2 ? NV : Op::kFinishBatch;
-
 template <class Op, typename T, int V, int NV, bool WARP_ROWS>
 __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, WARP_ROWS, NV>())
     fp8_rows(const Op op, const Fp8GroupOut o, int64_t rows, int cols, int lpg, int lpg_shift) {
@@ -416,64 +388,27 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
     }
     float st = 0.f;
     if constexpr (Op::kNorm) st = op.stat(WARP_ROWS ? warp_sum(s) : block_sum(s, smem));
-    constexpr int KB = kFp8FinishBatch<Op, NV>;
-#pragma unroll
-    for (int k0 = 0; k0 < NV; k0 += KB) {
-      float y[KB][V];
-#pragma unroll
-      for (int j = 0; j < KB; ++j) {
-        const int i = tid + (k0 + j) * tpr;
-        if (i < nvec) op.template finish<V>(rc, int64_t(i) * V, ch[k0 + j], st, y[j]);
-      }
-#pragma unroll
-      for (int j = 0; j < KB; ++j) {
-        const int i = tid + (k0 + j) * tpr;
-        // a group is wholly in or out (nvec % lpg == 0, tpr % lpg == 0)
-        fp8_store_chunk<V>(o, row, i, i < nvec, y[j], lpg, lpg_shift);
-      }
-    }
-  }
-}
-
-// Ops without a row statistic (gated attention, the activations): their groups are independent,
-// so the grid runs over the tensor's chunks rather than its rows. Chunk c (V columns) is row
-// c / nvec, access c % nvec; a CTA takes NV * blockDim.x consecutive chunks, thread t the chunks
-// t + k * blockDim.x, all loaded before the first is encoded. Consecutive lanes hold consecutive
-// chunks, so a group is lpg consecutive lanes, as in fp8_rows (rows start at multiples of nvec,
-// nvec % lpg == 0). Few registers per thread and every warp busy until the end, which the
-// row shapes (one CTA per row of 128-256 threads, NV accesses each) were not: these ops were
-// instruction and latency bound there at half the occupancy of Inductor's kernel.
-template <class Op, typename T, int V, int NV>
-__global__ void __launch_bounds__(256) fp8_groups(const Op op, const Fp8GroupOut o, int64_t chunks,
-                                                  int nvec, FastDiv32 ndiv, int lpg, int lpg_shift) {
-  static_assert(!Op::kNorm, "row statistics need fp8_rows");
-  const int warp0 = threadIdx.x & ~31;  // the first thread of this warp
-  // fast_div's range (n < 2^31) for every chunk index a thread forms, the last CTA's tail included
-  const bool small = chunks <= int64_t(INT32_MAX) - int64_t(NV) * blockDim.x;
-  for (int64_t base = int64_t(blockIdx.x) * blockDim.x * NV; base < chunks;
-       base += int64_t(gridDim.x) * blockDim.x * NV) {
-    typename Op::template Chunk<V> ch[NV];
-    typename Op::RowCtx rc[NV];
-    int64_t row[NV];
-    int col[NV];
+    uint8_t* qrow = o.q + row * o.q_stride;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
-      const int64_t c = base + int64_t(k) * blockDim.x + threadIdx.x;
-      row[k] = small ? int64_t(fast_div(uint32_t(c), ndiv)) : c / nvec;
-      col[k] = int(c - row[k] * nvec);
-      if (c < chunks) {
-        rc[k] = op.row(row[k]);
-        op.template load<V>(rc[k], int64_t(col[k]) * V, ch[k]);
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < NV; ++k) {
-      const int64_t c = base + int64_t(k) * blockDim.x + threadIdx.x;
-      // warp-uniform: the warp's chunks are 32 consecutive ones (groups wholly in or out)
-      if (base + int64_t(k) * blockDim.x + warp0 >= chunks) break;
+      const int i = tid + k * tpr;
+      const bool ok = i < nvec;  // a group is wholly in or out (nvec % lpg == 0, tpr % lpg == 0)
       float y[V];
-      if (c < chunks) op.template finish<V>(rc[k], int64_t(col[k]) * V, ch[k], 0.f, y);
-      fp8_store_chunk<V>(o, row[k], col[k], c < chunks, y, lpg, lpg_shift);
+      float m = 0.f;
+      if (ok) {
+        op.template finish<V>(rc, int64_t(i) * V, ch[k], st, y);
+#pragma unroll
+        for (int j = 0; j < V; ++j) m = fp8_absmax(m, y[j]);
+      }
+      m = warp_max(m, lpg);  // every lane of the warp takes part
+      const float sc = fp8_scale_from_amax<E4M3>(m);
+      const Fp8Divisor dv = fp8_divisor(sc);
+      if (ok) {
+        uint32_t c[V / 4];
+        fp8_quantize_bounded_words<E4M3, V>(y, dv, c);  // the group's own scale: bounded quotients
+        store_code_words<V>(qrow + int64_t(i) * V, c);
+        if ((i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i >> lpg_shift) * o.s_col] = sc;
+      }
     }
   }
 }
@@ -499,11 +434,10 @@ bool rows_ok(const T* p, int64_t stride) {
 
 constexpr int64_t kMaxGrid = int64_t(1) << 30;  // more rows are covered by the grid-stride loop
 
-// Launch shape: ops without a row statistic run fp8_groups (256 threads, 2 chunks each). Norms
-// by row width (as the plain norms' bandwidth-bound shapes): a warp per row for rows of <= 128
-// vectors (4 per lane), a block of <= 256 threads per row otherwise (2, 4 or 16 vectors per
-// thread: the fewest that fit; some 16-vector kernels spill a little (ptxas -v), used only for
-// rows of more than 1024 vectors, i.e. > 8192 bf16 columns).
+// Launch shape by row width (as the plain norms' bandwidth-bound shapes): a warp per row for
+// rows of <= 128 vectors (4 per lane), a block of <= 256 threads per row otherwise (4 or 16
+// vectors per thread; some 16-vector kernels spill a little (ptxas -v), used only for rows of
+// more than 1024 vectors, i.e. > 8192 bf16 columns).
 template <class Op, typename T>
 cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t cols,
                    cudaStream_t stream) {
@@ -512,35 +446,24 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
   const int lpg = int(o.group / V);  // a power of two (fused_fp8_cuda_unsupported)
   int lpg_shift = 0;                   // chunk -> group index by a shift
   while ((1 << lpg_shift) < lpg) ++lpg_shift;
-  if constexpr (!Op::kNorm) {
-    // chunks <= rows * 4096 (fused_fp8_cuda_unsupported), far from int64's range
-    constexpr int kNV = 2, kThreads = 256;
-    const int64_t chunks = rows * nvec;
-    const int64_t grid = std::min<int64_t>((chunks + kNV * kThreads - 1) / (kNV * kThreads), kMaxGrid);
-    fp8_groups<Op, T, V, kNV><<<unsigned(grid), kThreads, 0, stream>>>(
-        op, o, chunks, nvec, make_fast_div32(uint32_t(nvec)), lpg, lpg_shift);
-  } else {
-    auto warp_rows = [&](auto nv) {
-      const int64_t grid = std::min<int64_t>((rows + 3) / 4, kMaxGrid);
-      fp8_rows<Op, T, V, decltype(nv)::value, true>
-          <<<unsigned(grid), 128, 0, stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
-    };
-    auto block_rows = [&](auto nv) {
-      constexpr int NV = decltype(nv)::value;
-      const unsigned threads = unsigned(((nvec + NV - 1) / NV + 31) / 32 * 32);
-      const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
-      fp8_rows<Op, T, V, NV, false><<<grid, threads, 0, stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
-    };
-    // Four shapes only (each op x dtype instantiates all of them; ptxas time is per shape).
-    using I2 = std::integral_constant<int, 2>;
-    using I4 = std::integral_constant<int, 4>;
-    using I16 = std::integral_constant<int, 16>;
-    if (nvec <= 128) warp_rows(I4{});
-    else if (nvec <= 256 * 2) block_rows(I2{});
-    else if (nvec <= 256 * 4) block_rows(I4{});
-    else if (nvec <= 256 * 16) block_rows(I16{});
-    else return cudaErrorInvalidValue;
-  }
+  auto warp_rows = [&](auto nv) {
+    const int64_t grid = std::min<int64_t>((rows + 3) / 4, kMaxGrid);
+    fp8_rows<Op, T, V, decltype(nv)::value, true>
+        <<<unsigned(grid), 128, 0, stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
+  };
+  auto block_rows = [&](auto nv) {
+    constexpr int NV = decltype(nv)::value;
+    const unsigned threads = unsigned(((nvec + NV - 1) / NV + 31) / 32 * 32);
+    const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
+    fp8_rows<Op, T, V, NV, false><<<grid, threads, 0, stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
+  };
+  // Three shapes only (each op x dtype instantiates all of them; ptxas time is per shape).
+  using I4 = std::integral_constant<int, 4>;
+  using I16 = std::integral_constant<int, 16>;
+  if (nvec <= 128) warp_rows(I4{});
+  else if (nvec <= 256 * 4) block_rows(I4{});
+  else if (nvec <= 256 * 16) block_rows(I16{});
+  else return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
 
