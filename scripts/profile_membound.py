@@ -81,6 +81,39 @@ def calls():
         ("ours gated_residual_adaln_rms_norm", lambda: lk.gated_residual_adaln_rms_norm(xs, ys, g2, sc2, sh2, None, EPS)),
         ("compiled gated_residual_adaln_rms_norm", lambda: c_gres(xs, ys, g2, sc2, sh2)),
     ]
+    # the rows that still trail torch.compile (results.md): the FP8 quantizers, the split-RoPE
+    # norm with FP8 output (beside our own two-kernel path), rms_norm on few rows and on 8192
+    # columns, the per-sample AdaLN layer norm, the per-token AdaLN RMSNorm
+    xq = torch.randn(12288, 4096, device=dev, dtype=bf)
+    q8, s8 = lk.quantize_fp8_per_token_group(xq, 128, "mn_major")
+    c_q, c_dq = compiled(bl.quantize_fp8_per_token_group), compiled(bl.dequantize_fp8_per_token_group)
+    th = torch.rand(1, 32, 6144, 64, device=dev)
+    cs, ss = th.cos(), th.sin()
+    c_srope = compiled(lambda x, c, s, w: bl.rms_norm_split_rope_fp8(x, c, s, w, EPS))
+    x1, x32, x8k = (torch.randn(*s, device=dev, dtype=bf) for s in ((1, 4096), (32, 4096), (16384, 8192)))
+    w4, w8k = torch.randn(4096, device=dev, dtype=bf), torch.randn(8192, device=dev, dtype=bf)
+    c_rms = compiled(lambda x, w: bl.rms_norm(x, w, EPS))
+    c_aln = compiled(lambda x, sc, sh: bl.adaln_layer_norm(x, sc, sh, None, None, EPS))
+    sct, sht = (torch.randn_like(xs) * 0.1 for _ in range(2))
+    out += [
+        ("ours quantize_fp8_per_token_group", lambda: lk.quantize_fp8_per_token_group(xq, 128, "mn_major")),
+        ("compiled quantize_fp8_per_token_group", lambda: c_q(xq)),
+        ("ours dequantize_fp8_per_token_group", lambda: lk.dequantize_fp8_per_token_group(q8, s8, 128)),
+        ("compiled dequantize_fp8_per_token_group", lambda: c_dq(q8, s8)),
+        ("ours rms_norm_split_rope->fp8", lambda: lk.rms_norm_split_rope(x, cs, ss, w, EPS, **KW)),
+        ("ours rms_norm_split_rope (bf16)", lambda: lk.rms_norm_split_rope(x, cs, ss, w, EPS)),
+        ("compiled rms_norm_split_rope->fp8", lambda: c_srope(x, cs, ss, w)),
+        ("ours rms_norm [1, 4096]", lambda: lk.rms_norm(x1, w4, EPS)),
+        ("compiled rms_norm [1, 4096]", lambda: c_rms(x1, w4)),
+        ("ours rms_norm [32, 4096]", lambda: lk.rms_norm(x32, w4, EPS)),
+        ("compiled rms_norm [32, 4096]", lambda: c_rms(x32, w4)),
+        ("ours rms_norm [16384, 8192]", lambda: lk.rms_norm(x8k, w8k, EPS)),
+        ("compiled rms_norm [16384, 8192]", lambda: c_rms(x8k, w8k)),
+        ("ours adaln_layer_norm", lambda: lk.adaln_layer_norm(xs, sc2, sh2, None, None, EPS)),
+        ("compiled adaln_layer_norm", lambda: c_aln(xs, sc2, sh2)),
+        ("ours adaln_rms_norm per-token", lambda: lk.adaln_rms_norm(xs, sct, sht, None, EPS)),
+        ("compiled adaln_rms_norm per-token", lambda: c_adaln16(xs, sct, sht)),
+    ]
     return out
 
 
