@@ -1,7 +1,6 @@
 // FP8 quantization launchers: vector width, register-resident or looping kernel, launch shape.
 // See fp8.cuh for the kernels and their byte counts, common/fp8_util.h for the element rule.
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 #include "ltx_kernels/common/device.h"
@@ -63,8 +62,7 @@ cudaError_t group_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t 
     return cudaGetLastError();
   }
   // M-major scales (sr == 1): walk the groups column by column so a warp's scales are adjacent
-  bool col_order = sr == 1 && gpr > 1 && rows > 1;
-  if (const char* e = std::getenv("LTX_KERNELS_EXP_QORDER"); e != nullptr && e[0] == 'r') col_order = false;  // EXPERIMENT
+  const bool col_order = sr == 1 && gpr > 1 && rows > 1;
   const FastDiv32 gdiv = make_fast_div32(uint32_t(std::min<int64_t>(col_order ? rows : gpr, INT32_MAX)));
   with_segment_shape(sh, [&](auto nv, auto tpg) {
     constexpr int NV = decltype(nv)::value, TPG = decltype(tpg)::value;
