@@ -1,7 +1,6 @@
 // FP8 quantization launchers: vector width, register-resident or looping kernel, launch shape.
 // See fp8.cuh for the kernels and their byte counts, common/fp8_util.h for the element rule.
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 #include "ltx_kernels/common/device.h"
@@ -56,9 +55,7 @@ cudaError_t group_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t 
   const int64_t gpr = cols / group;
   const int64_t groups = rows * gpr;
   // launch shape: common/rowwise_launch.h (3 CTAs of 256 resident per SM: the kernels' bounds)
-  const char* exq = std::getenv("LTX_KERNELS_EXP_QREGS");  // EXPERIMENT
-  const int exv = exq == nullptr ? 3 : exq[0] == '4' ? 4 : exq[0] == 'f' ? 1000 : 3;
-  const SegmentShape sh = segment_shape(group / VEC, groups, sm_count(), exv);
+  const SegmentShape sh = segment_shape(group / VEC, groups, sm_count(), 3);
   if (!sh.in_regs) {
     quant_group_loop<T, F, VEC><<<unsigned(blocks_for(groups, kThreads / 32)), kThreads, 0, st>>>(
         q, qs, sc, sr, scc, x, xs, rows, gpr, group);
@@ -70,12 +67,8 @@ cudaError_t group_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t 
   with_segment_shape(sh, [&](auto nv, auto tpg) {
     constexpr int NV = decltype(nv)::value, TPG = decltype(tpg)::value;
     if constexpr (VEC == kVec16<T>) {
-      if (exv == 4)
-        quant_group_vec<T, F, NV, TPG, 4><<<unsigned(sh.grid), sh.threads, 0, st>>>(
-            q, qs, sc, sr, scc, x, xs, rows, gpr, group, gdiv, col_order);
-      else
-        quant_group_vec<T, F, NV, TPG><<<unsigned(sh.grid), sh.threads, 0, st>>>(
-            q, qs, sc, sr, scc, x, xs, rows, gpr, group, gdiv, col_order);
+      quant_group_vec<T, F, NV, TPG><<<unsigned(sh.grid), sh.threads, 0, st>>>(
+          q, qs, sc, sr, scc, x, xs, rows, gpr, group, gdiv, col_order);
     } else {  // element-wise accesses (unaligned or odd shapes)
       quant_group_regs<T, F, VEC, NV, TPG><<<unsigned(sh.grid), sh.threads, 0, st>>>(
           q, qs, sc, sr, scc, x, xs, rows, gpr, group);

@@ -252,8 +252,8 @@ __device__ __forceinline__ void store_code_words(uint8_t* p, const uint32_t (&w)
 // index space fits 31 bits, else by a 64-bit division.
 // __launch_bounds__(256, 3): at most 80 registers, three CTAs (768 threads) resident per SM, the
 // count the launcher passes to segment_shape.
-template <typename T, class F, int NV, int TPG, int MINB = 3>
-__global__ void __launch_bounds__(kRowwiseThreads, MINB)
+template <typename T, class F, int NV, int TPG>
+__global__ void __launch_bounds__(kRowwiseThreads, 3)
     quant_group_vec(uint8_t* __restrict__ q, int64_t qs, float* __restrict__ sc, int64_t s_row,
                     int64_t s_col, const T* __restrict__ x, int64_t xs, int64_t rows,
                     int64_t gpr, int group, FastDiv32 gdiv, bool col_order) {
