@@ -17,19 +17,24 @@ tables, 2688 against 6144+ tokens); inside a compiled graph Inductor also fuses 
 their neighbours, which a one-op comparison does not see, so they stay with Inductor until an
 end-to-end run shows otherwise.
 
-While Dynamo traces a forward, `use_kernel(op)` is False for those ops and the forward writes
+While Dynamo traces a forward, `use_kernel(op, x)` is False for those ops and the forward writes
 the plain PyTorch composition (the original module's math), which Inductor then fuses with its
-neighbours. Every other op keeps our kernel under compile: `rms_norm_rope` and
-`rms_norm_split_rope` (1.24 - 2.99x compile), `rms_norm` (1.05 - 1.12x at LTX shapes), the exact
-(erf) `gelu` (1.74 - 1.80x) and `gelu_and_mul` (1.44 - 1.46x) in bf16 / fp16, the attention
-kernel when asked for, and every FP8 path (quantized norms, FP8 GEMMs). The policy names the tanh
-form of `gelu_and_mul` "gelu_and_mul(tanh)", as the benchmark tables do.
+neighbours. Some ops win for some inputs only (COMPILED_RULES): `rms_norm` keeps our kernel for
+16-bit rows of <= 4096 columns and more than 2^23 elements (1.05 - 1.27x at LTX shapes) and
+leaves LLM decode rows, 8192 columns and fp32 to Inductor; the exact (erf) `gelu` (1.75 - 1.80x)
+and `gelu_and_mul` (1.41 - 1.44x) keep it in bf16 / fp16 only. Every other op keeps our kernel
+under compile: `rms_norm_rope` and `rms_norm_split_rope` (1.23 - 2.96x compile), the attention
+kernel when asked for, and the FP8 paths the integrations use (`adaln_rms_norm` and
+`gated_residual_adaln_rms_norm` with FP8 output: 1.40 - 1.73x compile; FP8 GEMMs). In eager
+mode every replaced forward runs our kernel except the fp32 tanh GELU (EAGER_RULES). The policy
+names the tanh form of `gelu_and_mul` "gelu_and_mul(tanh)", as the benchmark tables do.
 
 `LTX_KERNELS_COMPILE_ALL_KERNELS=1` (read at import) keeps every kernel under compile, to
 measure the difference or to trace our ops' fake implementations.
 """
 
 import os
+from typing import Optional
 
 import torch
 
@@ -45,13 +50,51 @@ LEFT_TO_INDUCTOR = frozenset({
 
 KEEP_ALL = os.environ.get("LTX_KERNELS_COMPILE_ALL_KERNELS", "0") not in ("", "0")
 
+_HALF = (torch.float16, torch.bfloat16)
+RMS_NORM_MIN_NUMEL = 1 << 23
+RMS_NORM_MAX_COLS = 4096
 
-def use_kernel(op: str) -> bool:
-    """Whether a replaced forward runs our kernel for `op` here: always in eager mode; while
-    torch.compile traces, unless `op` is one that Inductor's own kernel runs faster."""
-    if KEEP_ALL or op not in LEFT_TO_INDUCTOR:
+
+def rms_norm_wins_compiled(x: torch.Tensor) -> bool:
+    """Where `rms_norm` measured faster than torch.compile's kernel for the same composition
+    (benchmarks/results/h200/norm.json): 16-bit rows of <= 4096 columns and more than 2^23
+    elements (1.05 - 1.27x: [2, 2688, 2048] to [1, 32760, 4096]). Elsewhere Inductor's was
+    faster: few rows ([1, 4096] 0.78x, [32, 4096] 0.81x, [4, 1024, 2048] 0.97x: launch and
+    latency bound), 8192 columns ([16384, 8192] 0.93x) and fp32 ([2, 6144, 4096] 0.97x)."""
+    return (x.dtype in _HALF and x.shape[-1] <= RMS_NORM_MAX_COLS
+            and x.numel() > RMS_NORM_MIN_NUMEL)
+
+
+# Ops whose kernel wins under torch.compile only for some inputs (beyond LEFT_TO_INDUCTOR):
+# op -> the test, given the op's main input. The erf GELUs win in 16-bit (gelu 1.75 - 1.80x,
+# gelu_and_mul 1.41 - 1.44x compile) and lose in fp32 (0.85x, 0.91x: the accurate erfc).
+COMPILED_RULES = {
+    "rms_norm": rms_norm_wins_compiled,
+    "gelu": lambda x: x.dtype in _HALF,
+    "gelu_and_mul": lambda x: x.dtype in _HALF,
+}
+# ... and in eager mode: PyTorch's own fp32 tanh GELU (F.gelu(approximate="tanh")) measured 3%
+# faster than ours ([2, 2688, 8192]: 84.8 against 87.2 us); in 16-bit ours wins (1.09x).
+EAGER_RULES = {
+    "gelu_tanh": lambda x: x.dtype in _HALF,
+}
+
+
+def use_kernel(op: str, x: Optional[torch.Tensor] = None) -> bool:
+    """Whether a replaced forward runs our kernel for `op` on the input `x` here. In eager mode:
+    yes, unless EAGER_RULES says PyTorch's own op is faster for x. While torch.compile traces:
+    no for the ops Inductor runs faster (LEFT_TO_INDUCTOR), and for the others what
+    COMPILED_RULES says of x (under dynamic shapes the test becomes a guard). Without `x`, the
+    rules that need it are not applied."""
+    if KEEP_ALL:
         return True
-    return not torch.compiler.is_compiling()
+    if not torch.compiler.is_compiling():
+        rule = EAGER_RULES.get(op)
+        return rule is None or x is None or bool(rule(x))
+    if op in LEFT_TO_INDUCTOR:
+        return False
+    rule = COMPILED_RULES.get(op)
+    return rule is None or x is None or bool(rule(x))
 
 
 # ltx_kernels.attention against PyTorch's SDPA (cuDNN on the H200), each as the attention

@@ -24,8 +24,10 @@ other than fp32/fp16/bf16, a weight whose dtype makes the original promote diffe
 Everything keeps working after `model.to(device / dtype)` (parameters stay registered on the
 modules) and under torch.compile (the ops have fake implementations); while torch.compile traces
 them, the fused residual + norm and the SiLU / tanh-GELU gated MLPs are written as the original
-composition for Inductor to fuse, as it runs them faster; the exact-GELU gated MLP keeps our
-kernel, which is faster than Inductor's (`_compile_policy.py`).
+composition for Inductor to fuse, as it runs them faster; so are RMSNorms of few rows (decode),
+of more than 4096 columns or in fp32, and the exact-GELU gated MLP in fp32. RMSNorms of many
+16-bit rows and the 16-bit exact-GELU gated MLP keep our kernel, which is faster than
+Inductor's there (`_compile_policy.py`).
 """
 
 import ast
@@ -163,7 +165,7 @@ def _class_forward_body(cls) -> Optional[str]:
 
 def _llama_rms_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
     weight = self.weight
-    if hidden_states.dtype not in _DTYPES:
+    if hidden_states.dtype not in _DTYPES or not use_kernel("rms_norm", hidden_states):
         return type(self).forward(self, hidden_states)
     if weight.dtype == hidden_states.dtype:
         return _rms_norm(hidden_states, weight, float(self.variance_epsilon))
@@ -173,14 +175,16 @@ def _llama_rms_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
 
 def _olmo2_rms_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
     weight = self.weight
-    if hidden_states.dtype not in _DTYPES or weight.dtype != hidden_states.dtype:
+    if (hidden_states.dtype not in _DTYPES or weight.dtype != hidden_states.dtype
+            or not use_kernel("rms_norm", hidden_states)):
         return type(self).forward(self, hidden_states)
     return _rms_norm(hidden_states, weight, float(self.variance_epsilon))
 
 
 def _torch_rms_forward(self, x: torch.Tensor) -> torch.Tensor:
     weight = self.weight
-    if x.dtype not in _DTYPES or (weight is not None and weight.dtype != x.dtype):
+    if (x.dtype not in _DTYPES or (weight is not None and weight.dtype != x.dtype)
+            or not use_kernel("rms_norm", x)):
         return type(self).forward(self, x)
     eps = self.eps if self.eps is not None else torch.finfo(x.dtype).eps
     return _rms_norm(x, weight, float(eps))
@@ -230,7 +234,7 @@ def _fused_decoder_forward(
 def _mlp_forward(self, x, act):
     gate_up = self.gate_up_proj(x)
     policy_name = {"silu": "silu_and_mul", "tanh": "gelu_and_mul(tanh)"}.get(act, "gelu_and_mul")
-    if gate_up.dtype in _DTYPES and use_kernel(policy_name):
+    if gate_up.dtype in _DTYPES and use_kernel(policy_name, gate_up):
         if act == "silu":
             h = silu_and_mul(gate_up)
         else:

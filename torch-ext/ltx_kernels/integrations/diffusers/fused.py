@@ -25,7 +25,7 @@ def norm_mod(norm, h, pending, scale, shift, fp8: bool = False):
     fp8 = fp8 and fp8_ok(h)
     op = "rms_norm" if pending is None and scale is None else "adaln_rms_norm" if pending is None \
         else "gated_residual_adaln_rms_norm"
-    if not fp8 and not use_kernel(op):
+    if not fp8 and not use_kernel(op, h):
         return _norm_mod_composed(norm, h, pending, scale, shift)
     w, eps = cast_weight(hooked_param(norm), h), norm.eps
     if pending is None:
@@ -129,11 +129,12 @@ def ff_forward(self, hidden_states: torch.Tensor, *args, **kwargs) -> torch.Tens
     elif getattr(self, "_ltx_kernels_gemm_epilogue", False) and not has_hooks(proj) and _bf16_gemm_ok(hidden_states, proj):
         # reads proj's weight and bias directly: only when no hook (offloading, casting) owns them
         hidden_states = bf16_gemm(hidden_states, proj.weight, proj.bias, epilogue="gelu_tanh")
-    elif use_kernel("gelu_tanh"):
-        hidden_states = proj(hidden_states)
-        hidden_states = gelu_tanh(hidden_states, out=hidden_states)
-    else:  # traced by torch.compile (_compile_policy)
-        hidden_states = torch.nn.functional.gelu(proj(hidden_states), approximate="tanh")
+    else:
+        hidden_states = proj(hidden_states)  # (the input may be an FP8 (q, scales) pair)
+        if use_kernel("gelu_tanh", hidden_states):
+            hidden_states = gelu_tanh(hidden_states, out=hidden_states)
+        else:  # traced by torch.compile, or fp32 (_compile_policy)
+            hidden_states = torch.nn.functional.gelu(hidden_states, approximate="tanh")
     for module in self.net[1:]:
         if isinstance(module, torch.nn.Dropout) and (not module.training or module.p == 0):
             continue
