@@ -47,6 +47,7 @@ struct NormOp {
   // the gated residual spills under 64 registers; 80 keeps the 3 CTAs of 256 threads it had
   static constexpr int kRegCap = P::kGated ? 80 : 64;
   static constexpr int kWarpRowsRegCap = P::kGated ? 0 : 64;
+  static constexpr bool kStageRow = false;
   using RowCtx = fused_norm_detail::RowPtrs<T>;
   template <int V>
   using Chunk = Packed<T, V>;
@@ -85,6 +86,7 @@ struct NormOp {
 // The row statistic of ops without a norm: none.
 struct NoNormOp {
   static constexpr bool kNorm = false;
+  static constexpr bool kStageRow = false;
   template <class C>
   __device__ __forceinline__ float sumsq(const C&) const { return 0.f; }
   __device__ __forceinline__ float stat(float) const { return 0.f; }
@@ -235,6 +237,7 @@ struct NormRopeBase {
   static constexpr bool kNorm = true;
   static constexpr int kRegCap = REG_CAP;
   static constexpr int kWarpRowsRegCap = WARP_ROWS_REG_CAP;
+  static constexpr bool kStageRow = false;
   using RowCtx = RopeRowCtx<T, TT>;
   __device__ __forceinline__ RowCtx row(int64_t r) const { return rope_row(a, r); }
   __device__ __forceinline__ float stat(float s) const { return rsqrtf(s / float(a.cols) + a.eps); }
@@ -275,33 +278,33 @@ struct NormRopeOp : NormRopeBase<T, TT, 64, 64> {
   }
 };
 
-// Split pairs (j, j + d/2) per head. A chunk is V output columns inside one half-head; it also
-// reads its partner chunk d/2 away (the other half of its pairs), through L1: the partner is
-// the own chunk of another thread of the same row, so DRAM sees x once.
+// Split pairs (j, j + d/2) per head. A chunk is V output columns inside one half-head; its
+// partner chunk d/2 away (the other half of its pairs) is another thread's own chunk of the same
+// row, read from the row the kernel stages in shared memory (kStageRow): x is read from DRAM
+// once and each thread holds only its own chunks. (Reading the partner from global memory
+// through L1 instead made it a second DRAM read of x at 126 registers and 24% occupancy.)
 template <typename T, typename TT>
-struct NormSplitRopeOp : NormRopeBase<T, TT, 128, 0> {
-  using NormRopeBase<T, TT, 128, 0>::a;
-  using typename NormRopeBase<T, TT, 128, 0>::RowCtx;
+struct NormSplitRopeOp : NormRopeBase<T, TT, 64, 0> {
+  using NormRopeBase<T, TT, 64, 0>::a;
+  using typename NormRopeBase<T, TT, 64, 0>::RowCtx;
+  static constexpr bool kStageRow = true;
   template <int V>
-  struct Chunk {
-    Packed<T, V> own, partner;
-  };
+  using Chunk = Packed<T, V>;
   // (offsets inside a row fit in int: cols <= INT32_MAX; 32-bit division is not a call)
-  __device__ __forceinline__ int64_t partner_off(int64_t off) const {
+  __device__ __forceinline__ int partner_off(int off) const {
     const int half = a.head_dim >> 1;
-    const int p = int(off) % a.head_dim;
+    const int p = off % a.head_dim;
     return p < half ? off + half : off - half;
   }
   template <int V>
   __device__ __forceinline__ void load(const RowCtx& rc, int64_t off, Chunk<V>& c) const {
-    c.own = load_cached<T, V>(rc.x + off);
-    c.partner = load_cached<T, V>(rc.x + partner_off(off));
+    c = load_stream<T, V>(rc.x + off);
   }
   template <int V>
-  __device__ __forceinline__ float sumsq(const Chunk<V>& c) const { return rope_detail::sum_sq(c.own); }
+  __device__ __forceinline__ float sumsq(const Chunk<V>& c) const { return rope_detail::sum_sq(c); }
   template <int V>
-  __device__ __forceinline__ void finish(const RowCtx& rc, int64_t off, const Chunk<V>& c,
-                                         float rstd, float (&y)[V]) const {
+  __device__ __forceinline__ void finish(const RowCtx& rc, int64_t off, const Chunk<V>& own,
+                                         const Chunk<V>& partner, float rstd, float (&y)[V]) const {
     const int half = a.head_dim >> 1;
     const int h = int(off) / a.head_dim;
     const int p = int(off) - h * a.head_dim;
@@ -311,8 +314,8 @@ struct NormSplitRopeOp : NormRopeBase<T, TT, 128, 0> {
     float yo[V], yp[V], co[V], si[V];
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      yo[i] = to_f32(c.own.v[i]) * rstd;
-      yp[i] = to_f32(c.partner.v[i]) * rstd;
+      yo[i] = to_f32(own.v[i]) * rstd;
+      yp[i] = to_f32(partner.v[i]) * rstd;
     }
     if (a.w != nullptr) {
       float wo[V], wp[V];
@@ -351,11 +354,10 @@ __device__ __forceinline__ void store_code_words(uint8_t* p, const uint32_t (&w)
 // CTAs: Op::kRegCap for the block-per-row shape, Op::kWarpRowsRegCap for the warp-per-row one;
 // the 16-access shape is never capped. 64 (ncu, rms_norm -> fp8 at [12288, 4096] bf16: 74
 // registers, 37.5% occupancy, 23% of DRAM bandwidth: the row's loads need more warps in flight).
-// Ops that would spill more than a few words under 64 (ptxas -v: bf16 *_and_mul, split RoPE, the
-// gated residual) keep the compiler's choice, but for a block-per-row cap that keeps their CTAs
-// per SM: the gated residual 80 (3 CTAs of 256 threads), split RoPE 128 (2 CTAs; at 141
-// registers it ran 1 CTA per SM and lost 20%). Their warp-per-row kernels are uncapped (the gated
-// residual's spilled 48 bytes under 80).
+// Ops that would spill more than a few words under 64 (ptxas -v: bf16 *_and_mul, the gated
+// residual) keep the compiler's choice, but for a block-per-row cap that keeps their CTAs per SM:
+// the gated residual 80 (3 CTAs of 256 threads). Their warp-per-row kernels are uncapped (the
+// gated residual's spilled 48 bytes under 80), as is the split RoPE's.
 template <class Op, bool WARP_ROWS, int NV>
 constexpr int fp8_rows_min_ctas() {
   constexpr int threads = WARP_ROWS ? 128 : 256;
@@ -366,6 +368,9 @@ template <class Op, typename T, int V, int NV, bool WARP_ROWS>
 __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, WARP_ROWS, NV>())
     fp8_rows(const Op op, const Fp8GroupOut o, int64_t rows, int cols, int lpg, int lpg_shift) {
   __shared__ float smem[32];
+  // Op::kStageRow: the row as loaded, one per row of the CTA (fp8_rows_smem bytes), for ops whose
+  // result at a column also needs another thread's chunk (the split RoPE's partner half)
+  extern __shared__ __align__(16) unsigned char staged[];
   const int tpr = WARP_ROWS ? 32 : blockDim.x;
   const int tid = WARP_ROWS ? (threadIdx.x & 31) : threadIdx.x;
   const int rows_per_block = WARP_ROWS ? (blockDim.x >> 5) : 1;
@@ -377,17 +382,21 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
        row += int64_t(gridDim.x) * rows_per_block) {
     const typename Op::RowCtx rc = op.row(row);
     typename Op::template Chunk<V> ch[NV];  // (NV) this thread's share of the row
+    T* srow = reinterpret_cast<T*>(staged) + (WARP_ROWS ? int64_t(row_in_block) * cols : 0);
     float s = 0.f;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int i = tid + k * tpr;
       if (i < nvec) {
         op.template load<V>(rc, int64_t(i) * V, ch[k]);
+        if constexpr (Op::kStageRow) *reinterpret_cast<Packed<T, V>*>(srow + i * V) = ch[k];
         if constexpr (Op::kNorm) s += op.template sumsq<V>(ch[k]);
       }
     }
     float st = 0.f;
     if constexpr (Op::kNorm) st = op.stat(WARP_ROWS ? warp_sum(s) : block_sum(s, smem));
+    // the staged row is complete: block_sum ends with barriers; the warp's row needs its own
+    if constexpr (Op::kStageRow && WARP_ROWS) __syncwarp();
     uint8_t* qrow = o.q + row * o.q_stride;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
@@ -396,7 +405,11 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
       float y[V];
       float m = 0.f;
       if (ok) {
-        op.template finish<V>(rc, int64_t(i) * V, ch[k], st, y);
+        if constexpr (Op::kStageRow)
+          op.template finish<V>(rc, int64_t(i) * V, ch[k],
+                                *reinterpret_cast<const Packed<T, V>*>(srow + op.partner_off(i * V)), st, y);
+        else
+          op.template finish<V>(rc, int64_t(i) * V, ch[k], st, y);
 #pragma unroll
         for (int j = 0; j < V; ++j) m = fp8_absmax(m, y[j]);
       }
@@ -409,6 +422,10 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
         store_code_words<V>(qrow + int64_t(i) * V, c);
         if ((i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i >> lpg_shift) * o.s_col] = sc;
       }
+    }
+    if constexpr (Op::kStageRow) {  // every read of the staged row before the next row's writes
+      if constexpr (WARP_ROWS) __syncwarp();
+      else __syncthreads();
     }
   }
 }
@@ -446,16 +463,29 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
   const int lpg = int(o.group / V);  // a power of two (fused_fp8_cuda_unsupported)
   int lpg_shift = 0;                   // chunk -> group index by a shift
   while ((1 << lpg_shift) < lpg) ++lpg_shift;
+  // Op::kStageRow: the staged rows in dynamic shared memory (<= 4 x 4096 x 16 bytes for the
+  // warp shape's 4 rows of <= 128 vectors: 8 KB; a block's row <= 64 KB)
+  auto smem_for = [&](auto kernel, int rows_per_cta) -> size_t {
+    if constexpr (!Op::kStageRow) {
+      return 0;
+    } else {
+      const size_t bytes = size_t(rows_per_cta) * size_t(cols) * sizeof(T);
+      if (bytes > 48 * 1024)
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+      return bytes;
+    }
+  };
   auto warp_rows = [&](auto nv) {
     const int64_t grid = std::min<int64_t>((rows + 3) / 4, kMaxGrid);
-    fp8_rows<Op, T, V, decltype(nv)::value, true>
-        <<<unsigned(grid), 128, 0, stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
+    auto kernel = fp8_rows<Op, T, V, decltype(nv)::value, true>;
+    kernel<<<unsigned(grid), 128, smem_for(kernel, 4), stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
   };
   auto block_rows = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     const unsigned threads = unsigned(((nvec + NV - 1) / NV + 31) / 32 * 32);
     const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
-    fp8_rows<Op, T, V, NV, false><<<grid, threads, 0, stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
+    auto kernel = fp8_rows<Op, T, V, NV, false>;
+    kernel<<<grid, threads, smem_for(kernel, 1), stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
   };
   // Three shapes only (each op x dtype instantiates all of them; ptxas time is per shape).
   using I4 = std::integral_constant<int, 4>;
