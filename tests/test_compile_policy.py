@@ -59,8 +59,6 @@ def test_use_kernel_eager_and_traced(keep_all):
     ("rms_norm", (4, 1024, 2048), torch.bfloat16, True, False),  # exactly 2^23 elements
     ("rms_norm", (32, 4096), torch.bfloat16, True, False),       # decode
     ("rms_norm", (2, 2048, 4096), torch.float32, True, False),
-    ("gelu", (8, 64), torch.bfloat16, True, True),
-    ("gelu", (8, 64), torch.float32, True, False),
     ("gelu_and_mul", (8, 64), torch.float16, True, True),
     ("gelu_and_mul", (8, 64), torch.float32, True, False),
     ("gelu_tanh", (8, 64), torch.bfloat16, True, False),   # LEFT_TO_INDUCTOR while tracing
