@@ -1,6 +1,8 @@
-// GoogleTest for common/rowwise_launch.h, the launch-shape policy of the row-wise kernels (the FP8
-// quantizers): the 31-bit multiply-high divider the kernels use to split a flat group index, and
-// the segment / tile shapes (every segment covered, grid within one resident wave).
+// GoogleTest for common/rowwise_launch.h, the launch-shape policy of the row-wise kernels: the
+// 31-bit multiply-high divider the kernels use to split a flat index, the quantizers' segment /
+// tile shapes (every segment covered, grid within one resident wave), the row norms' rule, and
+// the shapes of the FP8-output rows, the RMSNorm + RoPE rows, the activations and the
+// dequantizer (every access of a row held, the kernels' thread limits, the instantiated counts).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -138,4 +140,90 @@ TEST(NormShape, Limits) {
   smp.residual = true;
   EXPECT_EQ(norm_shape(512, int64_t(100) << 20, smp, true).kind, NormShape::kLoop);
   EXPECT_EQ(norm_shape(512, int64_t(16) << 20, smp, true).nv, 1);
+}
+
+// Threads x accesses hold the row; CTAs of whole warps within the kernels' limits.
+static void expect_holds(const RowRegShape& s, int64_t nvec, int max_threads) {
+  ASSERT_GT(s.nv, 0) << nvec;
+  if (s.kind == RowRegShape::kWarp) {
+    ASSERT_EQ(s.threads, 128);
+    ASSERT_GE(int64_t(32) * s.nv, nvec);
+  } else {
+    ASSERT_EQ(s.kind, RowRegShape::kBlock);
+    ASSERT_EQ(s.threads % 32, 0);
+    ASSERT_LE(s.threads, max_threads);
+    ASSERT_GE(int64_t(s.threads) * s.nv, nvec);
+    ASSERT_LT(int64_t(s.threads - 32) * s.nv, nvec);  // no idle warp
+  }
+}
+
+TEST(Fp8RowsShape, HoldsEveryRowTheKernelsTake) {
+  for (int64_t nvec = 1; nvec <= 4096; ++nvec) {
+    const RowRegShape s = fp8_rows_shape(nvec);
+    expect_holds(s, nvec, 256);
+    ASSERT_TRUE((s.kind == RowRegShape::kWarp && s.nv == 4) || (s.kind == RowRegShape::kBlock && (s.nv == 4 || s.nv == 16)))
+        << nvec;
+  }
+  EXPECT_EQ(fp8_rows_shape(128).kind, RowRegShape::kWarp);
+  EXPECT_EQ(fp8_rows_shape(129).nv, 4);
+  EXPECT_EQ(fp8_rows_shape(1024).threads, 256);
+  EXPECT_EQ(fp8_rows_shape(1025).nv, 16);
+  EXPECT_EQ(fp8_rows_shape(4097).kind, RowRegShape::kNone);  // fused_fp8_cuda_unsupported refuses it
+}
+
+TEST(NormRopeShape, HoldsEveryRowOrLoops) {
+  for (bool split : {false, true}) {
+    const int s2 = split ? 2 : 1;
+    for (int64_t nch = 1; nch <= 5000; ++nch) {
+      const RowRegShape s = norm_rope_shape(nch, split);
+      if (nch > 256 * 16 / s2) {
+        ASSERT_EQ(s.kind, RowRegShape::kLoop);
+        ASSERT_EQ(s.threads, 512);
+        continue;
+      }
+      expect_holds(s, nch, 256);
+      if (s.kind == RowRegShape::kWarp) {  // the instantiated counts: 2, 4, 8 (split: 1, 2, 4)
+        ASSERT_TRUE(s.nv == 2 / s2 || s.nv == 4 / s2 || s.nv == 8 / s2) << nch;
+      } else {  // 4, 8, 16 (split: 2, 4, 8), <= 128 threads but for the widest
+        ASSERT_TRUE(s.nv == 4 / s2 || s.nv == 8 / s2 || s.nv == 16 / s2) << nch;
+        if (s.nv != 16 / s2) ASSERT_LE(s.threads, 128) << nch;
+      }
+    }
+  }
+}
+
+TEST(RowTileShape, CoversRowsAndColumns) {
+  for (int64_t rows : {int64_t(1), int64_t(3), int64_t(255), int64_t(256), int64_t(257), int64_t(100000)}) {
+    for (int64_t nvec : {int64_t(1), int64_t(2), int64_t(7), int64_t(64), int64_t(255), int64_t(256), int64_t(1023), int64_t(1024), int64_t(1025), int64_t(100000)}) {
+      for (int unroll : {1, 4}) {
+        const RowTileShape t = row_tile_shape(rows, nvec, unroll);
+        ASSERT_EQ(t.tx & (t.tx - 1), 0);
+        ASSERT_EQ(t.tx * t.ty, kRowwiseThreads);
+        ASSERT_TRUE(int64_t(t.tx) * unroll >= nvec || t.tx == kRowwiseThreads) << nvec;
+        ASSERT_GE(t.grid * t.ty, rows);
+      }
+    }
+  }
+  EXPECT_EQ(row_tile_shape(int64_t(1) << 40, 1, 1).grid, kRowwiseMaxGrid);
+}
+
+TEST(FlatGrid, OnePassWithinTheLimit) {
+  EXPECT_EQ(flat_grid(0, 4), 1);
+  EXPECT_EQ(flat_grid(1024, 4), 1);
+  EXPECT_EQ(flat_grid(1025, 4), 2);
+  EXPECT_EQ(flat_grid(256, 1, 256), 1);
+  EXPECT_EQ(flat_grid(257, 1, 256), 2);
+  EXPECT_EQ(flat_grid(int64_t(1) << 50, 1), kRowwiseMaxGrid);
+}
+
+TEST(DequantShape, ThreadsAndGrid) {
+  for (int64_t cpr : {int64_t(1), int64_t(4), int64_t(5), int64_t(128), int64_t(1024), int64_t(1025), int64_t(4096), int64_t(1) << 30}) {
+    const DequantShape d = dequant_shape(7, cpr, 4);
+    ASSERT_EQ(d.threads % 32, 0);
+    ASSERT_GE(d.threads, 32);
+    ASSERT_LE(d.threads, 256);
+    ASSERT_TRUE(d.gx * d.threads * 4 >= cpr || d.gx == 65535) << cpr;
+    ASSERT_EQ(d.gy, 7);
+  }
+  EXPECT_EQ(dequant_shape(int64_t(1) << 20, 8, 4).gy, 65535);
 }

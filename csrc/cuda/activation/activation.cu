@@ -10,29 +10,11 @@ namespace {
 
 using namespace act_detail;
 
-constexpr int64_t kMaxGrid = int64_t(1) << 30;  // beyond this, grid-stride loops cover the rest
-constexpr int kThreads = 256;
+constexpr int kThreads = kRowwiseThreads;  // the CTA size flat_grid and row_tile_shape assume
 
-// Strided rows: TX threads per row (a power of two, enough that each thread makes about one
-// pass of U vectors), TY = 256 / TX rows per block.
-struct RowTile {
-  dim3 block;
-  unsigned grid;
-};
-
-RowTile row_tile(int64_t rows, int64_t nvec, int unroll) {
-  const int64_t per_thread_row = (nvec + unroll - 1) / unroll;
-  int tx = 1;
-  while (tx < per_thread_row && tx < kThreads) tx <<= 1;
-  const int ty = kThreads / tx;
-  const int64_t grid = std::min<int64_t>((rows + ty - 1) / ty, kMaxGrid);
-  return RowTile{dim3(unsigned(tx), unsigned(ty)), unsigned(std::max<int64_t>(grid, 1))};
-}
-
-unsigned flat_grid(int64_t nvec, int unroll) {
-  const int64_t per_block = int64_t(kThreads) * unroll;
-  return unsigned(std::max<int64_t>(1, std::min<int64_t>((nvec + per_block - 1) / per_block, kMaxGrid)));
-}
+// Launch shapes: row_tile_shape (strided rows) and flat_grid (dense arrays) in
+// common/rowwise_launch.h.
+dim3 block_of(const RowTileShape& t) { return dim3(unsigned(t.tx), unsigned(t.ty)); }
 
 template <typename T, class Act>
 cudaError_t elementwise(T* out, int64_t os, const T* x, int64_t xs, int64_t rows, int64_t cols,
@@ -44,18 +26,18 @@ cudaError_t elementwise(T* out, int64_t os, const T* x, int64_t xs, int64_t rows
   if (rows == 1 || (os == cols && xs == cols)) {  // dense: one flat array of rows*cols
     const int64_t n = rows * cols;
     if (aligned) {
-      act_flat<T, V, U, Act><<<flat_grid(n / V, U), kThreads, 0, stream>>>(out, x, n);
+      act_flat<T, V, U, Act><<<unsigned(flat_grid(n / V, U)), kThreads, 0, stream>>>(out, x, n);
     } else {
-      act_flat<T, 1, U, Act><<<flat_grid(n, U), kThreads, 0, stream>>>(out, x, n);
+      act_flat<T, 1, U, Act><<<unsigned(flat_grid(n, U)), kThreads, 0, stream>>>(out, x, n);
     }
     return cudaGetLastError();
   }
   if (aligned && cols % V == 0 && os % V == 0 && xs % V == 0) {
-    const RowTile t = row_tile(rows, cols / V, U);
-    act_rows<T, V, U, Act><<<t.grid, t.block, 0, stream>>>(out, os, x, xs, rows, cols);
+    const RowTileShape t = row_tile_shape(rows, cols / V, U);
+    act_rows<T, V, U, Act><<<unsigned(t.grid), block_of(t), 0, stream>>>(out, os, x, xs, rows, cols);
   } else {
-    const RowTile t = row_tile(rows, cols, U);
-    act_rows<T, 1, U, Act><<<t.grid, t.block, 0, stream>>>(out, os, x, xs, rows, cols);
+    const RowTileShape t = row_tile_shape(rows, cols, U);
+    act_rows<T, 1, U, Act><<<unsigned(t.grid), block_of(t), 0, stream>>>(out, os, x, xs, rows, cols);
   }
   return cudaGetLastError();
 }
@@ -71,13 +53,13 @@ cudaError_t and_mul(T* out, int64_t os, const T* x, int64_t xs, int64_t rows, in
   const bool vec = aligned_to(out, 16) && aligned_to(x, 16) && d % V == 0 &&
                    (rows == 1 || (os % V == 0 && xs % V == 0));
   if (vec) {
-    const RowTile t = row_tile(rows, d / V, U);
+    const RowTileShape t = row_tile_shape(rows, d / V, U);
     act_and_mul_rows<T, V, U, Act>
-        <<<t.grid, t.block, 0, stream>>>(out, os, x, xs, rows, d, act_off, mul_off);
+        <<<unsigned(t.grid), block_of(t), 0, stream>>>(out, os, x, xs, rows, d, act_off, mul_off);
   } else {
-    const RowTile t = row_tile(rows, d, U);
+    const RowTileShape t = row_tile_shape(rows, d, U);
     act_and_mul_rows<T, 1, U, Act>
-        <<<t.grid, t.block, 0, stream>>>(out, os, x, xs, rows, d, act_off, mul_off);
+        <<<unsigned(t.grid), block_of(t), 0, stream>>>(out, os, x, xs, rows, d, act_off, mul_off);
   }
   return cudaGetLastError();
 }
@@ -98,15 +80,15 @@ cudaError_t gated_attention_typed(T* out, int64_t out_stride, const T* x, int64_
     // one flat pass, as torch.compile's pointwise kernel (the row kernel's per-row loop and
     // 64-bit offsets measured 0.76-0.86x of it on the H200)
     const uint32_t nvec = uint32_t(rows * (cols / V));
-    gated_attention_flat<T, V, U><<<flat_grid(nvec, U), kThreads, 0, stream>>>(
+    gated_attention_flat<T, V, U><<<unsigned(flat_grid(nvec, U)), kThreads, 0, stream>>>(
         out, x, gate, nvec, make_fast_div32(uint32_t(head_dim / V)));
   } else if (vec) {
-    const RowTile t = row_tile(rows, cols / V, U);
-    gated_attention_rows<T, V, U><<<t.grid, t.block, 0, stream>>>(
+    const RowTileShape t = row_tile_shape(rows, cols / V, U);
+    gated_attention_rows<T, V, U><<<unsigned(t.grid), block_of(t), 0, stream>>>(
         out, out_stride, x, x_stride, gate, gate_stride, rows, cols, make_fast_div32(uint32_t(head_dim / V)));
   } else {
-    const RowTile t = row_tile(rows, cols, U);
-    gated_attention_rows<T, 1, U><<<t.grid, t.block, 0, stream>>>(
+    const RowTileShape t = row_tile_shape(rows, cols, U);
+    gated_attention_rows<T, 1, U><<<unsigned(t.grid), block_of(t), 0, stream>>>(
         out, out_stride, x, x_stride, gate, gate_stride, rows, cols, make_fast_div32(uint32_t(head_dim)));
   }
   return cudaGetLastError();

@@ -13,11 +13,10 @@ namespace {
 
 using namespace fp8_detail;
 
-constexpr int64_t kMaxGrid = int64_t(1) << 30;  // beyond this, grid-stride loops cover the rest
 constexpr int kThreads = 256;
 
 int64_t blocks_for(int64_t work, int64_t per_block) {
-  return std::max<int64_t>(1, std::min<int64_t>((work + per_block - 1) / per_block, kMaxGrid));
+  return std::max<int64_t>(1, std::min<int64_t>((work + per_block - 1) / per_block, kRowwiseMaxGrid));
 }
 
 // SMs of the current device (132 if the query fails).
@@ -85,8 +84,8 @@ cudaError_t block_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t 
   // 8 accesses per thread (128 x 128 bf16: 256 threads), else 16 (128 x 128 fp32: 256), else two
   // passes; whole 16-byte chunks as raw words (quant_block_vec), else element-wise accesses
   // (unaligned or odd shapes: quant_block_regs)
-  const TileShape s8 = tile_shape(chunks, a.tiles, 8, kThreads, kMaxGrid);
-  const TileShape s16 = tile_shape(chunks, a.tiles, 16, kThreads, kMaxGrid);
+  const TileShape s8 = tile_shape(chunks, a.tiles, 8, kThreads, kRowwiseMaxGrid);
+  const TileShape s16 = tile_shape(chunks, a.tiles, 16, kThreads, kRowwiseMaxGrid);
   auto regs = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     const TileShape& s = NV == 8 ? s8 : s16;
@@ -129,14 +128,9 @@ cudaError_t dequant_launch(T* out, int64_t os, const uint8_t* q, int64_t qs, con
   for (int k = 0; k < 31; ++k)
     if (int64_t(1) << k == bc) bc_shift = k;
   constexpr int CPT = 4;  // chunks per thread
-  const int64_t cpr = cols / VEC;
-  // threads: enough for the row in CPT chunks each (a multiple of 32, <= 256)
-  const int64_t want = (cpr + CPT - 1) / CPT;
-  const unsigned threads = unsigned(std::min<int64_t>(kThreads, std::max<int64_t>(32, (want + 31) / 32 * 32)));
-  const unsigned gx = unsigned(std::min<int64_t>((cpr + int64_t(threads) * CPT - 1) / (int64_t(threads) * CPT), 65535));
-  const unsigned gy = unsigned(std::min<int64_t>(rows, 65535));
-  dequant<T, F, VEC, CPT><<<dim3(gx, gy), threads, 0, st>>>(out, os, q, qs, sc, sr, scc, rows, int(cols), br,
-                                                             int(bc), bc_shift);
+  const DequantShape d = dequant_shape(rows, cols / VEC, CPT);  // (common/rowwise_launch.h)
+  dequant<T, F, VEC, CPT><<<dim3(unsigned(d.gx), unsigned(d.gy)), unsigned(d.threads), 0, st>>>(
+      out, os, q, qs, sc, sr, scc, rows, int(cols), br, int(bc), bc_shift);
   return cudaGetLastError();
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "ltx_kernels/common/device.h"
+#include "ltx_kernels/common/rowwise_launch.h"
 #include "ltx_kernels/rope/rope.cuh"
 #include "ltx_kernels/cuda/ops.h"
 
@@ -12,34 +13,29 @@ namespace {
 
 using rope_detail::Params;
 
-constexpr int64_t kMaxGrid = int64_t(1) << 30;  // rows beyond this are covered by grid-stride
-
 template <typename T, typename TT, bool SPLIT, int N>
 cudaError_t launch_norm_vector(const Params<T, TT>& p, cudaStream_t stream) {
   using namespace rope_detail;
-  const int nch = chunks_per_row<N, SPLIT>(p.cols);
-  // A split chunk is two accesses: halve the chunks per thread to keep the same registers.
+  // the shape: norm_rope_shape (common/rowwise_launch.h); a split chunk is two accesses
   constexpr int S = SPLIT ? 2 : 1;
-  if (nch <= 32 * 8 / S) {  // one warp per row, 4 rows per block
-    const unsigned grid = unsigned(std::min<int64_t>((p.rows + 3) / 4, kMaxGrid));
-    const int per_lane = (nch + 31) / 32;
+  const RowRegShape sh = norm_rope_shape(chunks_per_row<N, SPLIT>(p.cols), SPLIT);
+  const unsigned grid = unsigned(std::min<int64_t>(sh.kind == RowRegShape::kWarp ? (p.rows + 3) / 4 : p.rows,
+                                                   kRowwiseMaxGrid));
+  if (sh.kind == RowRegShape::kWarp) {  // one warp per row, 4 rows per block
 #define LTX_WARP_CASE(NV) norm_rope_regs<T, TT, SPLIT, N, NV, true><<<grid, 128, 0, stream>>>(p)
-    if (per_lane <= 2 / S) LTX_WARP_CASE(2 / S);
-    else if (per_lane <= 4 / S) LTX_WARP_CASE(4 / S);
+    if (sh.nv == 2 / S) LTX_WARP_CASE(2 / S);
+    else if (sh.nv == 4 / S) LTX_WARP_CASE(4 / S);
     else LTX_WARP_CASE(8 / S);
 #undef LTX_WARP_CASE
-  } else if (nch <= 256 * 16 / S) {  // one block per row, row in registers
-    const unsigned grid = unsigned(std::min<int64_t>(p.rows, kMaxGrid));
-    auto threads = [&](int nv) { return unsigned(((nch + nv - 1) / nv + 31) / 32 * 32); };
+  } else if (sh.kind == RowRegShape::kBlock) {  // one block per row, row in registers
 #define LTX_BLOCK_CASE(NV) \
-  norm_rope_regs<T, TT, SPLIT, N, NV, false><<<grid, threads(NV), 0, stream>>>(p)
-    if (nch <= 128 * 4 / S) LTX_BLOCK_CASE(4 / S);
-    else if (nch <= 128 * 8 / S) LTX_BLOCK_CASE(8 / S);
+  norm_rope_regs<T, TT, SPLIT, N, NV, false><<<grid, unsigned(sh.threads), 0, stream>>>(p)
+    if (sh.nv == 4 / S) LTX_BLOCK_CASE(4 / S);
+    else if (sh.nv == 8 / S) LTX_BLOCK_CASE(8 / S);
     else LTX_BLOCK_CASE(16 / S);  // up to 256 threads
 #undef LTX_BLOCK_CASE
   } else {
-    const unsigned grid = unsigned(std::min<int64_t>(p.rows, kMaxGrid));
-    norm_rope_loop<T, TT, SPLIT, N, true><<<grid, 512, 0, stream>>>(p);
+    norm_rope_loop<T, TT, SPLIT, N, true><<<grid, unsigned(sh.threads), 0, stream>>>(p);
   }
   return cudaGetLastError();
 }
@@ -48,7 +44,7 @@ template <typename T, typename TT, bool SPLIT, int N, bool VECTOR>
 cudaError_t launch_norm_loop(const Params<T, TT>& p, cudaStream_t stream) {
   const int nch = rope_detail::chunks_per_row<N, SPLIT>(p.cols);
   const unsigned threads = unsigned(std::min(512, std::max(32, (nch + 31) / 32 * 32)));
-  const unsigned grid = unsigned(std::min<int64_t>(p.rows, kMaxGrid));
+  const unsigned grid = unsigned(std::min<int64_t>(p.rows, kRowwiseMaxGrid));
   rope_detail::norm_rope_loop<T, TT, SPLIT, N, VECTOR><<<grid, threads, 0, stream>>>(p);
   return cudaGetLastError();
 }
@@ -56,8 +52,7 @@ cudaError_t launch_norm_loop(const Params<T, TT>& p, cudaStream_t stream) {
 template <typename T, typename TT, bool SPLIT, int N, bool VECTOR>
 cudaError_t launch_flat(const Params<T, TT>& p, cudaStream_t stream) {
   const int64_t total = p.rows * int64_t(rope_detail::chunks_per_row<N, SPLIT>(p.cols));
-  const unsigned grid = unsigned(std::min<int64_t>((total + 255) / 256, kMaxGrid));
-  rope_detail::rope_flat<T, TT, SPLIT, N, VECTOR><<<grid, 256, 0, stream>>>(p);
+  rope_detail::rope_flat<T, TT, SPLIT, N, VECTOR><<<unsigned(flat_grid(total, 1, 256)), 256, 0, stream>>>(p);
   return cudaGetLastError();
 }
 

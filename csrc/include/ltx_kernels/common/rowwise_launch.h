@@ -188,6 +188,93 @@ inline NormShape norm_shape(int64_t nvec, int64_t x_bytes, const NormOpKind& op,
   return s;
 }
 
+// ---- the other row kernels' shapes --------------------------------------------------------
+
+constexpr int64_t kRowwiseMaxGrid = int64_t(1) << 30;  // more rows: the kernels' grid-stride loops
+
+// A row held in registers by one warp (kWarp: 4 rows per 128-thread CTA) or one CTA (kBlock:
+// `threads`, a multiple of 32), `nv` accesses per thread; kLoop: a looping kernel of `threads`
+// per row; kNone: no kernel takes the row.
+struct RowRegShape {
+  enum Kind : int { kNone = 0, kWarp = 1, kBlock = 2, kLoop = 3 };
+  int kind = kNone;
+  int nv = 0;
+  int threads = 0;
+};
+
+inline RowRegShape row_reg_warp(int nv) { return RowRegShape{RowRegShape::kWarp, nv, 128}; }
+inline RowRegShape row_reg_block(int64_t nvec, int nv) {
+  return RowRegShape{RowRegShape::kBlock, nv, norm_block_threads(nvec, nv)};
+}
+
+// The FP8-output rows (quant/fused_fp8.cuh), nvec 16-byte accesses per row: a warp per row up to
+// 128 accesses (4 per lane), else a CTA of <= 256 threads with 4 accesses each, else 16 (some
+// 16-access kernels spill a little (ptxas -v); used only past 1024 accesses, > 8192 bf16
+// columns). Three shapes only: every op x dtype instantiates all of them.
+inline RowRegShape fp8_rows_shape(int64_t nvec) {
+  if (nvec <= 128) return row_reg_warp(4);
+  if (nvec <= 256 * 4) return row_reg_block(nvec, 4);
+  if (nvec <= 256 * 16) return row_reg_block(nvec, 16);
+  return RowRegShape{};
+}
+
+// The RMSNorm + RoPE rows (rope/rope.cuh), nch chunks per row; a split chunk is two accesses
+// (its pair's other half), so split rows hold half the chunks per thread for the same registers.
+// A warp per row up to 256 accesses (2, 4 or 8 per lane: the fewest that hold the row), a CTA
+// up to 4096 (4, 8 or 16 per thread: <= 128 threads, 256 for 16), else the looping kernel.
+inline RowRegShape norm_rope_shape(int64_t nch, bool split) {
+  const int s = split ? 2 : 1;
+  if (nch <= 32 * 8 / s) {
+    const int64_t per_lane = (nch + 31) / 32;
+    return row_reg_warp(per_lane <= 2 / s ? 2 / s : per_lane <= 4 / s ? 4 / s : 8 / s);
+  }
+  if (nch <= 256 * 16 / s)
+    return row_reg_block(nch, nch <= 128 * 4 / s ? 4 / s : nch <= 128 * 8 / s ? 8 / s : 16 / s);
+  return RowRegShape{RowRegShape::kLoop, 0, 512};
+}
+
+// Strided rows of an element-wise kernel (activation/activation.cuh): tx threads per row (a
+// power of two, enough that each makes about one pass of `unroll` accesses), ty = threads / tx
+// rows per CTA.
+struct RowTileShape {
+  int tx = 1;
+  int ty = 1;
+  int64_t grid = 1;
+};
+
+inline RowTileShape row_tile_shape(int64_t rows, int64_t nvec, int unroll, int threads = kRowwiseThreads) {
+  RowTileShape t;
+  const int64_t per_thread_row = (nvec + unroll - 1) / unroll;
+  while (t.tx < per_thread_row && t.tx < threads) t.tx <<= 1;
+  t.ty = threads / t.tx;
+  t.grid = std::max<int64_t>(std::min<int64_t>((rows + t.ty - 1) / t.ty, kRowwiseMaxGrid), 1);
+  return t;
+}
+
+// A dense array of nvec accesses, `unroll` per thread per pass: CTAs for one pass (at most
+// kRowwiseMaxGrid; grid-stride beyond).
+inline int64_t flat_grid(int64_t nvec, int unroll, int threads = kRowwiseThreads) {
+  const int64_t per_block = int64_t(threads) * unroll;
+  return std::max<int64_t>(1, std::min<int64_t>((nvec + per_block - 1) / per_block, kRowwiseMaxGrid));
+}
+
+// The dequantizer (quant/fp8.cuh): `cpr` 16-byte chunks per row, `cpt` per thread; threads for
+// the row in one pass (a multiple of 32, <= 256), gx CTAs along a row, gy along the rows (each
+// <= 65535, grid-stride beyond).
+struct DequantShape {
+  int threads = 32;
+  int64_t gx = 1, gy = 1;
+};
+
+inline DequantShape dequant_shape(int64_t rows, int64_t cpr, int cpt) {
+  DequantShape d;
+  const int64_t want = (cpr + cpt - 1) / cpt;
+  d.threads = int(std::min<int64_t>(kRowwiseThreads, std::max<int64_t>(32, (want + 31) / 32 * 32)));
+  d.gx = std::min<int64_t>((cpr + int64_t(d.threads) * cpt - 1) / (int64_t(d.threads) * cpt), 65535);
+  d.gy = std::min<int64_t>(rows, 65535);
+  return d;
+}
+
 // n / d for 0 <= n, d < 2^31 by a multiply-high, an add and a shift (Granlund-Montgomery):
 // with k = ceil(log2 d) and m = floor(2^32 (2^k - d) / d) + 1, n / d = (umulhi(n, m) + n) >> k.
 struct FastDiv32 {

@@ -449,12 +449,7 @@ bool rows_ok(const T* p, int64_t stride) {
   return p == nullptr || (aligned_to(p, 16) && stride % kVec16<T> == 0);
 }
 
-constexpr int64_t kMaxGrid = int64_t(1) << 30;  // more rows are covered by the grid-stride loop
-
-// Launch shape by row width (as the plain norms' bandwidth-bound shapes): a warp per row for
-// rows of <= 128 vectors (4 per lane), a block of <= 256 threads per row otherwise (4 or 16
-// vectors per thread; some 16-vector kernels spill a little (ptxas -v), used only for rows of
-// more than 1024 vectors, i.e. > 8192 bf16 columns).
+// Launch shape by row width: fp8_rows_shape (common/rowwise_launch.h).
 template <class Op, typename T>
 cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t cols,
                    cudaStream_t stream) {
@@ -463,8 +458,8 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
   const int lpg = int(o.group / V);  // a power of two (fused_fp8_cuda_unsupported)
   int lpg_shift = 0;                   // chunk -> group index by a shift
   while ((1 << lpg_shift) < lpg) ++lpg_shift;
-  // Op::kStageRow: the staged rows in dynamic shared memory (<= 4 x 4096 x 16 bytes for the
-  // warp shape's 4 rows of <= 128 vectors: 8 KB; a block's row <= 64 KB)
+  // Op::kStageRow: the staged rows in dynamic shared memory (the warp shape's 4 rows of <= 128
+  // 16-byte vectors: <= 8 KB; a block's row of <= 4096 vectors: <= 64 KB)
   auto smem_for = [&](auto kernel, int rows_per_cta) -> size_t {
     if constexpr (!Op::kStageRow) {
       return 0;
@@ -475,24 +470,21 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
       return bytes;
     }
   };
-  auto warp_rows = [&](auto nv) {
-    const int64_t grid = std::min<int64_t>((rows + 3) / 4, kMaxGrid);
-    auto kernel = fp8_rows<Op, T, V, decltype(nv)::value, true>;
-    kernel<<<unsigned(grid), 128, smem_for(kernel, 4), stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
+  const RowRegShape sh = fp8_rows_shape(nvec);
+  const unsigned grid = unsigned(std::min<int64_t>(sh.kind == RowRegShape::kWarp ? (rows + 3) / 4 : rows, kRowwiseMaxGrid));
+  auto run = [&](auto warp, auto nv) {
+    auto kernel = fp8_rows<Op, T, V, decltype(nv)::value, decltype(warp)::value>;
+    const int per_cta = decltype(warp)::value ? 4 : 1;
+    kernel<<<grid, unsigned(sh.threads), smem_for(kernel, per_cta), stream>>>(op, o, rows, int(cols), lpg,
+                                                                             lpg_shift);
   };
-  auto block_rows = [&](auto nv) {
-    constexpr int NV = decltype(nv)::value;
-    const unsigned threads = unsigned(((nvec + NV - 1) / NV + 31) / 32 * 32);
-    const unsigned grid = unsigned(std::min<int64_t>(rows, kMaxGrid));
-    auto kernel = fp8_rows<Op, T, V, NV, false>;
-    kernel<<<grid, threads, smem_for(kernel, 1), stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
-  };
-  // Three shapes only (each op x dtype instantiates all of them; ptxas time is per shape).
+  using W = std::true_type;
+  using B = std::false_type;
   using I4 = std::integral_constant<int, 4>;
   using I16 = std::integral_constant<int, 16>;
-  if (nvec <= 128) warp_rows(I4{});
-  else if (nvec <= 256 * 4) block_rows(I4{});
-  else if (nvec <= 256 * 16) block_rows(I16{});
+  if (sh.kind == RowRegShape::kWarp) run(W{}, I4{});
+  else if (sh.kind == RowRegShape::kBlock && sh.nv == 4) run(B{}, I4{});
+  else if (sh.kind == RowRegShape::kBlock && sh.nv == 16) run(B{}, I16{});
   else return cudaErrorInvalidValue;
   return cudaGetLastError();
 }
