@@ -15,10 +15,6 @@ using namespace fp8_detail;
 
 constexpr int kThreads = 256;
 
-int64_t blocks_for(int64_t work, int64_t per_block) {
-  return std::max<int64_t>(1, std::min<int64_t>((work + per_block - 1) / per_block, kRowwiseMaxGrid));
-}
-
 // SMs of the current device (132 if the query fails).
 int sm_count() {
   const int n = current_device_props().sm_count;
@@ -56,7 +52,7 @@ cudaError_t group_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t 
   // launch shape: common/rowwise_launch.h (3 CTAs of 256 resident per SM: the kernels' bounds)
   const SegmentShape sh = segment_shape(group / VEC, groups, sm_count(), 3);
   if (!sh.in_regs) {
-    quant_group_loop<T, F, VEC><<<unsigned(blocks_for(groups, kThreads / 32)), kThreads, 0, st>>>(
+    quant_group_loop<T, F, VEC><<<unsigned(flat_grid(groups, 1, kThreads / 32)), kThreads, 0, st>>>(
         q, qs, sc, sr, scc, x, xs, rows, gpr, group);
     return cudaGetLastError();
   }
@@ -104,7 +100,7 @@ cudaError_t block_launch(uint8_t* q, int64_t qs, float* sc, int64_t sr, int64_t 
 template <typename T, class F, int VEC>
 cudaError_t tensor_launch(uint8_t* q, float* scale, const T* x, int64_t n, bool compute,
                           cudaStream_t st) {
-  const unsigned grid = unsigned(std::min<int64_t>(blocks_for(n / VEC, kThreads), 132 * 8));
+  const unsigned grid = unsigned(std::min<int64_t>(flat_grid(n / VEC, 1, kThreads), 132 * 8));
   if (compute) {
     cudaError_t e = cudaMemsetAsync(scale, 0, sizeof(float), st);
     if (e != cudaSuccess) return e;
