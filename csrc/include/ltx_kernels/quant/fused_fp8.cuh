@@ -281,8 +281,8 @@ struct NormRopeOp : NormRopeBase<T, TT, 64, 64> {
 // Split pairs (j, j + d/2) per head. A chunk is V output columns inside one half-head; its
 // partner chunk d/2 away (the other half of its pairs) is another thread's own chunk of the same
 // row, read from the row the kernel stages in shared memory (kStageRow): x is read from DRAM
-// once and each thread holds only its own chunks. (Reading the partner from global memory
-// through L1 instead made it a second DRAM read of x at 126 registers and 24% occupancy.)
+// once and each thread holds only its own chunks (a partner load from global memory through L1
+// reached DRAM: x read 1.5 times, at 126 registers and 24% occupancy; ncu.md).
 template <typename T, typename TT>
 struct NormSplitRopeOp : NormRopeBase<T, TT, 64, 0> {
   using NormRopeBase<T, TT, 64, 0>::a;
@@ -368,8 +368,9 @@ template <class Op, typename T, int V, int NV, bool WARP_ROWS>
 __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, WARP_ROWS, NV>())
     fp8_rows(const Op op, const Fp8GroupOut o, int64_t rows, int cols, int lpg, int lpg_shift) {
   __shared__ float smem[32];
-  // Op::kStageRow: the row as loaded, one per row of the CTA (fp8_rows_smem bytes), for ops whose
-  // result at a column also needs another thread's chunk (the split RoPE's partner half)
+  // Op::kStageRow: the row as loaded, one per row of the CTA (dynamic shared memory sized by
+  // launch()), for ops whose result at a column also needs another thread's chunk (the split
+  // RoPE's partner half)
   extern __shared__ __align__(16) unsigned char staged[];
   const int tpr = WARP_ROWS ? 32 : blockDim.x;
   const int tid = WARP_ROWS ? (threadIdx.x & 31) : threadIdx.x;
