@@ -2,7 +2,7 @@
 benchmarks/e2e_ltx_video.py's (or e2e_ltx2.py's) problem, kernels grouped by kind.
 
   python3 benchmarks/profile_e2e_step.py [--model ltx_video|ltx2] [--variant compile|optimized+compile|
-      optimized+fp8+compile] [e2e flags: --num-frames 49 --height 512 --width 768 ...]
+      optimized+fp8+compile, with +attn-bf16 or +attn-fp8 for optimize(attention=...)] [e2e flags: --num-frames 49 --height 512 --width 768 ...]
 
 Groups (by kernel name): attention (flash / fmha / cudnn sdpa), GEMM (cuBLAS(Lt) / nvjet / CUTLASS /
 ours: fp8_blockwise), ltx_kernels' other kernels (namespace ltx_kernels), Triton (torch.compile),
@@ -53,7 +53,9 @@ def main(argv=None):
     if "optimized" in args.variant:
         import ltx_kernels.integrations.diffusers as lkd
 
-        lkd.optimize(model, quantization="fp8" if "fp8" in args.variant else None)
+        parts = args.variant.split("+")
+        attn = next((x[len("attn-"):] for x in parts if x.startswith("attn-")), None)
+        lkd.optimize(model, quantization="fp8" if "fp8" in parts else None, attention=attn)
     if "compile" in args.variant:
         common.compile_blocks(model)
     for _ in range(2):  # compile and warm up
