@@ -15,8 +15,10 @@ Shapes: the linear layers of the LTX models at their real token counts, M = 5376
   LTX-2 audio stream (hidden 2048, 32 x 64 heads, FFN 8192): the LTX-Video 2B shapes
 (N x K = out_features x in_features); plus 8192^3 and 4096 x 7168 x 16384 (peak-rate shapes).
 
-  python3 benchmarks/bench_gemm.py [--quick | --full] [--sections fp8,epilogue,bf16,decode] [--json out.json]
+  python3 benchmarks/bench_gemm.py [--quick | --full] [--sections fp8,linear,epilogue,bf16,decode] [--json out.json]
 
+Section "linear" times what FP8BlockwiseLinear runs for a bf16 model's plain linear ("auto" with a
+bf16 bias: cuBLASLt's blockwise GEMM on the H200) beside our kernels with the same bias.
 The table printed last holds, per section, ours and each alternative in TFLOP/s (or us) and the
 ratios the targets are stated in: FP8 vs cuBLASLt blockwise (geometric mean over the LTX shapes,
 minimum), the fused epilogue vs our GEMM + the separate op, bf16 vs cuBLAS and vs cuBLAS + compiled glue.
@@ -94,10 +96,11 @@ def section_fp8(quick, rows, summary):
     for m, n, k, name in shapes:
         sets = n_copies(m * k + n * k + 2 * m * n)
         ins = fp8_inputs(m, n, k, sets)
-        cfg = lk.gemm_config("fp8_blockwise_gemm", ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"])
+        cfg = lk.gemm_config("fp8_blockwise_gemm", ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"], backend="sm90")
         t = {}
+        # ours: the sm_90a kernel written here ("auto" now hands plain GEMMs to cuBLASLt: section "linear")
         t["ours"], err = timed(lambda i: lk.fp8_blockwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"],
-                                                                out=ins[i]["y"]), sets)
+                                                                out=ins[i]["y"], backend="sm90"), sets)
         t["sm90_cutlass"], _ = timed(lambda i: lk.fp8_blockwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"],
                                                                       out=ins[i]["y"], backend="sm90_cutlass"), sets)
         t["cublaslt_blockwise"], _ = timed(lambda i: torch._scaled_mm(ins[i]["a"], ins[i]["b"].t(), scale_a=ins[i]["sa_cm"],
@@ -187,6 +190,41 @@ def section_epilogue(quick, rows, summary):
         print(f"epilogue {what} {m}x{n}x{k}: {r.note}", flush=True)
 
 
+def section_linear(quick, rows, summary):
+    """What FP8BlockwiseLinear runs for a plain linear of a bf16 model (bf16 bias): "auto" (on the
+    H200 cuBLASLt's blockwise GEMM with the bias in its epilogue) beside our sm_90a kernel with the
+    same bias and the CUTLASS kernel with an fp32 bias ("auto"'s choice before cuBLASLt)."""
+    shapes = [(m, n, k, name) for m in LTX_M for (n, k, name) in LTX_NK]
+    if quick:
+        shapes = shapes[:2]
+    for m, n, k, name in shapes:
+        sets = n_copies(m * k + n * k + 2 * m * n)
+        ins = fp8_inputs(m, n, k, sets)
+        b16 = torch.randn(n, device="cuda").to(torch.bfloat16)
+        b32 = b16.float()
+
+        def call(bias, backend):
+            return lambda i: lk.fp8_blockwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"], bias,
+                                                   out=ins[i]["y"], backend=backend)
+
+        picked = lk.fp8_gemm_backend(ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"], b16)
+        t = {"auto": timed(call(b16, "auto"), sets)[0], "sm90": timed(call(b16, "sm90"), sets)[0],
+             "sm90_cutlass_fp32_bias": timed(call(b32, "sm90_cutlass"), sets)[0]}
+        del ins
+        torch.cuda.empty_cache()
+        if t["auto"] is None:
+            continue
+        base = {kk: v for kk, v in t.items() if kk != "auto" and v is not None}
+        rows.append(Row("fp8_linear[auto]", [m, n, k], "e4m3->bf16", t["auto"], base, flops=2 * m * n * k,
+                        note=f"{name}; bf16 bias; auto = {picked}; " +
+                        "; ".join(f"{kk} {tflops(m, n, k, v):.0f} TFLOP/s" for kk, v in t.items() if v)).finish(0.0))
+        summary.append(dict(section="linear", shape=f"{m}x{n}x{k}", name=name, auto=picked,
+                            **{f"{kk}_us": round(v, 1) for kk, v in t.items() if v},
+                            vs_best_ours=round(min(v for kk, v in base.items()) / t["auto"], 3) if base else None))
+        print(f"linear {m}x{n}x{k} ({name}): auto={picked} " + " ".join(f"{kk}={v:.1f}" for kk, v in t.items() if v),
+              flush=True)
+
+
 def section_bf16(quick, rows, summary, full=False):
     shapes = [(m, n, k, name) for m in (LTX_M if full else LTX_M[:1]) for (n, k, name) in LTX_NK]
     if quick:
@@ -258,10 +296,11 @@ def section_decode(quick, rows, summary):
                             **{f"{kk}_us": round(v, 1) for kk, v in t.items() if v}))
 
 
-SECTIONS = {"fp8": section_fp8, "epilogue": section_epilogue, "bf16": section_bf16, "decode": section_decode}
+SECTIONS = {"fp8": section_fp8, "linear": section_linear, "epilogue": section_epilogue, "bf16": section_bf16,
+            "decode": section_decode}
 
 
-def run(copy_gbps=0.0, quick=False, sections=("fp8", "epilogue", "bf16", "decode"), summary=None, full=False):
+def run(copy_gbps=0.0, quick=False, sections=("fp8", "linear", "epilogue", "bf16", "decode"), summary=None, full=False):
     """benchmarks/run.py entry: the rows of every section (bf16 at M = 5376 only unless full)."""
     rows = []
     summary = [] if summary is None else summary
@@ -286,6 +325,9 @@ def print_table(summary):
                   f"ratio {s['vs_cublaslt'] if s['vs_cublaslt'] is not None else float('nan'):.3f}")
         elif sec == "fp8":
             print(f"fp8  geomean vs cuBLASLt blockwise {s['vs_cublaslt']:.3f}x, min {s['min_vs_cublaslt']:.3f}x at {s['min_shape']}")
+        elif sec == "linear":
+            print(f"lin  {s['shape']:>19} {s['name']:<13} auto={s['auto']:<9} " +
+                  " ".join(f"{k}={v}" for k, v in s.items() if k.endswith('_us')) + f"  vs ours {s['vs_best_ours']}x")
         elif sec == "epilogue":
             print(f"epi  {s['shape']:>19} {s['name']:<9} fused {s['fused_us']:8.1f} us  separate {s['separate_us']} us  "
                   f"plain GEMM {s['plain_gemm_us']} us  speedup {s['speedup']}x")
@@ -300,7 +342,7 @@ def print_table(summary):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--sections", default="fp8,epilogue,bf16,decode")
+    ap.add_argument("--sections", default="fp8,linear,epilogue,bf16,decode")
     ap.add_argument("--json", default=None)
     ap.add_argument("--full", action="store_true", help="bf16 rows at both token counts")
     args = ap.parse_args()

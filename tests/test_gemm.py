@@ -12,7 +12,7 @@ Metrics (DeepGEMM's calc_diff, plus an elementwise bound):
   kernel that drops one K block (calc_diff ~ 1/G >= 1/128) or mis-scales one row.
   Elementwise: |out - ref| <= 2^-7 |ref| (bf16: two worst-case half ulps) + 2^-16 sum_k |a_k b_k|
   (fp32 accumulation of up to 256 terms in the worst case); fp16: 2^-10 |ref| + the same.
-CUDA cases run each backend ("auto", "skinny", "sm90", "sm89", "sm90_cutlass", "torch"); a forced backend
+CUDA cases run each backend ("auto", "skinny", "sm90", "sm89", "sm90_cutlass", "cublaslt", "torch"); a forced backend
 that cannot run on this device or build is skipped with the reason the op gives.
 """
 
@@ -27,8 +27,8 @@ from ltx_kernels import reference as ref
 from conftest import HAS_CUDA, device_backends, expect_error, has_cuda_kernel, skip_cuda_without
 
 CUDA = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
-DEV_BACKENDS = device_backends("auto", "skinny", "sm90", "sm89", "sm90_cutlass", "torch")
-KERNELS = ("skinny", "sm90", "sm89", "sm90_cutlass")
+DEV_BACKENDS = device_backends("auto", "skinny", "sm90", "sm89", "sm90_cutlass", "cublaslt", "torch")
+KERNELS = ("skinny", "sm90", "sm89", "sm90_cutlass", "cublaslt")
 ALL_DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 CALC_DIFF_MAX = 1e-5
 REL = {torch.bfloat16: 2.0**-7, torch.float16: 2.0**-10}
@@ -58,9 +58,10 @@ def check(out, a, sa, b, sb, bias=None, what="", backend="auto"):
     # (about 14, DeepSeek-V3 section 3.3.2: why the recipe promotes to fp32 every 128 K); measured
     # on an H200, errors reach ~2^-13 |a||b| on the wgmma kernels (calc_diff still <= 1e-5), so their
     # accumulation term is 2^-12; the mma.sync kernel, the fallback and the CPU keep 2^-16.
-    # The few-token kernel runs wgmma too on compute capability 9.0 (unless LTX_KERNELS_SKINNY_WGMMA=0).
-    used = lk.fp8_gemm_backend(a, b, sa, sb, out_dtype=out.dtype, backend=backend) if out.is_cuda else backend
-    wgmma = used in ("sm90", "sm90_cutlass") or (used == "skinny" and torch.cuda.get_device_capability(out.device) == (9, 0)
+    # The few-token kernel runs wgmma too on compute capability 9.0 (unless LTX_KERNELS_SKINNY_WGMMA=0),
+    # and so does cuBLASLt's blockwise GEMM there (the same FP8 tensor cores, promoted per 128 K).
+    used = lk.fp8_gemm_backend(a, b, sa, sb, bias, out_dtype=out.dtype, backend=backend) if out.is_cuda else backend
+    wgmma = used in ("sm90", "sm90_cutlass", "cublaslt") or (used == "skinny" and torch.cuda.get_device_capability(out.device) == (9, 0)
                                 and os.environ.get("LTX_KERNELS_SKINNY_WGMMA", "1") != "0")
     # The "torch" backend hands the fp32 dequantized operands to torch's matmul, whose summation
     # order is the BLAS's (any order: K u); our kernels add within 128-K blocks then across blocks
@@ -122,10 +123,12 @@ def test_fp8_gemm_shapes(device, backend, m, nk):
 @pytest.mark.parametrize("device,backend", DEV_BACKENDS)
 @pytest.mark.parametrize("layout", ["row", "mn_major"])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("with_bias", [False, "fp32", "out_dtype"])
 def test_fp8_gemm_bias_layout_dtype_leading_dims(device, backend, layout, out_dtype, with_bias):
     a, sa, b, sb = quantized(None, 384, 136, device, layout, leading=(3, 43))
     bias = torch.randn(136, device=device) if with_bias else None
+    if with_bias == "out_dtype":
+        bias = bias.to(out_dtype)
     skip_unless_runs(a, b, sa, sb, backend, bias, out_dtype)
     out = lk.fp8_blockwise_gemm(a, sa, b, sb, bias, out_dtype=out_dtype, backend=backend)
     assert out.shape == (3, 43, 136) and out.dtype == out_dtype
@@ -264,6 +267,45 @@ def test_fp8_gemm_skinny_refuses_large_m():
     assert lk.fp8_gemm_backend(a, b, sa, sb) != "skinny"
 
 
+CUBLASLT_M = [4, 64, 68, 128, 1000, 5376]
+CUBLASLT_NK = [(16, 128), (144, 384), (2064, 2048), (2048, 8192)]
+
+
+@CUDA
+@pytest.mark.parametrize("m", CUBLASLT_M)
+@pytest.mark.parametrize("nk", CUBLASLT_NK, ids=lambda t: f"{t[0]}x{t[1]}")
+@pytest.mark.parametrize("bias_dtype", [None, torch.bfloat16])
+def test_fp8_gemm_cublaslt(m, nk, bias_dtype):
+    """cuBLASLt's blockwise GEMM on the layouts it reads (M-major scales with stride (1, M): M % 4
+    == 0 from the quantizer; N % 16 == 0, ragged against 128), with and without a bf16 bias, into
+    a NaN-filled out: every element written, within the wgmma bound of the fp64 reference. "auto"
+    runs it for more than 64 rows on compute capability 9.0, and runs something else (right)
+    where it cannot: an fp32 bias, fp16 out, M-major scales padded past M."""
+    n, k = nk
+    a, sa, b, sb = quantized(m, k, n, "cuda", "mn_major")
+    bias = None if bias_dtype is None else torch.randn(n, device="cuda").to(bias_dtype)
+    skip_unless_runs(a, b, sa, sb, "cublaslt", bias)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    lk.fp8_blockwise_gemm(a, sa, b, sb, bias, out=out, backend="cublaslt")
+    check(out, a, sa, b, sb, bias, what=f"cublaslt {m}x{n}x{k} bias={bias_dtype}", backend="cublaslt")
+    auto = lk.fp8_gemm_backend(a, b, sa, sb, bias)
+    assert auto == ("cublaslt" if m > 64 else "skinny"), auto
+    # what cuBLASLt cannot take goes elsewhere, still right
+    for kw, what in ((dict(bias=torch.randn(n, device="cuda")), "fp32 bias"),
+                     (dict(bias=bias, out_dtype=torch.float16), "fp16 out")):
+        assert lk.fp8_gemm_backend(a, b, sa, sb, kw["bias"], out_dtype=kw.get("out_dtype", torch.bfloat16)) != "cublaslt"
+        o = lk.fp8_blockwise_gemm(a, sa, b, sb, kw["bias"], out_dtype=kw.get("out_dtype", torch.bfloat16))
+        check(o, a, sa, b, sb, kw["bias"], what=f"auto, {what}")
+    if m > 1:  # one row fewer: the quantizer pads the M-major scales to a multiple of 4
+        a1, sa1 = a[: m - 1], lk.quantize_fp8_per_token_group(torch.ones(m - 1, k, device="cuda"), 128, "mn_major")[1]
+        sa1.copy_(sa[: m - 1])
+        if sa1.shape[1] > 1 and sa1.stride(1) != m - 1:
+            with pytest.raises(RuntimeError, match="a_scales M-major with strides"):
+                lk.fp8_blockwise_gemm(a1, sa1, b, sb, bias, backend="cublaslt")
+        o = lk.fp8_blockwise_gemm(a1, sa1, b, sb, bias)
+        check(o, a1, sa1, b, sb, bias, what="auto, padded scales")
+
+
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_fp8_gemm_empty(device):
     a, sa, b, sb = quantized(5, 256, 16, device)
@@ -302,11 +344,14 @@ def test_fp8_gemm_errors(device):
         (lambda: f(a, sa, b, sb, out=torch.empty(4, 16, device=device)), "out must be bfloat16 or float16"),
         (lambda: f(a, sa, b, sb, out=torch.empty(4, 8, device=device, dtype=torch.bfloat16)), "out must have shape a.shape[:-1] + [N] = [4, 16]"),
         (lambda: f(a, sa, b, sb, out=torch.empty(16, 4, device=device, dtype=torch.bfloat16).t()), "out must have stride 1"),
-        (lambda: f(a, sa, b, sb, backend="cutlass"), "backend must be 'auto', 'sm90', 'skinny', 'sm89', 'sm90_cutlass', 'torch' or 'cpu'"),
+        (lambda: f(a, sa, b, sb, backend="cutlass"),
+         "backend must be 'auto', 'sm90', 'skinny', 'sm89', 'sm90_cutlass', 'cublaslt', 'torch' or 'cpu'"),
     ]
     if device == "cpu":
         bad.append((lambda: f(a, sa, b, sb, backend="sm90"), "backend 'sm90' cannot run this call (the tensors are on the CPU)"))
         bad.append((lambda: f(a, sa, b, sb, backend="sm89"), "backend 'sm89' cannot run this call (the tensors are on the CPU)"))
+        bad.append((lambda: f(a, sa, b, sb, backend="cublaslt"),
+                    "backend 'cublaslt' cannot run this call (the tensors are on the CPU)"))
     else:
         bad.append((lambda: f(a, sa, b, sb, backend="cpu"), "backend 'cpu' cannot run this call"))
     if HAS_CUDA:

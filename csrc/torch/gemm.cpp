@@ -56,7 +56,9 @@ constexpr int64_t kCpuGrain = 16;  // rows per CPU task (the backend blocks 16 r
 
 // Backend indices as gemm_plan reports them (ltx_kernels.gemm._BACKENDS); same values as
 // gemm::Backend in CUDA builds.
-enum class Be : int64_t { kCpu = 0, kTorch = 1, kSm89 = 2, kSm90 = 3, kSkinny = 4, kSm90Cutlass = 5, kAuto = -1 };
+enum class Be : int64_t {
+  kCpu = 0, kTorch = 1, kSm89 = 2, kSm90 = 3, kSkinny = 4, kSm90Cutlass = 5, kCublasLt = 6, kAuto = -1
+};
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -68,6 +70,7 @@ const char* be_name(Be b) {
     case Be::kSm90: return "sm90";
     case Be::kSkinny: return "skinny";
     case Be::kSm90Cutlass: return "sm90_cutlass";
+    case Be::kCublasLt: return "cublaslt";
     case Be::kAuto: return "auto";
   }
   return "?";
@@ -83,8 +86,10 @@ Be parse_backend(c10::string_view s, const char* op, Operands ops) {
     if (b == "sm89") return Be::kSm89;
     if (b == "skinny") return Be::kSkinny;
     if (b == "sm90_cutlass") return Be::kSm90Cutlass;
-    LTX_CHECK(false, op, "backend must be 'auto', 'sm90', 'skinny', 'sm89', 'sm90_cutlass', 'torch' or 'cpu' (got '", b,
-              "')");
+    if (b == "cublaslt") return Be::kCublasLt;
+    LTX_CHECK(false, op,
+              "backend must be 'auto', 'sm90', 'skinny', 'sm89', 'sm90_cutlass', 'cublaslt', 'torch' or 'cpu' (got '",
+              b, "')");
   } else if (ops == Operands::kBf16) {
     if (b == "sm90") return Be::kSm90;
     LTX_CHECK(false, op, "backend must be 'auto', 'sm90', 'torch' or 'cpu' (got '", b, "')");
@@ -427,21 +432,64 @@ gemm::Device gemm_device(const at::Tensor& t) {
   return gemm::query_device(idx);
 }
 
+// A 16-bit bias widened to fp32 (exact) for the kernels that read an fp32 bias only (skinny,
+// sm89, the CUTLASS kernel); cuBLASLt reads a bf16 one only, the sm_90a kernel either.
+void widen_bias(Call& c) {
+  if (c.p.bias == nullptr || !c.p.bias_is_out_dtype) return;
+  c.bias = c.bias.to(at::kFloat);
+  c.p.bias = c.bias.data_ptr();
+  c.p.bias_is_out_dtype = false;
+}
+
 // Which backend runs the call on its CUDA device (a forced one that cannot raises).
-Be select_cuda(const Call& c, Be requested, const at::Tensor& like) {
+Be select_cuda(Call& c, Be requested, const at::Tensor& like) {
   LTX_CHECK(requested != Be::kCpu, c.op, "backend 'cpu' cannot run this call (the tensors are on ", like.device(),
             "; move them to the CPU)");
   if (requested == Be::kTorch) return Be::kTorch;
   const gemm::Device& dev = gemm_device(like);
   if (c.empty || c.p.K == 0 || c.p.M == 0) return Be::kTorch;  // nothing for a kernel to do
-  if (requested == Be::kAuto) return Be(int64_t(gemm::choose_auto(c.p, dev)));
+  if (requested == Be::kAuto) {
+    Be be = Be(int64_t(gemm::choose_auto(c.p, dev)));
+    if (be != Be::kCublasLt && c.p.bias != nullptr && c.p.bias_is_out_dtype) {
+      // not cuBLASLt: what "auto" runs for the same bias in fp32 (widened only if that differs)
+      GemmParams p32 = c.p;
+      p32.bias_is_out_dtype = false;
+      const Be be32 = Be(int64_t(gemm::choose_auto(p32, dev)));
+      if (be32 != be) {
+        widen_bias(c);
+        be = be32;
+      }
+    }
+    return be;
+  }
+  if (requested == Be::kSkinny || requested == Be::kSm89 || requested == Be::kSm90Cutlass) widen_bias(c);
   const std::string why = gemm::why_not(gemm::Backend(int(requested)), c.p, dev);
   LTX_CHECK(why.empty(), c.op, "backend '", be_name(requested), "' cannot run this call (", why, ")");
   return requested;
 }
 
+// cuBLASLt's blockwise FP8 GEMM through PyTorch's _scaled_mm (gemm::why_not(kCublasLt) has checked
+// the layouts it reads: these views address exactly what GemmParams describes).
+void run_cublaslt(Call& c) {
+#if defined(CUDART_VERSION) && CUDART_VERSION >= 12090
+  const GemmParams& p = c.p;
+  const CudaScope scope(c.a2, c.op);
+  const int64_t G = p.K / kGroup, Nb = ceil_div(p.N, kGroup);
+  const at::Tensor a = at::as_strided(c.a2, {p.M, p.K}, {p.lda, 1});
+  const at::Tensor b = at::as_strided(c.b2, {p.N, p.K}, {p.ldb, 1});
+  const at::Tensor sa = at::as_strided(c.a_scales, {p.M, G}, {1, p.M});
+  const at::Tensor sb = at::as_strided(c.b_scales, {Nb, G}, {G, 1});
+  std::optional<at::Tensor> bias;
+  if (c.bias.defined()) bias = c.bias;
+  at::_scaled_mm_out(c.out2, a, b.t(), sa, sb.t(), bias, std::nullopt, at::kBFloat16, false);
+#else
+  LTX_CHECK(false, c.op, "backend 'cublaslt' needs a build with CUDA >= 12.9");
+#endif
+}
+
 void run_cuda(Call& c, Be be, bool is_auto, const at::Tensor& b_values) {
   if (be == Be::kTorch) return run_torch(c, b_values);
+  if (be == Be::kCublasLt) return run_cublaslt(c);
   const CudaScope scope(c.a2, c.op);
   const gemm::Device& dev = gemm_device(c.a2);
   const gemm::Backend gb = gemm::Backend(int(be));
@@ -462,7 +510,7 @@ void run_cuda(Call& c, Be be, bool is_auto, const at::Tensor& b_values) {
 }
 #endif
 
-Be select(const Call& c, Be requested, const at::Tensor& like) {
+Be select(Call& c, Be requested, const at::Tensor& like) {
   if (like.is_cpu()) {
     LTX_CHECK(requested == Be::kAuto || requested == Be::kCpu || requested == Be::kTorch, c.op, "backend '",
               be_name(requested), "' cannot run this call (the tensors are on the CPU)");

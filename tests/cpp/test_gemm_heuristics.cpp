@@ -206,3 +206,17 @@ TEST(GemmHeuristics, SkinnyRule) {
   EXPECT_FALSE(heuristics::prefer_skinny(fp8_problem(16, 4096, 4096, OutKind::kBF16, Epilogue::kGeluTanh), kSms, true));
   EXPECT_FALSE(heuristics::prefer_skinny(fp8_problem(16, 4096, 4096, OutKind::kFP8), kSms, true));
 }
+
+TEST(GemmHeuristics, CublasLtRule) {
+  // plain FP8 GEMMs of more than 64 rows with bf16 output go to cuBLASLt's blockwise GEMM
+  EXPECT_TRUE(heuristics::prefer_cublaslt(fp8_problem(5376, 2048, 2048)));
+  EXPECT_TRUE(heuristics::prefer_cublaslt(fp8_problem(65, 4096, 4096)));
+  EXPECT_FALSE(heuristics::prefer_cublaslt(fp8_problem(64, 4096, 4096)));  // few tokens: the skinny kernel
+  // what it cannot do stays with our kernels
+  EXPECT_FALSE(heuristics::prefer_cublaslt(fp8_problem(5376, 8192, 2048, OutKind::kBF16, Epilogue::kGeluTanh)));
+  EXPECT_FALSE(heuristics::prefer_cublaslt(fp8_problem(5376, 8192, 2048, OutKind::kFP8)));
+  EXPECT_FALSE(heuristics::prefer_cublaslt(fp8_problem(5376, 8192, 2048, OutKind::kFP16)));
+  heuristics::Problem bf = fp8_problem(5376, 2048, 2048);
+  bf.ops = Operands::kBf16;
+  EXPECT_FALSE(heuristics::prefer_cublaslt(bf));
+}

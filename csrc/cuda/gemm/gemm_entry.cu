@@ -78,6 +78,37 @@ std::string plain_only(const GemmParams& p, const char* name) {
   return "";
 }
 
+// What PyTorch's _scaled_mm hands to cuBLASLt's blockwise FP8 GEMM (1x128 scales for A, 128x128
+// for B): A row-major and B [N, K] row-major (its transpose column-major), rows 16-byte aligned,
+// sa(m, kb) at kb * M + m exactly, sb row-major [ceil(N / 128), K / 128]; bf16 out with rows of
+// exactly N; a bias in bf16 (cuBLASLt's epilogue adds it in fp32 before the one rounding).
+std::string cublaslt_why_not(const GemmParams& p, const Device& dev) {
+#if defined(CUDART_VERSION) && CUDART_VERSION >= 12090
+  const std::string name = "cuBLASLt's blockwise FP8 GEMM";
+  if (dev.cc != 90) return name + " is used on compute capability 9.0 only; this device is " + cc_str(dev.cc);
+  if (p.operands != Operands::kFp8Blockwise) return name + " reads e4m3 operands only";
+  if (p.epilogue != Epilogue::kNone) return name + " fuses no epilogue besides the bias";
+  if (p.out != OutKind::kBF16) return name + " writes bf16 here (no fp16 or FP8 output)";
+  if (p.bias != nullptr && !p.bias_is_out_dtype) return name + " takes a bf16 bias only (got an fp32 one)";
+  const int64_t G = p.K / 128, Nb = (p.N + 127) / 128;
+  if (p.N % 16 != 0) return name + " needs N % 16 == 0 (got N=" + std::to_string(p.N) + ")";
+  if (p.lda % 16 != 0 || p.ldb % 16 != 0 || !aligned16(p.a) || !aligned16(p.b) || !aligned16(p.d))
+    return name + " needs 16-byte aligned a, b and out and row strides of a and b that are multiples of 16";
+  if (p.ldd != p.N) return name + " writes contiguous rows (out row stride " + std::to_string(p.ldd) + " != N)";
+  if (!((p.M == 1 || p.sa_stride_m == 1) && (G == 1 || p.sa_stride_k == p.M)))
+    return name + " reads a_scales M-major with strides (1, M) exactly (got (" + std::to_string(p.sa_stride_m) +
+           ", " + std::to_string(p.sa_stride_k) + "))";
+  if (!((G == 1 || p.sb_stride_k == 1) && (Nb == 1 || p.sb_stride_n == G)))
+    return name + " reads b_scales row-major [ceil(N/128), K/128]";
+  if (p.M > kIntMax || p.N > kIntMax || p.K > kIntMax) return name + " takes M, N, K < 2^31";
+  return "";
+#else
+  (void)p;
+  (void)dev;
+  return "this build's CUDA is older than 12.9 (cuBLASLt's blockwise FP8 scaling)";
+#endif
+}
+
 #ifdef LTX_KERNELS_HAS_SM90
 // The sm_90a kernel's argument rules (TMA: 16-byte aligned bases and row strides; 32-bit extents).
 std::string sm90_args_why_not(const GemmParams& p) {
@@ -118,6 +149,7 @@ const char* backend_name(Backend b) {
     case Backend::kSm90: return "sm90";
     case Backend::kSkinny: return "skinny";
     case Backend::kSm90Cutlass: return "sm90_cutlass";
+    case Backend::kCublasLt: return "cublaslt";
   }
   return "?";
 }
@@ -191,6 +223,8 @@ std::string why_not(Backend be, const GemmParams& p, const Device& dev) {
       return "no kernel compiled for sm_90a in this build (TORCH_CUDA_ARCH_LIST needs 9.0a)";
 #endif
     }
+    case Backend::kCublasLt:
+      return cublaslt_why_not(p, dev);
     case Backend::kSkinny: {
 #ifdef LTX_KERNELS_HAS_SM89
       if (dev.cc < 89) return "the few-token FP8 kernel needs compute capability >= 8.9; this device is " + ccs;
@@ -229,6 +263,8 @@ Backend choose_auto(const GemmParams& p, const Device& dev) {
   const bool sm90_ok = why_not(Backend::kSm90, p, dev).empty();
   if (heuristics::prefer_skinny(problem_of(p), dev.sms, sm90_ok) && why_not(Backend::kSkinny, p, dev).empty())
     return Backend::kSkinny;
+  if (heuristics::prefer_cublaslt(problem_of(p)) && why_not(Backend::kCublasLt, p, dev).empty())
+    return Backend::kCublasLt;
   if (heuristics::prefer_cutlass(problem_of(p)) && why_not(Backend::kSm90Cutlass, p, dev).empty())
     return Backend::kSm90Cutlass;
   if (sm90_ok) return Backend::kSm90;

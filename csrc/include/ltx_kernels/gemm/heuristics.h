@@ -8,6 +8,7 @@
 //   choose_tile(...)             the configuration "auto" launches: FP8 128x192 where it fills
 //                                the GPU (measured), else the smallest modelled time
 //   prefer_skinny(...)           whether "auto" takes the few-token kernel over the sm_90a one
+//   prefer_cublaslt(...)         whether "auto" hands a plain FP8 GEMM to cuBLASLt's blockwise one
 //
 // Time model of choose_tile (cycles of one SM; only the ranking matters). A CTA runs
 // ceil(tiles / CTAs) tiles; a tile costs K-blocks x max(tensor-core cycles, shared-memory cycles)
@@ -147,12 +148,25 @@ inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {
 }
 
 // Whether "auto" runs the CUTLASS-collective FP8 kernel ("sm90_cutlass") rather than ours for a
-// plain FP8 GEMM (no epilogue beyond the bias, 16-bit output, more than 64 rows): on the H200 the
+// plain FP8 GEMM that cuBLASLt does not take (no epilogue beyond the bias, 16-bit output, more than
+// 64 rows): on the H200 the
 // two are level (ours at 128x192: 1.00x this one in geometric mean over the 18 LTX / peak shapes,
 // 0.94-1.10x per shape, and 0.87-0.95x cuBLASLt's blockwise GEMM; gemm/README.md), so the CUTLASS
 // kernel keeps the plain GEMMs and ours runs what it cannot: the fused epilogues and FP8 output.
 inline bool prefer_cutlass(const Problem& pr) {
   return pr.ops == Operands::kFp8Blockwise && pr.epilogue == Epilogue::kNone && pr.out != OutKind::kFP8 &&
+         pr.M > 64;
+}
+
+// Whether "auto" runs cuBLASLt's blockwise FP8 GEMM (1x128 activation and 128x128 weight scales,
+// through PyTorch's _scaled_mm) for a plain FP8 GEMM: no epilogue beyond a bias, bf16 output,
+// more than 64 rows. Measured on the H200 in one run (benchmarks/results/h200/gemm.json): at every
+// LTX-Video / LTX-2 linear shape (M 5376 and 10752) cuBLASLt was faster than both our sm_90a
+// kernel and the CUTLASS collective (1.00-1.18x the faster of the two, without bias; with a bf16
+// bias in cuBLASLt's epilogue 1.05-1.22x the CUTLASS kernel with its fp32 bias). Our kernels keep
+// what cuBLASLt cannot do: the fused epilogues, FP8 output, few tokens, fp16 output.
+inline bool prefer_cublaslt(const Problem& pr) {
+  return pr.ops == Operands::kFp8Blockwise && pr.epilogue == Epilogue::kNone && pr.out == OutKind::kBF16 &&
          pr.M > 64;
 }
 
