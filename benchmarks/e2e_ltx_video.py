@@ -78,6 +78,8 @@ def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
     p.add_argument("--no-optimized-kernels", dest="optimized", action="store_false",
                    help="plain diffusers eager transformer")
     p.add_argument("--compile", action="store_true", help="regional torch.compile(fullgraph=True) of each block")
+    p.add_argument("--compile-mode", default=None, choices=[None, "default", "reduce-overhead", "max-autotune-no-cudagraphs"],
+                   help="torch.compile mode of the compiled variants (reduce-overhead: CUDA graphs per block)")
     p.add_argument("--quantization", choices=["none", "fp8", "fp6", "nvfp4"], default="none")
     p.add_argument("--attention", choices=["none", "bf16", "fp8"], nargs="*", default=["none"],
                    help="ltx_kernels.attention inside the optimized processors (several: --compare runs each)")
@@ -147,6 +149,8 @@ def denoise(problem, model, steps: int, guidance: float, device, step_times=None
     if cached:
         model._reset_stateful_cache()
     for i in range(steps):
+        if COMPILE_MODE == "reduce-overhead":  # a new step: the CUDA graphs' earlier outputs are dead
+            torch.compiler.cudagraph_mark_step_begin()
         timer.start()
         with torch.no_grad(), (model.cache_context("cond_uncond") if cached else contextlib.nullcontext()):
             v = problem.velocity(model, lat, sigmas[i], guidance)
@@ -176,9 +180,12 @@ def errors(lat, ref):
     return rel, psnr
 
 
+COMPILE_MODE = None  # --compile-mode: torch.compile's mode for every compiled variant
+
+
 def compile_blocks(transformer):
     for b in transformer.transformer_blocks:
-        b.compile(fullgraph=True)
+        b.compile(fullgraph=True, mode=COMPILE_MODE)
 
 
 def uncompile_blocks(transformer):
@@ -373,6 +380,8 @@ def common_main(argv, spec):
     """spec: module-like with NAME, CONFIG_SOURCE, build_model(args, device, dtype) ->
     (model, weights_note), make_problem(args, model, device, dtype) -> problem, describe(problem)."""
     args = spec.parser().parse_args(argv)
+    global COMPILE_MODE
+    COMPILE_MODE = args.compile_mode
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
         args.dtype or ("bf16" if device.type == "cuda" else "fp32")]

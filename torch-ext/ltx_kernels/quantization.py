@@ -18,10 +18,7 @@
 Output dtype: the original linear's dtype. The GEMMs write bf16 or fp16, so an fp32 linear
 computes in bf16 (same exponent range as fp32, no overflow risk) and its output is cast back to
 fp32; its precision is that of the FP8 operands (~2^-4 relative per element) anyway.
-The bias is added inside the GEMM in fp32 before the single rounding. FP8BlockwiseLinear keeps a
-bf16 (fp16) bias in that dtype, exactly as given, because cuBLASLt's blockwise GEMM (what
-fp8_blockwise_gemm's "auto" runs for a plain FP8 linear on the H200) reads a bf16 bias only; the
-other layers keep it in fp32.
+The bias stays fp32 and is added inside the GEMM before the single rounding.
 
 quantize_linears(model, fmt) swaps nn.Linear modules in place (see its docstring for the
 default policy, which follows LTX-2's: transformer-block linears only, never gates, AdaLN
@@ -69,20 +66,15 @@ def _weight_op(fn, w: torch.Tensor):
 
 
 class _QuantLinearBase(nn.Module):
-    """Shared bookkeeping: in/out features, bias buffer (fp32, or the output dtype where the layer
-    keeps it so), output dtype."""
+    """Shared bookkeeping: in/out features, fp32 bias buffer, output dtype."""
 
-    def _init_common(self, linear: nn.Linear, bias_in_out_dtype: bool = False):
+    def _init_common(self, linear: nn.Linear):
         self.in_features = linear.in_features
         self.out_features = linear.out_features
         self.result_dtype = linear.weight.dtype
         self.out_dtype = _gemm_dtype(linear.weight.dtype)
         b = linear.bias
-        # bias_in_out_dtype: kept in the output dtype when it already is that dtype (a bf16 model:
-        # exact; what cuBLASLt's blockwise GEMM adds in its epilogue), else fp32
-        same = bias_in_out_dtype and b is not None and b.dtype == self.out_dtype
-        bias_dtype = self.out_dtype if same else torch.float32
-        self.register_buffer("bias", None if b is None else b.detach().to(bias_dtype).clone())
+        self.register_buffer("bias", None if b is None else b.detach().float().clone())
 
     def _finish(self, y: torch.Tensor) -> torch.Tensor:
         return y if self.result_dtype == self.out_dtype else y.to(self.result_dtype)
@@ -126,7 +118,7 @@ class FP8BlockwiseLinear(_QuantLinearBase):
     def from_linear(cls, linear: nn.Linear, epilogue: str = "none", fp8_output: bool = False) -> "FP8BlockwiseLinear":
         _check_layer_epilogue(epilogue, fp8_output)
         self = cls()
-        self._init_common(linear, bias_in_out_dtype=True)
+        self._init_common(linear)
         q, s = _weight_op(lambda w: quantize_fp8_block(w, (128, 128)), linear.weight.detach())
         self.register_buffer("weight_q", q)
         self.register_buffer("weight_scales", s)
