@@ -219,4 +219,14 @@ TEST(GemmHeuristics, CublasLtRule) {
   heuristics::Problem bf = fp8_problem(5376, 2048, 2048);
   bf.ops = Operands::kBf16;
   EXPECT_FALSE(heuristics::prefer_cublaslt(bf));
+  // with a bias: only the large weights, where cuBLASLt's bias epilogue measured faster
+  heuristics::Problem biased = fp8_problem(5376, 2048, 2048);
+  biased.bias = true;
+  EXPECT_FALSE(heuristics::prefer_cublaslt(biased));
+  biased.N = 12288;
+  biased.K = 4096;
+  EXPECT_TRUE(heuristics::prefer_cublaslt(biased));
+  biased.N = 4096;
+  biased.K = 16384;
+  EXPECT_TRUE(heuristics::prefer_cublaslt(biased));
 }

@@ -63,6 +63,7 @@ struct Problem {
   OutKind out = OutKind::kBF16;
   GateKind gate = GateKind::kNone;
   int64_t tokens_per_sample = 0;
+  bool bias = false;
 };
 
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -159,15 +160,18 @@ inline bool prefer_cutlass(const Problem& pr) {
 }
 
 // Whether "auto" runs cuBLASLt's blockwise FP8 GEMM (1x128 activation and 128x128 weight scales,
-// through PyTorch's _scaled_mm) for a plain FP8 GEMM: no epilogue beyond a bias, bf16 output,
-// more than 64 rows. Measured on the H200 in one run (benchmarks/results/h200/gemm.json): at every
-// LTX-Video / LTX-2 linear shape (M 5376 and 10752) cuBLASLt was faster than both our sm_90a
-// kernel and the CUTLASS collective (1.00-1.18x the faster of the two, without bias; with a bf16
-// bias in cuBLASLt's epilogue 1.05-1.22x the CUTLASS kernel with its fp32 bias). Our kernels keep
-// what cuBLASLt cannot do: the fused epilogues, FP8 output, few tokens, fp16 output.
+// through PyTorch's _scaled_mm) for a plain FP8 GEMM: no epilogue beyond a bias, bf16 output, more
+// than 64 rows. Measured on the H200 in one run (benchmarks/results/h200/gemm.json):
+//   - without a bias, cuBLASLt was faster than our sm_90a kernel at 17 of the 18 LTX / peak shapes
+//     and level at the last (0.996-1.28x), and faster than the CUTLASS kernel at 16 (0.96-1.20x);
+//   - with a bf16 bias (cuBLASLt's bias epilogue) it was 0.86-1.08x the CUTLASS kernel with an
+//     fp32 bias at the LTX-Video shapes (faster at one of eight) and 1.00-1.14x for the large
+//     weights of LTX-2 (N x K >= 12288 x 4096, six shapes), so with a bias it takes those only.
+// Our kernels keep what cuBLASLt cannot do: fused epilogues, FP8 output, few tokens, fp16 output.
 inline bool prefer_cublaslt(const Problem& pr) {
-  return pr.ops == Operands::kFp8Blockwise && pr.epilogue == Epilogue::kNone && pr.out == OutKind::kBF16 &&
-         pr.M > 64;
+  if (pr.ops != Operands::kFp8Blockwise || pr.epilogue != Epilogue::kNone || pr.out != OutKind::kBF16 || pr.M <= 64)
+    return false;
+  return !pr.bias || pr.N * pr.K >= int64_t(12288) * 4096;
 }
 
 // Whether "auto" runs the few-token kernel ("skinny": weights streamed through mma.sync / a small
