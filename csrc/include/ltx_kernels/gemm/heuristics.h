@@ -161,12 +161,14 @@ inline bool prefer_cutlass(const Problem& pr) {
 
 // Whether "auto" runs cuBLASLt's blockwise FP8 GEMM (1x128 activation and 128x128 weight scales,
 // through PyTorch's _scaled_mm) for a plain FP8 GEMM: no epilogue beyond a bias, bf16 output, more
-// than 64 rows. Measured on the H200 in one run (benchmarks/results/h200/gemm.json):
+// than 64 rows. Measured on the H200 (benchmarks/results/h200/gemm.json, and for the bias the run
+// in experiments/gemm_cublaslt_bias_5d21efb.json, whose "auto" column is cuBLASLt):
 //   - without a bias, cuBLASLt was faster than our sm_90a kernel at 17 of the 18 LTX / peak shapes
 //     and level at the last (0.996-1.28x), and faster than the CUTLASS kernel at 16 (0.96-1.20x);
 //   - with a bf16 bias (cuBLASLt's bias epilogue) it was 0.86-1.08x the CUTLASS kernel with an
-//     fp32 bias at the LTX-Video shapes (faster at one of eight) and 1.00-1.14x for the large
-//     weights of LTX-2 (N x K >= 12288 x 4096, six shapes), so with a bias it takes those only.
+//     fp32 bias at the LTX-Video shapes (faster at one of eight; 0.94-1.04x in gemm.json) and
+//     1.00-1.14x for the large weights of LTX-2 (N x K >= 12288 x 4096, six shapes; 0.98-1.19x in
+//     gemm.json), so with a bias it takes those only.
 // Our kernels keep what cuBLASLt cannot do: fused epilogues, FP8 output, few tokens, fp16 output.
 inline bool prefer_cublaslt(const Problem& pr) {
   if (pr.ops != Operands::kFp8Blockwise || pr.epilogue != Epilogue::kNone || pr.out != OutKind::kBF16 || pr.M <= 64)
