@@ -23,6 +23,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 def kind(name: str) -> str:
     n = name.lower()
     if "ltx_kernels" in n:
+        if "attention_fwd" in n:  # its template arguments name cutlass types too
+            return "attention (ours)"
         return "gemm (ours, fp8)" if ("gemm" in n or "cutlass" in n) else "ltx_kernels (norm/rope/act/quant)"
     if "flash" in n or "fmha" in n or "sdpa" in n or "attention" in n:
         return "attention"
