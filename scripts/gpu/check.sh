@@ -7,7 +7,8 @@
 #   suite (every test file, CUDA cases only), suite-xdist (everything, 8 workers), suite-list (listed ids),
 #   gemm-smoke, sanitize-attn (memcheck of every attention kernel and the quantizer, racecheck of the defaults),
 #   membound-tests (CUDA cases of the memory-bound families, 8 workers when pytest-xdist is importable),
-#   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench)
+#   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench),
+#   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
 # of the tree may carry a stale git HEAD, which the build would otherwise take).
@@ -93,6 +94,14 @@ for s in "${@:-build attn-tests attn-bench}"; do
       membound-bench)
         step membound-bench 300 env PYTHONPATH="$VARIANT:tests:benchmarks:${PYTHONPATH:-}" python3 benchmarks/run.py \
           --only "${MEMBOUND_FAMILIES:-activation,fused_fp8,fp8,norm,fused_norm,rope}" --out "$OUT/bench" ${GIT_SHA:+--sha $GIT_SHA} ;;
+      e2e-cudagraphs)  # LTX-Video compiled with CUDA graphs, Inductor's reasons for skipping them logged
+        for v in "--no-optimized-kernels" "--quantization fp8"; do
+          tag=$(echo "$v" | tr -dc 'a-z0-9')
+          step "e2e-cudagraphs-$tag" 150 env PYTHONPATH="$VARIANT:benchmarks:${PYTHONPATH:-}" TORCH_LOGS="perf_hints,cudagraphs" \
+            python3 benchmarks/e2e_ltx_video.py $v --compile --compile-mode reduce-overhead --steps 8 \
+            --warmup-iterations 1 --timed-runs 2 --out "$OUT/e2e_cudagraphs_$tag.json"
+          grep -ihE "skipping cudagraph" "$OUT/e2e-cudagraphs-$tag.log" | sort | uniq -c | head -5 | tee -a "$SUMMARY"
+        done ;;
       *) say "unknown step $st" ;;
     esac
   done
