@@ -82,6 +82,60 @@ def quantize_fp8_per_token_group(x: torch.Tensor, group_size: int = 128, scale_l
     return q, scales
 
 
+def _quantize_fp8_per_token_group_composed(x: torch.Tensor, group_size: int = 128,
+                                           scale_layout: str = "row") -> Tuple[torch.Tensor, torch.Tensor]:
+    """quantize_fp8_per_token_group (e4m3fn) written as plain PyTorch ops, for torch.compile to
+    turn into one generated kernel (fused with its producer where it can) instead of calling ours.
+
+    In eager mode and in Inductor's CPU code it is bit for bit the rule above (the tests hold it
+    to the reference):
+      - s = amax / 448 computed in float64 and rounded once to fp32. That is the correctly
+        rounded fp32 quotient even where the float64 division becomes a multiplication by the
+        reciprocal (PyTorch's CUDA eager kernels do that for a Python-scalar divisor; in fp32
+        it would be off by an ulp at times): amax / 448 = (amax / 7) 2^-6 is exact, or its
+        binary expansion repeats with period 3 and stays far (>> 2^-50 relative) from every
+        fp32 rounding midpoint;
+      - x / s with a tensor divisor (a true division), clamped to +-448 so that the cast never
+        overflows to NaN, PyTorch's round-to-nearest-even cast;
+      - the sign bit of x OR-ed into every code, NaN elements the NaN code (casts do not agree
+        on the sign of a NaN).
+    Under torch.compile on CUDA the element division is Inductor's: Triton's approximate
+    `div.full` (within 2 fp32 ulps) unless TORCHINDUCTOR_EMULATE_DIVISION_ROUNDING=1, so there a
+    code can differ from the rule's by one step where x / s lies within 2 ulps of a rounding
+    midpoint; the scales stay exact. Like every composition the integrations leave to Inductor,
+    its numerics there are Inductor's."""
+    op = "quantize_fp8_per_token_group"
+    if scale_layout not in ("row", "mn_major"):
+        raise RuntimeError(f"ltx_kernels.{op}: scale_layout must be 'row' or 'mn_major' (got {scale_layout!r})")
+    if x.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise RuntimeError(f"ltx_kernels.{op}: x must be float32, float16 or bfloat16 (got {x.dtype})")
+    if x.dim() < 1:
+        raise RuntimeError(f"ltx_kernels.{op}: x must have at least one dimension (got a scalar)")
+    k = x.shape[-1]
+    if group_size <= 0:
+        raise RuntimeError(f"ltx_kernels.{op}: group_size must be > 0 (got {group_size})")
+    if k % group_size != 0:
+        raise RuntimeError(f"ltx_kernels.{op}: x.shape[-1] must be a multiple of group_size (got {k} and "
+                           f"group_size {group_size})")
+    m = x.numel() // k if k > 0 else math.prod(x.shape[:-1])
+    g = k // group_size
+    fmax = 448.0
+    xg = x.float().reshape(m, g, group_size)
+    amax = torch.where(torch.isnan(xg), 0.0, xg.abs()).amax(-1, keepdim=True) if m * g > 0 \
+        else xg.new_zeros(m, g, 1)
+    s = (amax.double() / fmax).float()
+    v = torch.where(torch.isfinite(xg), xg / torch.where(s == 0, 1.0, s), xg).clamp(-fmax, fmax)
+    # The cast's own NaN is not reliably signed (x86's default NaN is negative, Triton's
+    # positive): every code takes the sign bit of its x, and NaN elements the NaN code 0x7F.
+    mag = torch.where(torch.isnan(xg), 0x7F, v.to(torch.float8_e4m3fn).view(torch.uint8) & 0x7F)
+    q = (mag | torch.signbit(xg).to(torch.uint8) * 0x80).view(torch.float8_e4m3fn).reshape(x.shape)
+    s = s.reshape(m, g)
+    if scale_layout == "mn_major":  # strides (1, M_pad), the padding 0, as _mn_major_scales_out
+        m_pad = (m + 3) // 4 * 4
+        s = torch.nn.functional.pad(s.t(), (0, m_pad - m)).t()[:m]
+    return q, s
+
+
 def quantize_fp8_block(w: torch.Tensor, block: Tuple[int, int] = (128, 128),
                        fp8_dtype: torch.dtype = torch.float8_e4m3fn,
                        out: Optional[Tuple[torch.Tensor, torch.Tensor]] = None) -> Tuple[torch.Tensor, torch.Tensor]:

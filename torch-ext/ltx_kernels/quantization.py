@@ -19,6 +19,9 @@ Output dtype: the original linear's dtype. The GEMMs write bf16 or fp16, so an f
 computes in bf16 (same exponent range as fp32, no overflow risk) and its output is cast back to
 fp32; its precision is that of the FP8 operands (~2^-4 relative per element) anyway.
 The bias stays fp32 and is added inside the GEMM before the single rounding.
+While torch.compile traces an FP8BlockwiseLinear, the activation quantization is written as
+PyTorch ops (the same rule) for Inductor to generate, because that measured faster than our
+quantizer kernel (integrations/_compile_policy.py); the GEMM stays ours.
 
 quantize_linears(model, fmt) swaps nn.Linear modules in place (see its docstring for the
 default policy, which follows LTX-2's: transformer-block linears only, never gates, AdaLN
@@ -32,9 +35,10 @@ from typing import Callable, Iterable, List, Optional, Union
 import torch
 from torch import nn
 
-from .fp8 import quantize_fp8_block, quantize_fp8_per_token_group
+from .fp8 import _quantize_fp8_per_token_group_composed, quantize_fp8_block, quantize_fp8_per_token_group
 from .gemm import GEMM_EPILOGUES, bf16_gemm, fp6_blockwise_gemm, fp8_blockwise_gemm, scaled_mm_nvfp4
 from .lowbit import nvfp4_per_tensor_scale, quantize_fp6_block, quantize_nvfp4
+from .integrations._compile_policy import use_kernel
 
 __all__ = [
     "FP8BlockwiseLinear",
@@ -136,7 +140,11 @@ class FP8BlockwiseLinear(_QuantLinearBase):
     def _quantize_input(self, x):
         if isinstance(x, (tuple, list)):
             return x[0], x[1]
-        return quantize_fp8_per_token_group(x, 128, _mn_layout(x))
+        if use_kernel("quantize_fp8_per_token_group", x):
+            return quantize_fp8_per_token_group(x, 128, _mn_layout(x))
+        # while torch.compile traces: the same rule as PyTorch ops, which Inductor's generated
+        # kernel runs faster than ours (integrations/_compile_policy.py)
+        return _quantize_fp8_per_token_group_composed(x, 128, _mn_layout(x))
 
     def _gemm_kwargs(self, x, residual, gate, out):
         kw = {"epilogue": self.epilogue}
