@@ -134,6 +134,18 @@ def test_fp8_linear_quantizes_in_torch_ops_under_compile(keep_all):
     torch._dynamo.reset()
     got = torch.compile(lin, fullgraph=True, dynamic=False)(x)  # Inductor's generated code
     assert torch.equal(got.view(torch.int16), want.view(torch.int16))
+    # the M-major scales the layer uses on CUDA (strides (1, M_pad)), from Inductor's buffers
+    # into our GEMM, M = 66 not a multiple of 4
+    composed = ltx_kernels.fp8._quantize_fp8_per_token_group_composed
+
+    def gemm_mn(t):
+        q, s = composed(t, 128, "mn_major")
+        return ltx_kernels.fp8_blockwise_gemm(q, s, lin.weight_q, lin.weight_scales, lin.bias)
+
+    torch._dynamo.reset()
+    got = torch.compile(gemm_mn, fullgraph=True, dynamic=False)(x)
+    assert torch.equal(got.view(torch.int16), gemm_mn(x).view(torch.int16))
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
 
 
 # ---- diffusers ------------------------------------------------------------------------------
