@@ -73,6 +73,21 @@ TEST(SegmentShape, CoversEverySegmentWithinOneWave) {
   EXPECT_EQ(g.grid, 396);
 }
 
+TEST(WarpRoundedThreads, WholeWarpsWithinTheLimit) {
+  EXPECT_EQ(warp_rounded_threads(0, 512), 32);
+  EXPECT_EQ(warp_rounded_threads(1, 512), 32);
+  EXPECT_EQ(warp_rounded_threads(32, 512), 32);
+  EXPECT_EQ(warp_rounded_threads(33, 512), 64);
+  EXPECT_EQ(warp_rounded_threads(500, 512), 512);
+  EXPECT_EQ(warp_rounded_threads(513, 512), 512);
+  EXPECT_EQ(warp_rounded_threads(int64_t(1) << 40, 256), 256);
+  for (int64_t u = 1; u <= 2048; ++u) {
+    const int t = warp_rounded_threads(u, 512);
+    EXPECT_EQ(t % 32, 0);
+    EXPECT_TRUE(t == 512 || (t >= u && t - u < 32)) << u;
+  }
+}
+
 TEST(TileShape, ThreadsHoldTheTile) {
   for (int64_t chunks : {1, 31, 32, 1024, 2048, 4096, 100000}) {
     for (int nv : {1, 4, 8, 16}) {

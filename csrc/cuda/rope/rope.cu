@@ -43,7 +43,7 @@ cudaError_t launch_norm_vector(const Params<T, TT>& p, cudaStream_t stream) {
 template <typename T, typename TT, bool SPLIT, int N, bool VECTOR>
 cudaError_t launch_norm_loop(const Params<T, TT>& p, cudaStream_t stream) {
   const int nch = rope_detail::chunks_per_row<N, SPLIT>(p.cols);
-  const unsigned threads = unsigned(std::min(512, std::max(32, (nch + 31) / 32 * 32)));
+  const unsigned threads = unsigned(warp_rounded_threads(nch, 512));  // the loop kernel's limit
   const unsigned grid = unsigned(std::min<int64_t>(p.rows, kRowwiseMaxGrid));
   rope_detail::norm_rope_loop<T, TT, SPLIT, N, VECTOR><<<grid, threads, 0, stream>>>(p);
   return cudaGetLastError();

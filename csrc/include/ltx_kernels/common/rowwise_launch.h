@@ -49,6 +49,12 @@ inline SegmentShape segment_shape(int64_t seg_chunks, int64_t segments, int sm_c
   return s;
 }
 
+// Threads of a CTA that gives each of `units` work items one thread: rounded up to whole warps,
+// at least one warp, at most `max_threads` (the kernel's limit; the CTA loops beyond it).
+inline int warp_rounded_threads(int64_t units, int max_threads) {
+  return int(std::min<int64_t>(max_threads, std::max<int64_t>(32, (units + 31) / 32 * 32)));
+}
+
 // A CTA owns a tile of `chunks` 16-byte accesses held in registers, `nv` per thread (all loads
 // issued before the CTA-wide reduction), one tile per CTA; `max_threads` is the kernel's limit.
 struct TileShape {
@@ -62,7 +68,7 @@ inline TileShape tile_shape(int64_t chunks, int64_t tiles, int nv, int max_threa
   TileShape s;
   const int64_t want = (std::max<int64_t>(chunks, 1) + nv - 1) / nv;
   s.in_regs = want <= max_threads;
-  s.threads = int(std::min<int64_t>(max_threads, std::max<int64_t>(32, (want + 31) / 32 * 32)));
+  s.threads = warp_rounded_threads(want, max_threads);
   s.grid = std::max<int64_t>(1, std::min<int64_t>(tiles, max_grid));
   return s;
 }
@@ -269,7 +275,7 @@ struct DequantShape {
 inline DequantShape dequant_shape(int64_t rows, int64_t cpr, int cpt) {
   DequantShape d;
   const int64_t want = (cpr + cpt - 1) / cpt;
-  d.threads = int(std::min<int64_t>(kRowwiseThreads, std::max<int64_t>(32, (want + 31) / 32 * 32)));
+  d.threads = warp_rounded_threads(want, kRowwiseThreads);
   d.gx = std::min<int64_t>((cpr + int64_t(d.threads) * cpt - 1) / (int64_t(d.threads) * cpt), 65535);
   d.gy = std::min<int64_t>(rows, 65535);
   return d;
