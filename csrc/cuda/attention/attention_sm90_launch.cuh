@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "ltx_kernels/attention/attention_cuda.h"
+#include "ltx_kernels/common/device.h"
 #include "ltx_kernels/attention/sm90_attention_fwd.cuh"
 
 namespace ltx_kernels {
@@ -88,8 +89,8 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
       a.pingpong >= 0 ? a.pingpong : ((Tr::kFp8 && D == 64) ? 0 : 1),
   };
   auto kernel = attention_fwd_kernel<Tr>;
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes);
+  static PerDeviceMax smem_limit;  // per device: common/per_device.h
+  const cudaError_t attr = raise_dynamic_smem(smem_limit, kernel, Tr::kSmemBytes);
   if (attr != cudaSuccess) return attr;
   const dim3 grid(unsigned((Sq + Tr::kBlockM - 1) / Tr::kBlockM), unsigned(H), unsigned(B));
   kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);

@@ -13,6 +13,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "ltx_kernels/common/device.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
 #include "ltx_kernels/gemm/fp8_gemm_skinny.cuh"
 #include "ltx_kernels/gemm/gemm_host.h"
@@ -199,7 +200,8 @@ size_t workspace_bytes_for(const Fp8BlockwiseGemmArgs& p, int splits, bool wg) {
 template <int NT, bool WG>
 cudaError_t launch(const Fp8BlockwiseGemmArgs& p, int splits, void* ws, cudaStream_t stream) {
   auto kernel = skinny_gemm_kernel<NT, WG>;
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<NT, WG>::SMEM);
+  static PerDeviceMax smem_limit;  // per device: common/per_device.h
+  cudaError_t e = raise_dynamic_smem(smem_limit, kernel, int(Cfg<NT, WG>::SMEM));
   if (e != cudaSuccess) return e;
   const int64_t tiles = cdiv(p.N, kRowsPerCta);
   SplitWorkspace w;

@@ -9,6 +9,7 @@
 //   fp6, BM=128, 2 stages: 2 * (16 + 12) KB + 16 KB = 72 KB   (Ada / sm_120)
 //   fp6, BM=64,  3 stages: 3 * (8 + 12) KB + 16 KB  = 76 KB
 // BM=64 is used when M <= 64 or when 128-row tiles would leave most SMs idle.
+#include "ltx_kernels/common/device.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
 #include "ltx_kernels/gemm/fp8_gemm_sm89.cuh"
 
@@ -55,8 +56,8 @@ cudaError_t launch(const Fp8BlockwiseGemmArgs& args, cudaStream_t stream) {
   auto kernel = blockwise_gemm_kernel<BM, STAGES, FP6>;
   const int64_t tiles = ceil_div(args.M, BM) * ceil_div(args.N, kBN);
   if (tiles > INT_MAX) return cudaErrorNotSupported;
-  cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM);
+  static PerDeviceMax smem_limit;  // per device: common/per_device.h
+  const cudaError_t e = raise_dynamic_smem(smem_limit, kernel, int(Cfg::SMEM));
   if (e != cudaSuccess) return e;
   kernel<<<unsigned(tiles), kThreads, Cfg::SMEM, stream>>>(args);
   return cudaGetLastError();

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ltx_kernels/common/device.h"
 #include "ltx_kernels/gemm/gemm_params.h"
 #include "ltx_kernels/gemm/heuristics.h"
 #include "ltx_kernels/gemm/sm90_gemm.cuh"
@@ -153,14 +154,9 @@ cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cuda
   p.ds_sg = g.ds_stride_g;
 
   auto kernel = gemm_kernel<kFp8, BM, BN>;
-  // Raise the kernel's dynamic shared memory limit once per size (a benign race: both writers
-  // set a sufficient value).
-  static std::atomic<int> smem_set{0};
-  if (int(L.smem_bytes) > smem_set.load(std::memory_order_relaxed)) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L.smem_bytes));
-    if (e != cudaSuccess) return e;
-    smem_set.store(int(L.smem_bytes), std::memory_order_relaxed);
-  }
+  // The kernel's dynamic shared memory limit, raised once per device and size (per_device.h)
+  static PerDeviceMax smem_limit;
+  if (cudaError_t e = raise_dynamic_smem(smem_limit, kernel, int(L.smem_bytes)); e != cudaSuccess) return e;
 
   cudaLaunchConfig_t lc = {};
   cudaLaunchAttribute attr[1];

@@ -15,7 +15,8 @@ cudaError_t launch(const natten_detail::NaKernelArgs& args, int64_t boxes, const
                    cudaStream_t stream) {
   using S = natten_detail::Smem<T, D>;
   auto kernel = natten_detail::na_fwd_kernel<T, D>;
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::kBytes));
+  static PerDeviceMax smem_limit;  // per device: common/per_device.h
+  const cudaError_t err = raise_dynamic_smem(smem_limit, kernel, int(S::kBytes));
   if (err != cudaSuccess) return err;
   const dim3 grid(unsigned(boxes), unsigned(p.heads), unsigned(p.batch));
   kernel<<<grid, natten_detail::kThreads, S::kBytes, stream>>>(args);

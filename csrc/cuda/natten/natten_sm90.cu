@@ -4,6 +4,7 @@
 
 #include <type_traits>
 
+#include "ltx_kernels/common/device.h"
 #include "ltx_kernels/natten/natten.h"
 #include "ltx_kernels/natten/natten_heuristics.h"
 #include "ltx_kernels/natten/natten_sm90.cuh"
@@ -85,8 +86,8 @@ cudaError_t launch(const NattenParams& g, int box, cudaStream_t stream) {
   if (boxes > int64_t(INT32_MAX)) return cudaErrorInvalidValue;
 
   auto kernel = w8 == 16 ? natten_sm90::na_tma_kernel<T, 16> : natten_sm90::na_tma_kernel<T, 32>;
-  cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(natten_sm90::kSmemBytes));
+  static PerDeviceMax smem_limit[2];  // per kernel and device: common/per_device.h
+  cudaError_t err = raise_dynamic_smem(smem_limit[w8 == 16 ? 0 : 1], kernel, int(natten_sm90::kSmemBytes));
   if (err != cudaSuccess) return err;
   // two CTAs per SM need 2 x 67 KB: ask for the largest shared-memory carveout
   err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, int(cudaSharedmemCarveoutMaxShared));

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <thread>
 
+#include "ltx_kernels/common/per_device.h"
+
 namespace ltx_kernels {
 
 struct DeviceProps {
@@ -20,7 +22,7 @@ struct DeviceProps {
 // for a device asks the runtime; later calls return the cached values (thread-safe). Every
 // field is 0 when `device` names no device.
 inline const DeviceProps& device_props(int device) {
-  constexpr int kMaxDevices = 64;
+  constexpr int kMaxDevices = kMaxCudaDevices;
   static DeviceProps props[kMaxDevices];
   // Not std::call_once: that binds pthread_once@GLIBC_2.34 on a new glibc, and the wheel must
   // load on manylinux_2_28. The first caller claims the slot (0 -> 1), fills it and publishes it
@@ -57,6 +59,20 @@ inline const DeviceProps& current_device_props() {
     device = -1;
   }
   return device_props(device);
+}
+
+// Lets `kernel` use `bytes` of dynamic shared memory on the current device: sets
+// cudaFuncAttributeMaxDynamicSharedMemorySize there unless `limit` (the kernel's own
+// PerDeviceMax, a static in its launcher) says a value >= bytes is already set on this device.
+// Returns the runtime's error (cudaGetDevice's or the attribute's), cudaSuccess otherwise.
+template <class Kernel>
+cudaError_t raise_dynamic_smem(PerDeviceMax& limit, Kernel kernel, int bytes) {
+  int device = -1;
+  const cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  return cudaError_t(limit.raise(device, bytes, [&](int b) {
+    return int(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, b));
+  }));
 }
 
 }  // namespace ltx_kernels

@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "ltx_kernels/activation/activation.cuh"
+#include "ltx_kernels/common/device.h"
 #include "ltx_kernels/common/fp8_util.h"
 #include "ltx_kernels/common/reduce.cuh"
 #include "ltx_kernels/common/rowwise_launch.h"
@@ -461,33 +462,32 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
   while ((1 << lpg_shift) < lpg) ++lpg_shift;
   // Op::kStageRow: the staged rows in dynamic shared memory (the warp shape's 4 rows of <= 128
   // 16-byte vectors: <= 8 KB; a block's row of <= 4096 vectors: <= 64 KB)
-  auto smem_for = [&](auto kernel, int rows_per_cta) -> size_t {
-    if constexpr (!Op::kStageRow) {
-      return 0;
-    } else {
-      const size_t bytes = size_t(rows_per_cta) * size_t(cols) * sizeof(T);
-      if (bytes > 48 * 1024)
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
-      return bytes;
-    }
-  };
   const RowRegShape sh = fp8_rows_shape(nvec);
   const unsigned grid = unsigned(std::min<int64_t>(sh.kind == RowRegShape::kWarp ? (rows + 3) / 4 : rows, kRowwiseMaxGrid));
-  auto run = [&](auto warp, auto nv) {
+  // One instantiation per kernel (the argument types differ), so its static limit is per kernel.
+  auto run = [&](auto warp, auto nv) -> cudaError_t {
     auto kernel = fp8_rows<Op, T, V, decltype(nv)::value, decltype(warp)::value>;
     const int per_cta = decltype(warp)::value ? 4 : 1;
-    kernel<<<grid, unsigned(sh.threads), smem_for(kernel, per_cta), stream>>>(op, o, rows, int(cols), lpg,
-                                                                             lpg_shift);
+    size_t smem = 0;
+    if constexpr (Op::kStageRow) {
+      smem = size_t(per_cta) * size_t(cols) * sizeof(T);
+      static PerDeviceMax smem_limit;  // above 48 KB, once per device and size: common/per_device.h
+      if (smem > 48 * 1024) {
+        const cudaError_t e = raise_dynamic_smem(smem_limit, kernel, int(smem));
+        if (e != cudaSuccess) return e;
+      }
+    }
+    kernel<<<grid, unsigned(sh.threads), smem, stream>>>(op, o, rows, int(cols), lpg, lpg_shift);
+    return cudaGetLastError();
   };
   using W = std::true_type;
   using B = std::false_type;
   using I4 = std::integral_constant<int, 4>;
   using I16 = std::integral_constant<int, 16>;
-  if (sh.kind == RowRegShape::kWarp) run(W{}, I4{});
-  else if (sh.kind == RowRegShape::kBlock && sh.nv == 4) run(B{}, I4{});
-  else if (sh.kind == RowRegShape::kBlock && sh.nv == 16) run(B{}, I16{});
-  else return cudaErrorInvalidValue;
-  return cudaGetLastError();
+  if (sh.kind == RowRegShape::kWarp) return run(W{}, I4{});
+  if (sh.kind == RowRegShape::kBlock && sh.nv == 4) return run(B{}, I4{});
+  if (sh.kind == RowRegShape::kBlock && sh.nv == 16) return run(B{}, I16{});
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace fused_fp8_detail
