@@ -8,7 +8,8 @@
 #   gemm-smoke, sanitize-attn (memcheck of every attention kernel and the quantizer, racecheck of the defaults),
 #   membound-tests (CUDA cases of the memory-bound families, 8 workers when pytest-xdist is importable),
 #   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench),
-#   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged)
+#   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged),
+#   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
 # of the tree may carry a stale git HEAD, which the build would otherwise take).
@@ -102,6 +103,9 @@ for s in "${@:-build attn-tests attn-bench}"; do
             --warmup-iterations 1 --timed-runs 2 --out "$OUT/e2e_cudagraphs_$tag.json"
           grep -ihE "skipping cudagraph" "$OUT/e2e-cudagraphs-$tag.log" | sort | uniq -c | head -5 | tee -a "$SUMMARY"
         done ;;
+      multi-device)
+        step multi-device 180 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -v -p no:cacheprovider -rfEs \
+          tests/test_multi_device.py ;;
       *) say "unknown step $st" ;;
     esac
   done
