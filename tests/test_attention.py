@@ -269,9 +269,9 @@ def test_fp8_quantizer_follows_its_rule():
 
 
 # The sm_90 kernel's alternative tile configurations (LTX_KERNELS_ATTENTION_TILE, what
-# csrc/cuda/attention/attention_tiles_sm90.cu builds): each one forced on ragged shapes, with
+# csrc/cuda/attention/attention_tiles_{bf16,e4m3}_sm90.cu build): each one forced on ragged shapes, with
 # kv_lengths, a key mask and grouped heads, with both warpgroup schedules.
-SM90_TILES = {("bf16", 64): [1, 2], ("bf16", 128): [1, 2, 3], ("fp8", 64): [1, 2], ("fp8", 128): [1, 2]}
+SM90_TILES = {("bf16", 64): [1, 2], ("bf16", 128): [1, 2, 3], ("fp8", 64): [1, 2], ("fp8", 128): [1, 2, 3]}
 
 
 @CUDA
@@ -301,6 +301,27 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
             out = lk.attention(*ops8, kv_lengths=lengths, backend="sm90")
             monkeypatch.delenv("LTX_KERNELS_ATTENTION_TILE")
             fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, what=what)
+
+
+@CUDA
+def test_sm90_fp8_pv_in_o_accuracy(monkeypatch):
+    """The FP8 d 128 alternative that accumulates P V in the tensor core's accumulator (tile 3,
+    Traits::kPvInO) against the default (a fresh fragment per key block, summed in fp32) on long
+    key sequences, where the accumulator's shorter sums would show: within the stated FP8 bound,
+    and at most 10% (+1e-4) above the default's relative L2 error against fp64."""
+    if not sm90_available():
+        pytest.skip("the sm90 kernel's tiles")
+    b, s, h, d = 1, 8192, 2, 128
+    q, k = ltx_like_qk(b, s, h, d, "cuda")
+    v = torch.randn(b, s, h, d, device="cuda").bfloat16()
+    want = ref.attention(q.cpu(), k.cpu(), v.cpu())
+    ops8 = lk.quantize_attention_fp8(q, k, v)
+    rel = {}
+    for tile in (0, 3):
+        monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", str(tile))
+        rel[tile], cos = _rel_cos(lk.attention(*ops8, backend="sm90"), want)
+        assert rel[tile] <= 0.06 and cos >= 0.998, (tile, rel[tile], cos)
+    assert rel[3] <= 1.1 * rel[0] + 1e-4, rel
 
 
 @CUDA

@@ -20,8 +20,9 @@
 //        wgmma runs; wait P V; release stage j-1; rescale O; P_j <- S_j.
 //   FP8 accumulates each P_j V_j into a fresh fp32 fragment and adds it to O (the FP8 tensor
 //        core's own accumulator keeps fewer bits than fp32: adding a whole block at once keeps the
-//        long sums in fp32). P is scaled by 448 (2^log2(448) folded into the exponent) so it uses
-//        E4M3's range; the row sums are of the same scaled values, so the scale cancels.
+//        long sums in fp32; Traits::kPvInO accumulates into O directly instead, as 16-bit does).
+//        P is scaled by 448 (2^log2(448) folded into the exponent) so it uses E4M3's range; the
+//        row sums are of the same scaled values, so the scale cancels.
 //   Epilogue: O / l (0 where l = 0: a row with no valid key), FP8 per-channel V factors, rounded
 //        to the output dtype into shared memory (per warpgroup a 64-row tile; 16-bit inputs write
 //        it over the warpgroup's own Q tile) and stored by TMA (rows past Sq are clipped by the
@@ -67,12 +68,17 @@ CUTE_HOST_DEVICE constexpr auto smem_atom_k() {
 using GShape = Shape<int32_t, int32_t, int32_t, int32_t>;   // (rows, cols, head, batch)
 using GStride = Stride<int64_t, _1, int64_t, int64_t>;      // cols contiguous
 
-template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_, int kMmaWG_ = 2>
+template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_, int kMmaWG_ = 2,
+          bool kPvInO_ = false>
 struct Traits {
   using Element = Element_;  // cutlass::bfloat16_t, cutlass::half_t or cutlass::float_e4m3_t
   using Out = Out_;          // cutlass::bfloat16_t or cutlass::half_t
   static constexpr bool kFp8 = sizeof(Element) == 1;
   static constexpr bool kKPerToken = kKPerToken_;  // FP8: one K factor per key (else per block)
+  // FP8: P V accumulated by the tensor core into O itself, as for 16-bit inputs (else into a
+  // fresh fragment per key block, added to O in fp32): D / 2 fewer registers per thread and one
+  // FADD less per O element and block, at the cost of the FP8 accumulator's shorter sums.
+  static constexpr bool kPvInO = kFp8 && kPvInO_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kMmaWG = kMmaWG_;  // consumer warpgroups, 64 query rows each
   static constexpr int kBlockM = 64 * kMmaWG;
@@ -465,7 +471,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       my_turn();
       wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, s), tSrS);
       Tensor tOrT = make_fragment_like(tOrO);  // FP8: this block's P V alone
-      if constexpr (Tr::kFp8) {
+      if constexpr (Tr::kFp8 && !Tr::kPvInO) {
         wg_gemm<true, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrT);
       } else {
         wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrO);
@@ -489,7 +495,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       CUTE_UNROLL
       for (int i = 0; i < size(tOrO); ++i) {
         const float a = alpha[(i / 2) % 2];
-        if constexpr (Tr::kFp8) {
+        if constexpr (Tr::kFp8 && !Tr::kPvInO) {
           tOrO(i) = (tOrO(i) + tOrT(i)) * a;
         } else {
           tOrO(i) *= a;
@@ -501,14 +507,14 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       const int sl = (n_blocks - 1) % kStages;
       Barrier::wait(&ss.full_v[sl], ((n_blocks - 1) / kStages) & 1);
       Tensor tOrT = make_fragment_like(tOrO);
-      if constexpr (Tr::kFp8) {
+      if constexpr (Tr::kFp8 && !Tr::kPvInO) {
         wg_gemm<true, true>(mma_pv, tOrP, tOrV(_, _, _, sl), tOrT);
       } else {
         wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sl), tOrO);
       }
       warpgroup_wait<0>();
       if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[sl]);
-      if constexpr (Tr::kFp8) {
+      if constexpr (Tr::kFp8 && !Tr::kPvInO) {
         CUTE_UNROLL
         for (int i = 0; i < size(tOrO); ++i) tOrO(i) += tOrT(i);
       }
