@@ -9,7 +9,8 @@
 #   membound-tests (CUDA cases of the memory-bound families, 8 workers when pytest-xdist is importable),
 #   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench),
 #   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged),
-#   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2)
+#   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2),
+#   attn-tiles (scripts/attention_tiles.py: every tile alternative beside cuDNN, JSON into $OUT)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
 # of the tree may carry a stale git HEAD, which the build would otherwise take).
@@ -103,6 +104,10 @@ for s in "${@:-build attn-tests attn-bench}"; do
             --warmup-iterations 1 --timed-runs 2 --out "$OUT/e2e_cudagraphs_$tag.json"
           grep -ihE "skipping cudagraph" "$OUT/e2e-cudagraphs-$tag.log" | sort | uniq -c | head -5 | tee -a "$SUMMARY"
         done ;;
+      attn-tiles)
+        step attn-tiles 240 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/attention_tiles.py \
+          --json "$OUT/attention_tiles.json"
+        tail -30 "$OUT/attn-tiles.log" > "$OUT/attn_tiles_tail.log" ;;
       multi-device)
         step multi-device 180 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -v -p no:cacheprovider -rfEs \
           tests/test_multi_device.py ;;
