@@ -467,9 +467,9 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
   // One instantiation per kernel (the argument types differ), so its static limit is per kernel.
   auto run = [&](auto warp, auto nv) -> cudaError_t {
     auto kernel = fp8_rows<Op, T, V, decltype(nv)::value, decltype(warp)::value>;
-    const int per_cta = decltype(warp)::value ? 4 : 1;
     size_t smem = 0;
     if constexpr (Op::kStageRow) {
+      constexpr int per_cta = decltype(warp)::value ? 4 : 1;  // rows staged per CTA
       smem = size_t(per_cta) * size_t(cols) * sizeof(T);
       static PerDeviceMax smem_limit;  // above 48 KB, once per device and size: common/per_device.h
       if (smem > 48 * 1024) {
