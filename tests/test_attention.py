@@ -304,7 +304,7 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
 
 
 @CUDA
-def test_sm90_fp8_pv_in_o_accuracy(monkeypatch):
+def test_sm90_tile_fp8_pv_in_o_accuracy(monkeypatch):
     """The FP8 d 128 alternative that accumulates P V in the tensor core's accumulator (tile 3,
     Traits::kPvInO) against the default (a fresh fragment per key block, summed in fp32) on long
     key sequences, where the accumulator's shorter sums would show: within the stated FP8 bound,
