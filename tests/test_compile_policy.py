@@ -186,9 +186,11 @@ def test_diffusers_blocks_under_compile(keep_all, model):
 @pytest.mark.parametrize("keep_all", [False, True], indirect=True, ids=["policy", "keep-all"])
 def test_diffusers_fp8_blocks_under_compile(keep_all):
     """optimize(quantization="fp8") under the policy: the FP8 GEMMs and the FP8-output norms stay
-    ours, the activation quantizer is traced as PyTorch ops (ours with every kernel kept), and
-    the outputs are bit for bit the eager model's (on the CPU the traced quantization is the
-    rule exactly)."""
+    ours, the activation quantizer is traced as PyTorch ops (ours with every kernel kept). With
+    every kernel kept the outputs are bit for bit the eager model's. Under the policy the
+    feed-forward's GELU is traced too and rounds to bf16 before the down projection quantizes
+    it, where eager mode quantizes the fp32 GELU (gelu_tanh with FP8 output): the two stay as
+    close to the unquantized model as FP8 allows (test_integrations_diffusers' bound)."""
     d = diffusers_tests
     m, kw = d.ltx_video(heads=2, head_dim=64).to(torch.bfloat16), d.video_inputs("cpu", torch.bfloat16)
     o = d.optimized_copy(m, quantization="fp8")
@@ -200,8 +202,13 @@ def test_diffusers_fp8_blocks_under_compile(keep_all):
     assert "adaln_rms_norm_fp8" in called, called
     assert ("quantize_fp8_per_token_group" in called) == keep_all, called
     got, want = (v if isinstance(v, (tuple, list)) else (v,) for v in (got, want))
-    for g, w in zip(got, want):
-        assert torch.equal(g, w)
+    plain = d.run(m, kw)
+    plain = plain if isinstance(plain, (tuple, list)) else (plain,)
+    for g, w, p in zip(got, want, plain):
+        if keep_all:
+            assert torch.equal(g, w)
+        assert d.calc_diff(g, p) < 2e-2, d.calc_diff(g, p)
+        assert d.calc_diff(w, p) < 2e-2, d.calc_diff(w, p)
 
 
 # ---- transformers ---------------------------------------------------------------------------

@@ -421,6 +421,40 @@ def test_fp8_quantization_close(device, model):
     assert sum(type(mod).__name__ == "FP8BlockwiseLinear" for mod in o.modules()) == n_fp8
 
 
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_fp8_feed_forward_gelu_writes_fp8(device, monkeypatch):
+    """With FP8 linears, the feed-forward's GELU writes the down projection's FP8 (q, scales)
+    itself (one pass instead of the GELU's and the down projection's quantizer), unless a hook on
+    the down projection expects a tensor; either way the block stays within the FP8 bound."""
+    needs_cuda(device)
+    quantization = _quantization_or_skip()
+    dtype = torch.bfloat16
+    m = ltx_video(heads=2, head_dim=64).to(device, dtype)
+    kw = video_inputs(device, dtype)
+    want = run(m, kw)
+    o = optimized_copy(m, quantization="fp8")
+    downs = {id(b.ff.net[2]) for b in o.transformer_blocks}
+    seen = []
+    forward = quantization.FP8BlockwiseLinear.forward
+
+    def recording(self, x, *args, **kwargs):
+        if id(self) in downs:
+            seen.append(isinstance(x, (tuple, list)))
+        return forward(self, x, *args, **kwargs)
+
+    monkeypatch.setattr(quantization.FP8BlockwiseLinear, "forward", recording)
+    got = run(o, kw)
+    assert seen == [True] * len(downs), seen
+    for w, g in zip(want, got):
+        assert calc_diff(g, w) < 2e-2, calc_diff(g, w)
+    seen.clear()
+    o.transformer_blocks[0].ff.net[2].register_forward_pre_hook(lambda mod, args: None)
+    got = run(o, kw)
+    assert seen == [False] + [True] * (len(downs) - 1), seen
+    for w, g in zip(want, got):
+        assert calc_diff(g, w) < 2e-2, calc_diff(g, w)
+
+
 # ---- end-to-end benchmark scripts (tiny, CPU) ------------------------------------------------
 
 

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 import torch
 
+from ...activation import gelu_tanh
 from ...fused_norm import adaln_rms_norm, gated_residual_adaln_rms_norm
 from ...norm import rms_norm
 
@@ -54,11 +55,11 @@ def signature_params(fn):
         return {}
 
 
-# which fused norms of this build can emit FP8 (q, scales) directly, decided once at import
+# which fused ops of this build can emit FP8 (q, scales) directly, decided once at import
 # (never inside a traced forward): name -> accepts scale_layout
 FP8_OUT = {
     f.__name__: "scale_layout" in signature_params(f)
-    for f in (rms_norm, adaln_rms_norm, gated_residual_adaln_rms_norm)
+    for f in (rms_norm, adaln_rms_norm, gated_residual_adaln_rms_norm, gelu_tanh)
     if "out_dtype" in signature_params(f)
 }
 
