@@ -658,6 +658,38 @@ def test_fp8_linear_epilogues_feed_forward_chain(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_layers_gated_residual_per_call(device):
+    """A layer without an epilogue applies the gated residual for a call that passes residual and
+    gate: bit for bit the layer built with epilogue "gated_residual". Half of the pair, a pair
+    with another epilogue or with FP8 output, and a pair for the FP6 layer are errors, never
+    ignored."""
+    skip_without_kernel(device, "fp8_blockwise_gemm")
+    torch.manual_seed(3)
+    B, S, C, N = 2, 21, 256, 384
+    lin = torch.nn.Linear(C, N).to(device).to(torch.bfloat16)
+    x = torch.randn(B, S, C, device=device).to(torch.bfloat16)
+    h = torch.randn(B, S, N, device=device).to(torch.bfloat16)
+    g = torch.randn(B, N, device=device).to(torch.bfloat16)
+    plain = lk.FP8BlockwiseLinear.from_linear(lin)
+    gated = lk.FP8BlockwiseLinear.from_linear(lin, epilogue="gated_residual")
+    want = gated(x, residual=h, gate=g)
+    got = plain(x, residual=h, gate=g)
+    assert torch.equal(got, want) and not torch.equal(got, plain(x))
+    with pytest.raises(RuntimeError, match="needs residual and gate"):
+        plain(x, residual=h)
+    with pytest.raises(ValueError, match="does not combine with"):
+        lk.FP8BlockwiseLinear.from_linear(lin, epilogue="gelu_tanh")(x, residual=h, gate=g)
+    with pytest.raises(ValueError, match="not FP8"):
+        lk.FP8BlockwiseLinear.from_linear(lin, fp8_output=True)(x, residual=h, gate=g)
+    with pytest.raises(ValueError, match="fuses no epilogue"):
+        lk.FP6BlockwiseLinear.from_linear(lin)(x, residual=h, gate=g)
+    fused, fused_g = lk.FusedLinear.from_linear(lin), lk.FusedLinear.from_linear(lin, epilogue="gated_residual")
+    assert torch.equal(fused(x, residual=h, gate=g), fused_g(x, residual=h, gate=g))
+    with pytest.raises(RuntimeError, match="needs residual and gate"):
+        fused(x, gate=g)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("epilogue", ["none", "gelu_tanh", "gated_residual"])
 def test_fused_linear(device, epilogue):
     skip_without_kernel(device, "bf16_gemm")

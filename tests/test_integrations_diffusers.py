@@ -455,6 +455,45 @@ def test_fp8_feed_forward_gelu_writes_fp8(device, monkeypatch):
         assert calc_diff(g, w) < 2e-2, calc_diff(g, w)
 
 
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_fp8_gated_residuals_in_gemm_epilogue(device, monkeypatch):
+    """With FP8 linears, LTX-Video's two gated residuals (h + attn1 * gate_msa, h + ff * gate_mlp)
+    run in the FP8 GEMM's epilogue of attn1's output projection and the feed-forward's down
+    projection; a hook on attn1 (which would see h_new where it expects the attention output)
+    keeps that one in PyTorch. Either way the block stays within the FP8 bound."""
+    needs_cuda(device)
+    quantization = _quantization_or_skip()
+    dtype = torch.bfloat16
+    m = ltx_video(heads=2, head_dim=64).to(device, dtype)
+    kw = video_inputs(device, dtype)
+    want = run(m, kw)
+    o = optimized_copy(m, quantization="fp8")
+    outs = {id(b.attn1.to_out[0]): "attn1" for b in o.transformer_blocks}
+    outs.update({id(b.ff.net[2]): "ff" for b in o.transformer_blocks})
+    calls = []
+    forward = quantization.FP8BlockwiseLinear.forward
+
+    def recording(self, x, *args, **kwargs):
+        if id(self) in outs:
+            calls.append((outs[id(self)], kwargs.get("residual") is not None))
+        return forward(self, x, *args, **kwargs)
+
+    monkeypatch.setattr(quantization.FP8BlockwiseLinear, "forward", recording)
+    got = run(o, kw)
+    assert calls == [("attn1", True), ("ff", True)] * len(o.transformer_blocks), calls
+    for w, g in zip(want, got):
+        assert calc_diff(g, w) < 2e-2, calc_diff(g, w)
+    calls.clear()
+    seen = []
+    o.transformer_blocks[0].attn1.register_forward_hook(lambda mod, args, out: seen.append(out.shape))
+    got = run(o, kw)
+    assert calls[0] == ("attn1", False) and calls[1:] == [("ff", True)] + [("attn1", True), ("ff", True)] * (
+        len(o.transformer_blocks) - 1), calls
+    assert len(seen) == 1
+    for w, g in zip(want, got):
+        assert calc_diff(g, w) < 2e-2, calc_diff(g, w)
+
+
 # ---- end-to-end benchmark scripts (tiny, CPU) ------------------------------------------------
 
 

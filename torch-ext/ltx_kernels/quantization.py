@@ -94,6 +94,24 @@ def _check_layer_epilogue(epilogue: str, fp8_output: bool) -> None:
         raise ValueError("ltx_kernels: the gated residual writes the residual stream's dtype, not FP8")
 
 
+def _call_epilogue(layer: str, epilogue: str, fp8_output: bool, residual, gate) -> str:
+    """The epilogue one call of a fused linear runs: the layer's, or the gated residual when the
+    call passes residual and gate to a layer without an epilogue (the per-call form of epilogue
+    "gated_residual"). Half of the pair, or a pair the layer's epilogue cannot take, is an error
+    (never silently ignored)."""
+    given = residual is not None or gate is not None
+    if epilogue == "gated_residual" or (given and epilogue == "none"):
+        if residual is None or gate is None:
+            raise RuntimeError(f"ltx_kernels.{layer}: the gated residual needs residual and gate")
+        if fp8_output:
+            raise ValueError(f"ltx_kernels.{layer}: the gated residual writes the residual stream's dtype, not FP8")
+        return "gated_residual"
+    if given:
+        raise ValueError(f"ltx_kernels.{layer}: residual and gate ask for the gated residual, which epilogue "
+                         f"{epilogue!r} does not combine with")
+    return epilogue
+
+
 def _mn_layout(x) -> str:
     t = x[0] if isinstance(x, (tuple, list)) else x
     return "mn_major" if t.is_cuda else "row"
@@ -110,7 +128,9 @@ class FP8BlockwiseLinear(_QuantLinearBase):
       epilogue "gelu_tanh":       returns gelu_tanh(y)
       epilogue "gated_residual":  returns residual + gate * y (residual of y's shape and the layer's
                                   output dtype; gate per sample [B, out] or per token); pass
-                                  out=residual to update the residual stream in place
+                                  out=residual to update the residual stream in place. A layer
+                                  without an epilogue does the same for a call that passes
+                                  residual and gate
       fp8_output=True:            returns (q e4m3 [..., out], scales fp32 [M, out/128]) of that
                                   value instead (out_features % 128 == 0), ready for the next
                                   FP8BlockwiseLinear (feed-forward up -> down without a quantize pass)."""
@@ -147,10 +167,9 @@ class FP8BlockwiseLinear(_QuantLinearBase):
         return _quantize_fp8_per_token_group_composed(x, 128, _mn_layout(x))
 
     def _gemm_kwargs(self, x, residual, gate, out):
-        kw = {"epilogue": self.epilogue}
-        if self.epilogue == "gated_residual":
-            if residual is None or gate is None:
-                raise RuntimeError("ltx_kernels.FP8BlockwiseLinear: epilogue 'gated_residual' needs residual and gate")
+        epilogue = _call_epilogue(type(self).__name__, self.epilogue, self.fp8_output, residual, gate)
+        kw = {"epilogue": epilogue}
+        if epilogue == "gated_residual":
             kw.update(residual=residual, gate=gate, out=out)
         if self.fp8_output:
             kw.update(out_dtype=torch.float8_e4m3fn, scale_layout=_mn_layout(x))
@@ -197,11 +216,10 @@ class FusedLinear(nn.Module):
                 and self.in_features % 8 == 0 and self.out_features % 8 == 0)
 
     def forward(self, x, residual=None, gate=None, out=None):
-        if self.epilogue == "gated_residual" and (residual is None or gate is None):
-            raise RuntimeError("ltx_kernels.FusedLinear: epilogue 'gated_residual' needs residual and gate")
+        epilogue = _call_epilogue("FusedLinear", self.epilogue, self.fp8_output, residual, gate)
         if self._fused_ok(x):
-            kw = {"epilogue": self.epilogue}
-            if self.epilogue == "gated_residual":
+            kw = {"epilogue": epilogue}
+            if epilogue == "gated_residual":
                 kw.update(residual=residual, gate=gate, out=out)
             if self.fp8_output:
                 kw.update(out_dtype=torch.float8_e4m3fn, scale_layout="mn_major")
@@ -209,9 +227,9 @@ class FusedLinear(nn.Module):
         y = torch.nn.functional.linear(x, self.weight).float()
         if self.bias is not None:
             y = y + self.bias.float()
-        if self.epilogue == "gelu_tanh":
+        if epilogue == "gelu_tanh":
             y = torch.nn.functional.gelu(y, approximate="tanh")
-        elif self.epilogue == "gated_residual":
+        elif epilogue == "gated_residual":
             g = gate if gate.shape == residual.shape else gate.reshape(gate.shape[0], *([1] * (residual.dim() - 2)),
                                                                         gate.shape[-1])
             y = residual.float() + g.float() * y
@@ -246,6 +264,9 @@ class FP6BlockwiseLinear(FP8BlockwiseLinear):
         return self
 
     def forward(self, x, residual=None, gate=None, out=None):
+        if residual is not None or gate is not None or out is not None:
+            raise ValueError("ltx_kernels.FP6BlockwiseLinear: the FP6-weight GEMM fuses no epilogue "
+                             "(residual, gate and out are not taken)")
         q, s = self._quantize_input(x)
         y = fp6_blockwise_gemm(q, s, self.weight_packed, self.weight_scales, self.bias, out_dtype=self.out_dtype)
         return self._finish(y)

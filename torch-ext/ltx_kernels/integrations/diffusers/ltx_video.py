@@ -4,7 +4,7 @@ from typing import Optional
 
 import torch
 
-from .fused import attn_prequant, ff_prequant, norm_mod
+from .fused import attn_gated_out, attn_prequant, ff_gated_out, ff_prequant, norm_mod
 
 # the block's norms, all of which must be weight-only RMSNorm for the fused forward
 NORMS = ("norm1", "norm2")
@@ -31,13 +31,23 @@ def block_forward(
     _, norm_hidden_states = norm_mod(
         self.norm1, hidden_states, None, scale_msa, shift_msa, fp8=attn_prequant(self.attn1)
     )
-    attn_hidden_states = self.attn1(
-        hidden_states=norm_hidden_states,
-        encoder_hidden_states=None,
-        image_rotary_emb=image_rotary_emb,
-    )
-    # h + attn * gate_msa feeds attn2 directly (no norm in between): plain PyTorch
-    hidden_states = hidden_states + attn_hidden_states * gate_msa
+    if attn_gated_out(self.attn1):
+        # h + attn * gate_msa in the output projection's FP8 GEMM epilogue (processors.py)
+        hidden_states = self.attn1(
+            hidden_states=norm_hidden_states,
+            encoder_hidden_states=None,
+            image_rotary_emb=image_rotary_emb,
+            residual=hidden_states,
+            gate=gate_msa,
+        )
+    else:
+        attn_hidden_states = self.attn1(
+            hidden_states=norm_hidden_states,
+            encoder_hidden_states=None,
+            image_rotary_emb=image_rotary_emb,
+        )
+        # h + attn * gate_msa feeds attn2 directly (no norm in between): plain PyTorch
+        hidden_states = hidden_states + attn_hidden_states * gate_msa
 
     attn_hidden_states = self.attn2(
         hidden_states,
@@ -51,6 +61,8 @@ def block_forward(
         fp8=ff_prequant(self.ff),
     )
 
+    if ff_gated_out(self.ff):  # h + ff * gate_mlp in the down projection's FP8 GEMM epilogue
+        return self.ff(norm_hidden_states, residual=hidden_states, gate=gate_mlp)
     ff_output = self.ff(norm_hidden_states)
     hidden_states = hidden_states + ff_output * gate_mlp
 

@@ -17,6 +17,7 @@ from ...rope import rms_norm_rope, rms_norm_split_rope
 from .. import _compile_policy
 from .._compile_policy import use_kernel
 from ._common import cast_weight, is_fp8_linear, is_prequant, logger, nn_rms_eps
+from .fused import is_inert_dropout, gated_linear_ok
 from .hooks import hooked_param
 
 
@@ -157,11 +158,15 @@ class _FusedAttnBase:
 
 
 class LTXVideoFusedAttnProcessor(_FusedAttnBase):
-    """`LTXVideoAttnProcessor` with norm_q/norm_k + interleaved RoPE fused (`rms_norm_rope`)."""
+    """`LTXVideoAttnProcessor` with norm_q/norm_k + interleaved RoPE fused (`rms_norm_rope`). With
+    `residual` and `gate` (the block's `h + attn(...) * gate`), returns residual + gate * attn(...):
+    in the output projection's GEMM epilogue where that is a plain FP8 linear
+    (fused.gated_linear_ok), else computed after it."""
 
     def __call__(self, attn, hidden_states: torch.Tensor, encoder_hidden_states: Optional[torch.Tensor] = None,
                  attention_mask: Optional[torch.Tensor] = None,
-                 image_rotary_emb: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 image_rotary_emb: Optional[torch.Tensor] = None, residual: Optional[torch.Tensor] = None,
+                 gate: Optional[torch.Tensor] = None) -> torch.Tensor:
         key_mask = attention_mask
         attention_mask = self._prepare_mask(attn, attention_mask, hidden_states, encoder_hidden_states)
         if encoder_hidden_states is None:
@@ -183,9 +188,12 @@ class LTXVideoFusedAttnProcessor(_FusedAttnBase):
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
 
+        if residual is not None and is_inert_dropout(attn.to_out[1]) \
+                and gated_linear_ok(attn.to_out[0], hidden_states, residual, gate):
+            return attn.to_out[0](hidden_states, residual=residual, gate=gate)
         hidden_states = attn.to_out[0](hidden_states)
         hidden_states = attn.to_out[1](hidden_states)
-        return hidden_states
+        return hidden_states if residual is None else residual + hidden_states * gate
 
 
 class LTX2FusedAttnProcessor(_FusedAttnBase):
