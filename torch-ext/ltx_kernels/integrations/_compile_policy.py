@@ -30,7 +30,12 @@ linears' activation quantizer (`quantize_fp8_per_token_group`, 0.81x compile at 
 and [32760, 4096] bf16) is written as the same rule in PyTorch ops while tracing
 (`fp8._quantize_fp8_per_token_group_composed`: bit for bit the rule in eager and on the CPU;
 on CUDA Inductor's approximate division can move a code by one step next to a rounding
-midpoint). In eager
+midpoint). LTX-Video's gated residuals in the FP8 GEMM's epilogue ("gated_residual_epilogue":
+1.19x / 1.10x the GEMM followed by an eager `addcmul` at 5376 x 2048 x 2048 / x 8192) are used
+in eager mode only: under compile the fused path runs our sm_90a GEMM (0.76-0.9x the kernels
+the plain GEMM runs) and Inductor fuses the residual add with its neighbours (attn1's into
+attn2's input quantization), so by the same rows' arithmetic it would lose ~0.5 ms per LTX-Video
+step there; an end-to-end run decides (`optimized+compile(all kernels)` uses it). In eager
 mode every replaced forward runs our kernel except the fp32 tanh GELU (EAGER_RULES). The policy
 names the tanh form of `gelu_and_mul` "gelu_and_mul(tanh)", as the benchmark tables do.
 
@@ -52,6 +57,7 @@ LEFT_TO_INDUCTOR = frozenset({
     "gelu_and_mul(tanh)",
     "gated_attention",
     "quantize_fp8_per_token_group",
+    "gated_residual_epilogue",
 })
 
 KEEP_ALL = os.environ.get("LTX_KERNELS_COMPILE_ALL_KERNELS", "0") not in ("", "0")

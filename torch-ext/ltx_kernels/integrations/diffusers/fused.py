@@ -180,17 +180,20 @@ def gated_linear_ok(lin, x, residual: torch.Tensor, gate: torch.Tensor) -> bool:
 
 
 def attn_gated_out(attn) -> bool:
-    """Whether the block may hand `h` and the gate to attention module `attn` (our processor, no
-    hooks on the module) for it to return h + attn(...) * gate (processors.py)."""
-    return bool(getattr(getattr(attn, "processor", None), "_ltx_kernels_fused", False)) and no_hooks(attn) \
-        and type(getattr(attn, "to_out", [None])[0]).__name__ == "FP8BlockwiseLinear"
+    """Whether the block hands `h` and the gate to attention module `attn` (our processor, no
+    hooks on the module, an FP8 output projection; eager mode: _compile_policy) for it to return
+    h + attn(...) * gate from the projection's GEMM epilogue (processors.py)."""
+    return (use_kernel("gated_residual_epilogue")
+            and bool(getattr(getattr(attn, "processor", None), "_ltx_kernels_fused", False)) and no_hooks(attn)
+            and type(getattr(attn, "to_out", [None])[0]).__name__ == "FP8BlockwiseLinear")
 
 
 def ff_gated_out(ff) -> bool:
-    """Whether the block may hand `h` and the gate to feed-forward `ff` (ff_forward installed, no
-    hooks on the module) for it to return h + ff(x) * gate."""
-    return bool(getattr(ff, PATCHED, False)) and no_hooks(ff) and any(
-        type(m).__name__ == "FP8BlockwiseLinear" for m in ff.net[1:])
+    """Whether the block hands `h` and the gate to feed-forward `ff` (ff_forward installed, no
+    hooks on the module, an FP8 down projection; eager mode: _compile_policy) for it to return
+    h + ff(x) * gate from the down projection's GEMM epilogue."""
+    return (use_kernel("gated_residual_epilogue") and bool(getattr(ff, PATCHED, False)) and no_hooks(ff)
+            and any(type(m).__name__ == "FP8BlockwiseLinear" for m in ff.net[1:]))
 
 
 def is_inert_dropout(module) -> bool:
