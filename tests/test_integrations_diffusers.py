@@ -421,77 +421,70 @@ def test_fp8_quantization_close(device, model):
     assert sum(type(mod).__name__ == "FP8BlockwiseLinear" for mod in o.modules()) == n_fp8
 
 
+def _fp8_ltx_video_calls(device, monkeypatch, names):
+    """The tiny LTX-Video model in bf16, its output, and an FP8-optimized copy whose
+    FP8BlockwiseLinear calls are recorded for the layers names(block) maps to a label:
+    returns (want, optimized, kw, calls) with calls a list of (label, x is a (q, scales) pair,
+    residual given)."""
+    quantization = _quantization_or_skip()
+    dtype = torch.bfloat16
+    m = ltx_video(heads=2, head_dim=64).to(device, dtype)
+    kw = video_inputs(device, dtype)
+    want = run(m, kw)
+    o = optimized_copy(m, quantization="fp8")
+    labels = {id(layer): label for b in o.transformer_blocks for label, layer in names(b).items()}
+    calls = []
+    forward = quantization.FP8BlockwiseLinear.forward
+
+    def recording(self, x, *args, **kwargs):
+        if id(self) in labels:
+            calls.append((labels[id(self)], isinstance(x, (tuple, list)), kwargs.get("residual") is not None))
+        return forward(self, x, *args, **kwargs)
+
+    monkeypatch.setattr(quantization.FP8BlockwiseLinear, "forward", recording)
+    return want, o, kw, calls
+
+
+def _within_fp8_bound(got, want):
+    for w, g in zip(want, got):
+        assert calc_diff(g, w) < 2e-2, calc_diff(g, w)
+
+
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_fp8_feed_forward_gelu_writes_fp8(device, monkeypatch):
     """With FP8 linears, the feed-forward's GELU writes the down projection's FP8 (q, scales)
     itself (one pass instead of the GELU's and the down projection's quantizer), unless a hook on
     the down projection expects a tensor; either way the block stays within the FP8 bound."""
     needs_cuda(device)
-    quantization = _quantization_or_skip()
-    dtype = torch.bfloat16
-    m = ltx_video(heads=2, head_dim=64).to(device, dtype)
-    kw = video_inputs(device, dtype)
-    want = run(m, kw)
-    o = optimized_copy(m, quantization="fp8")
-    downs = {id(b.ff.net[2]) for b in o.transformer_blocks}
-    seen = []
-    forward = quantization.FP8BlockwiseLinear.forward
-
-    def recording(self, x, *args, **kwargs):
-        if id(self) in downs:
-            seen.append(isinstance(x, (tuple, list)))
-        return forward(self, x, *args, **kwargs)
-
-    monkeypatch.setattr(quantization.FP8BlockwiseLinear, "forward", recording)
-    got = run(o, kw)
-    assert seen == [True] * len(downs), seen
-    for w, g in zip(want, got):
-        assert calc_diff(g, w) < 2e-2, calc_diff(g, w)
-    seen.clear()
+    want, o, kw, calls = _fp8_ltx_video_calls(device, monkeypatch, lambda b: {"ff": b.ff.net[2]})
+    n = len(o.transformer_blocks)
+    _within_fp8_bound(run(o, kw), want)
+    assert [pair for _, pair, _ in calls] == [True] * n, calls
+    calls.clear()
     o.transformer_blocks[0].ff.net[2].register_forward_pre_hook(lambda mod, args: None)
-    got = run(o, kw)
-    assert seen == [False] + [True] * (len(downs) - 1), seen
-    for w, g in zip(want, got):
-        assert calc_diff(g, w) < 2e-2, calc_diff(g, w)
+    _within_fp8_bound(run(o, kw), want)
+    assert [pair for _, pair, _ in calls] == [False] + [True] * (n - 1), calls
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)
 def test_fp8_gated_residuals_in_gemm_epilogue(device, monkeypatch):
-    """With FP8 linears, LTX-Video's two gated residuals (h + attn1 * gate_msa, h + ff * gate_mlp)
-    run in the FP8 GEMM's epilogue of attn1's output projection and the feed-forward's down
-    projection; a hook on attn1 (which would see h_new where it expects the attention output)
-    keeps that one in PyTorch. Either way the block stays within the FP8 bound."""
+    """With FP8 linears, in eager mode LTX-Video's two gated residuals (h + attn1 * gate_msa,
+    h + ff * gate_mlp) run in the FP8 GEMM's epilogue of attn1's output projection and the
+    feed-forward's down projection; a hook on attn1 (which would see h_new where it expects the
+    attention output) keeps that one in PyTorch. Either way the block stays within the FP8 bound."""
     needs_cuda(device)
-    quantization = _quantization_or_skip()
-    dtype = torch.bfloat16
-    m = ltx_video(heads=2, head_dim=64).to(device, dtype)
-    kw = video_inputs(device, dtype)
-    want = run(m, kw)
-    o = optimized_copy(m, quantization="fp8")
-    outs = {id(b.attn1.to_out[0]): "attn1" for b in o.transformer_blocks}
-    outs.update({id(b.ff.net[2]): "ff" for b in o.transformer_blocks})
-    calls = []
-    forward = quantization.FP8BlockwiseLinear.forward
-
-    def recording(self, x, *args, **kwargs):
-        if id(self) in outs:
-            calls.append((outs[id(self)], kwargs.get("residual") is not None))
-        return forward(self, x, *args, **kwargs)
-
-    monkeypatch.setattr(quantization.FP8BlockwiseLinear, "forward", recording)
-    got = run(o, kw)
-    assert calls == [("attn1", True), ("ff", True)] * len(o.transformer_blocks), calls
-    for w, g in zip(want, got):
-        assert calc_diff(g, w) < 2e-2, calc_diff(g, w)
+    want, o, kw, calls = _fp8_ltx_video_calls(
+        device, monkeypatch, lambda b: {"attn1": b.attn1.to_out[0], "ff": b.ff.net[2]})
+    n = len(o.transformer_blocks)
+    _within_fp8_bound(run(o, kw), want)
+    assert [(label, res) for label, _, res in calls] == [("attn1", True), ("ff", True)] * n, calls
     calls.clear()
     seen = []
     o.transformer_blocks[0].attn1.register_forward_hook(lambda mod, args, out: seen.append(out.shape))
-    got = run(o, kw)
-    assert calls[0] == ("attn1", False) and calls[1:] == [("ff", True)] + [("attn1", True), ("ff", True)] * (
-        len(o.transformer_blocks) - 1), calls
+    _within_fp8_bound(run(o, kw), want)
+    assert [(label, res) for label, _, res in calls] == [("attn1", False), ("ff", True)] + [
+        ("attn1", True), ("ff", True)] * (n - 1), calls
     assert len(seen) == 1
-    for w, g in zip(want, got):
-        assert calc_diff(g, w) < 2e-2, calc_diff(g, w)
 
 
 # ---- end-to-end benchmark scripts (tiny, CPU) ------------------------------------------------
