@@ -421,15 +421,18 @@ def test_fp8_quantization_close(device, model):
     assert sum(type(mod).__name__ == "FP8BlockwiseLinear" for mod in o.modules()) == n_fp8
 
 
-def _fp8_ltx_video_calls(device, monkeypatch, names):
-    """The tiny LTX-Video model in bf16, its output, and an FP8-optimized copy whose
+def _fp8_ltx_video_calls(device, monkeypatch, names, model="ltx_video"):
+    """The tiny LTX-Video (or LTX-2) model in bf16, its output, and an FP8-optimized copy whose
     FP8BlockwiseLinear calls are recorded for the layers names(block) maps to a label:
     returns (want, optimized, kw, calls) with calls a list of (label, x is a (q, scales) pair,
     residual given)."""
     quantization = _quantization_or_skip()
     dtype = torch.bfloat16
-    m = ltx_video(heads=2, head_dim=64).to(device, dtype)
-    kw = video_inputs(device, dtype)
+    if model == "ltx_video":
+        m, kw = ltx_video(heads=2, head_dim=64).to(device, dtype), video_inputs(device, dtype)
+    else:
+        m = ltx2(rope_type="split", gated=True, heads=2, head_dim=64, a_heads=2, a_dim=64).to(device, dtype)
+        kw = ltx2_inputs(device, dtype)
     want = run(m, kw)
     o = optimized_copy(m, quantization="fp8")
     labels = {id(layer): label for b in o.transformer_blocks for label, layer in names(b).items()}
@@ -485,6 +488,18 @@ def test_fp8_gated_residuals_in_gemm_epilogue(device, monkeypatch):
     assert [(label, res) for label, _, res in calls] == [("attn1", False), ("ff", True)] + [
         ("attn1", True), ("ff", True)] * (n - 1), calls
     assert len(seen) == 1
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_fp8_ltx2_feed_forward_residuals_in_gemm_epilogue(device, monkeypatch):
+    """LTX-2's video and audio feed-forward residuals (h + ff * gate_mlp) in the down projection's
+    FP8 GEMM epilogue in eager mode, within the FP8 bound."""
+    needs_cuda(device)
+    want, o, kw, calls = _fp8_ltx_video_calls(
+        device, monkeypatch, lambda b: {"ff": b.ff.net[2], "audio_ff": b.audio_ff.net[2]}, model="ltx2")
+    _within_fp8_bound(run(o, kw), want)
+    assert [(label, res) for label, _, res in calls] == [("ff", True), ("audio_ff", True)] * len(
+        o.transformer_blocks), calls
 
 
 # ---- end-to-end benchmark scripts (tiny, CPU) ------------------------------------------------

@@ -4,7 +4,7 @@ from typing import Optional
 
 import torch
 
-from .fused import attn_prequant, ff_prequant, norm_mod
+from .fused import attn_prequant, ff_gated_out, ff_prequant, norm_mod
 
 # the block's norms, all of which must be weight-only RMSNorm for the fused forward
 NORMS = (
@@ -209,14 +209,21 @@ def block_forward(
     hidden_states, norm_hidden_states = norm_mod(
         self.norm3, hidden_states, v_pending, scale_mlp, shift_mlp, fp8=ff_prequant(self.ff)
     )
-    ff_output = self.ff(norm_hidden_states)
-    hidden_states = hidden_states + ff_output * gate_mlp
+    if ff_gated_out(self.ff):  # h + ff * gate_mlp in the down projection's FP8 GEMM epilogue
+        hidden_states = self.ff(norm_hidden_states, residual=hidden_states, gate=gate_mlp)
+    else:
+        ff_output = self.ff(norm_hidden_states)
+        hidden_states = hidden_states + ff_output * gate_mlp
 
     audio_hidden_states, norm_audio_hidden_states = norm_mod(
         self.audio_norm3, audio_hidden_states, a_pending, audio_scale_mlp, audio_shift_mlp,
         fp8=ff_prequant(self.audio_ff),
     )
-    audio_ff_output = self.audio_ff(norm_audio_hidden_states)
-    audio_hidden_states = audio_hidden_states + audio_ff_output * audio_gate_mlp
+    if ff_gated_out(self.audio_ff):
+        audio_hidden_states = self.audio_ff(norm_audio_hidden_states, residual=audio_hidden_states,
+                                            gate=audio_gate_mlp)
+    else:
+        audio_ff_output = self.audio_ff(norm_audio_hidden_states)
+        audio_hidden_states = audio_hidden_states + audio_ff_output * audio_gate_mlp
 
     return hidden_states, audio_hidden_states
