@@ -117,12 +117,11 @@ def _quantize_fp8_per_token_group_composed(x: torch.Tensor, group_size: int = 12
     if k % group_size != 0:
         raise RuntimeError(f"ltx_kernels.{op}: x.shape[-1] must be a multiple of group_size (got {k} and "
                            f"group_size {group_size})")
-    m = x.numel() // k if k > 0 else math.prod(x.shape[:-1])
+    m = math.prod(x.shape[:-1])
     g = k // group_size
     fmax = 448.0
     xg = x.float().reshape(m, g, group_size)
-    amax = torch.where(torch.isnan(xg), 0.0, xg.abs()).amax(-1, keepdim=True) if m * g > 0 \
-        else xg.new_zeros(m, g, 1)
+    amax = torch.where(torch.isnan(xg), 0.0, xg.abs()).amax(-1, keepdim=True)
     s = (amax.double() / fmax).float()
     v = torch.where(torch.isfinite(xg), xg / torch.where(s == 0, 1.0, s), xg).clamp(-fmax, fmax)
     # The cast's own NaN is not reliably signed (x86's default NaN is negative, Triton's

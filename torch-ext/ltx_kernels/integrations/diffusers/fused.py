@@ -116,9 +116,10 @@ def ff_forward(self, hidden_states: torch.Tensor, *args, residual: Optional[torc
     of `net` (dropouts are identities at inference). The deprecated `scale` argument is ignored, as
     diffusers does. With `residual` and `gate` (the block's `h + ff(x) * gate`), returns
     residual + gate * ff(x): in the down projection's GEMM epilogue where that is a plain FP8
-    linear (gated_linear_ok), else computed after it."""
+    linear (linear_then_gated), else computed after it."""
     act = self.net[0]
     proj = act.proj
+    rest = [m for m in self.net[1:] if not is_inert_dropout(m)]  # what follows the activation
     if has_hooks(act):
         # hooks on the activation module itself: call it as diffusers does (projection, then
         # GELU), which is only right while the projection does not apply the GELU itself
@@ -137,7 +138,7 @@ def ff_forward(self, hidden_states: torch.Tensor, *args, residual: Optional[torc
     else:
         hidden_states = proj(hidden_states)  # (the input may be an FP8 (q, scales) pair)
         if use_kernel("gelu_tanh", hidden_states):
-            if _fp8_down(self, hidden_states):
+            if _fp8_down(rest, hidden_states):
                 # the down projection quantizes its input anyway: the GELU writes its FP8
                 # (q, scales) directly (one pass instead of the GELU's and the quantizer's)
                 hidden_states = tuple(gelu_tanh(hidden_states, **fp8_kwargs(gelu_tanh, hidden_states)))
@@ -145,12 +146,11 @@ def ff_forward(self, hidden_states: torch.Tensor, *args, residual: Optional[torc
                 hidden_states = gelu_tanh(hidden_states, out=hidden_states)
         else:  # traced by torch.compile (Inductor fuses it with the down projection's quantizer), or fp32
             hidden_states = torch.nn.functional.gelu(hidden_states, approximate="tanh")
-    rest = [m for m in self.net[1:] if not is_inert_dropout(m)]
-    for k, module in enumerate(rest):
-        if residual is not None and k == len(rest) - 1 and gated_linear_ok(module, hidden_states, residual, gate):
-            return module(hidden_states, residual=residual, gate=gate)
+    if not rest:
+        return hidden_states if residual is None else residual + hidden_states * gate
+    for module in rest[:-1]:
         hidden_states = module(hidden_states)
-    return hidden_states if residual is None else residual + hidden_states * gate
+    return linear_then_gated(rest[-1], hidden_states, residual, gate)
 
 
 def no_hooks(m) -> bool:
@@ -158,15 +158,25 @@ def no_hooks(m) -> bool:
     return not has_hooks(m) and not m._forward_pre_hooks and not m._forward_hooks
 
 
+def linear_then_gated(lin, x, residual: Optional[torch.Tensor], gate: Optional[torch.Tensor]):
+    """lin(x); with `residual`, residual + lin(x) * gate: in the FP8 GEMM's epilogue where
+    gated_linear_ok, else after it in PyTorch."""
+    if residual is None:
+        return lin(x)
+    if gated_linear_ok(lin, x, residual, gate):
+        return lin(x, residual=residual, gate=gate)
+    return residual + lin(x) * gate
+
+
 def gated_linear_ok(lin, x, residual: torch.Tensor, gate: torch.Tensor) -> bool:
     """Whether `lin(x, residual=residual, gate=gate)` computes residual + gate * lin(x) in the FP8
     GEMM's epilogue: a plain FP8BlockwiseLinear without hooks, residual of the layer's output
     dtype and shape, gate of that dtype, per sample ([B, 1.., N]) or per token (residual's shape).
-    Measured on the H200 against the GEMM followed by torch.addcmul (one pass, what Inductor
-    generates for the same composition): 1.19x at 5376 x 2048 x 2048 and 1.10x at
-    5376 x 2048 x 8192 (LTX-Video's attention output and feed-forward down projections),
-    1.02-1.20x at LTX-2's (benchmarks/results/h200/gemm.json)."""
-    if type(lin).__name__ != "FP8BlockwiseLinear" or lin.epilogue != "none" or lin.fp8_output or not no_hooks(lin):
+    Measured on the H200 against the GEMM followed by an eager torch.addcmul: 1.19x at
+    5376 x 2048 x 2048 and 1.10x at 5376 x 2048 x 8192 (LTX-Video's attention output and
+    feed-forward down projections), 1.02-1.20x at LTX-2's (benchmarks/results/h200/gemm.json);
+    under torch.compile the blocks leave the add to Inductor (_compile_policy)."""
+    if not _is_plain_fp8_linear(lin) or lin.epilogue != "none" or lin.fp8_output or not no_hooks(lin):
         return False
     if not isinstance(residual, torch.Tensor) or not isinstance(gate, torch.Tensor) or residual.dim() < 2:
         return False
@@ -185,7 +195,7 @@ def attn_gated_out(attn) -> bool:
     h + attn(...) * gate from the projection's GEMM epilogue (processors.py)."""
     return (use_kernel("gated_residual_epilogue")
             and bool(getattr(getattr(attn, "processor", None), "_ltx_kernels_fused", False)) and no_hooks(attn)
-            and type(getattr(attn, "to_out", [None])[0]).__name__ == "FP8BlockwiseLinear")
+            and _is_plain_fp8_linear(getattr(attn, "to_out", [None])[0]))
 
 
 def ff_gated_out(ff) -> bool:
@@ -193,20 +203,19 @@ def ff_gated_out(ff) -> bool:
     hooks on the module, an FP8 down projection; eager mode: _compile_policy) for it to return
     h + ff(x) * gate from the down projection's GEMM epilogue."""
     return (use_kernel("gated_residual_epilogue") and bool(getattr(ff, PATCHED, False)) and no_hooks(ff)
-            and any(type(m).__name__ == "FP8BlockwiseLinear" for m in ff.net[1:]))
+            and any(_is_plain_fp8_linear(m) for m in ff.net[1:]))
 
 
 def is_inert_dropout(module) -> bool:
     return isinstance(module, torch.nn.Dropout) and (not module.training or module.p == 0)
 
 
-def _fp8_down(ff, h: torch.Tensor) -> bool:
-    """Whether what follows the GELU in `ff.net` is one FP8 linear without hooks (dropouts aside)
-    that takes (q, scales), and this build's gelu_tanh can write them for h. In eager mode our
+def _fp8_down(rest, h: torch.Tensor) -> bool:
+    """Whether what follows the GELU (`rest`: ff.net after it, inert dropouts left out) is one FP8
+    linear without hooks that takes (q, scales), and this build's gelu_tanh can write them for h. In eager mode our
     GELU with FP8 output replaces the GELU pass and the down projection's quantizer pass; at
     [12288, 8192] bf16 it measured 118 us, where the two passes take ~190 us (the gelu_tanh and
     quantizer rows of benchmarks/results/h200/results.md, scaled by element count)."""
-    rest = [m for m in ff.net[1:] if not is_inert_dropout(m)]
     if len(rest) != 1 or not is_fp8_linear(rest[0]):
         return False
     # no hook of any kind: a hook would see the tuple where it expects a tensor

@@ -17,7 +17,7 @@ from ...rope import rms_norm_rope, rms_norm_split_rope
 from .. import _compile_policy
 from .._compile_policy import use_kernel
 from ._common import cast_weight, is_fp8_linear, is_prequant, logger, nn_rms_eps
-from .fused import is_inert_dropout, gated_linear_ok
+from .fused import is_inert_dropout, linear_then_gated
 from .hooks import hooked_param
 
 
@@ -161,7 +161,7 @@ class LTXVideoFusedAttnProcessor(_FusedAttnBase):
     """`LTXVideoAttnProcessor` with norm_q/norm_k + interleaved RoPE fused (`rms_norm_rope`). With
     `residual` and `gate` (the block's `h + attn(...) * gate`), returns residual + gate * attn(...):
     in the output projection's GEMM epilogue where that is a plain FP8 linear
-    (fused.gated_linear_ok), else computed after it."""
+    (fused.linear_then_gated), else computed after it."""
 
     def __call__(self, attn, hidden_states: torch.Tensor, encoder_hidden_states: Optional[torch.Tensor] = None,
                  attention_mask: Optional[torch.Tensor] = None,
@@ -188,9 +188,8 @@ class LTXVideoFusedAttnProcessor(_FusedAttnBase):
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
 
-        if residual is not None and is_inert_dropout(attn.to_out[1]) \
-                and gated_linear_ok(attn.to_out[0], hidden_states, residual, gate):
-            return attn.to_out[0](hidden_states, residual=residual, gate=gate)
+        if is_inert_dropout(attn.to_out[1]):
+            return linear_then_gated(attn.to_out[0], hidden_states, residual, gate)
         hidden_states = attn.to_out[0](hidden_states)
         hidden_states = attn.to_out[1](hidden_states)
         return hidden_states if residual is None else residual + hidden_states * gate
