@@ -91,8 +91,8 @@ def main():
             continue
         rows += bench_shape(name, b, s, h, d, args.tiles)
         torch.cuda.empty_cache()
-    if args.json:
-        write_record(args.json, rows, "scripts/attention_tiles.py", sys.argv[1:])
+        if args.json:  # after every shape, so that a run cut short keeps what it measured
+            write_record(args.json, rows, "scripts/attention_tiles.py", sys.argv[1:])
 
 
 if __name__ == "__main__":

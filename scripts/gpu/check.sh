@@ -105,7 +105,7 @@ for s in "${@:-build attn-tests attn-bench}"; do
           grep -ihE "skipping cudagraph" "$OUT/e2e-cudagraphs-$tag.log" | sort | uniq -c | head -5 | tee -a "$SUMMARY"
         done ;;
       attn-tiles)
-        step attn-tiles 240 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/attention_tiles.py \
+        step attn-tiles 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/attention_tiles.py \
           --json "$OUT/attention_tiles.json"
         tail -30 "$OUT/attn-tiles.log" > "$OUT/attn_tiles_tail.log" ;;
       multi-device)
