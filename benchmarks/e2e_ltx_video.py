@@ -264,14 +264,15 @@ def _run_meta(argv) -> dict:
 
 def _print_table(rows):
     base = next((r["per_step_ms"] for r in rows if r["variant"] == "eager"), None)
-    hdr = (f"{'variant':<28} {'step ms':>9} {'spread':>7} {'total s':>8} {'x eager':>8} {'peak GiB':>9} "
+    w = max([28] + [len(r["variant"]) for r in rows])
+    hdr = (f"{'variant':<{w}} {'step ms':>9} {'spread':>7} {'total s':>8} {'x eager':>8} {'peak GiB':>9} "
            f"{'rel L2':>10} {'PSNR dB':>8}")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
         sp = base / r["per_step_ms"] if base else float("nan")
         spread = f"{r['run_spread_pct']:6.1f}%" if "run_spread_pct" in r else f"{'-':>7}"
-        print(f"{r['variant']:<28} {r['per_step_ms']:9.2f} {spread} {r['total_s']:8.2f} {sp:8.2f} {r['peak_mem_gib']:9.2f} "
+        print(f"{r['variant']:<{w}} {r['per_step_ms']:9.2f} {spread} {r['total_s']:8.2f} {sp:8.2f} {r['peak_mem_gib']:9.2f} "
               f"{r['rel_l2_vs_eager']:10.3e} {r['psnr_db']:8.1f}")
 
 
@@ -444,9 +445,10 @@ def common_main(argv, spec):
                 plan.append((name, True, q, False, a, False))
                 if not args.no_compile_variants:
                     plan.append((name + "+compile", True, q, True, a, False))
-                    if q is None and a is None:
+                    if a is None:
                         # the compile policy off (LTX_KERNELS_COMPILE_ALL_KERNELS=1): what leaving
-                        # the glue to Inductor gains
+                        # the glue (and, with FP8 linears, the activation quantizer and the gated
+                        # residuals) to Inductor gains
                         plan.append((name + "+compile(all kernels)", True, q, True, a, True))
         for name, opt, q, comp, a, keep_all in plan:
             if opt:
@@ -465,14 +467,20 @@ def common_main(argv, spec):
             rows.append(row)
             print(f"{spec.NAME} {name}: {row['per_step_ms']:.2f} ms/step, rel L2 {row['rel_l2_vs_eager']:.3e}",
                   flush=True)
+            if args.out:  # after every variant, so that a run cut short keeps what it measured
+                _write(args.out, dict(meta, rows=rows))
         print()
         _print_table(rows)
         res = dict(meta, rows=rows)
     if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(res, f, indent=1, default=float)
+        _write(args.out, res)
     return 0
+
+
+def _write(path, res):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1, default=float)
 
 
 def load_or_random(cls, config: dict, args, device, dtype):

@@ -10,6 +10,7 @@
 #   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench),
 #   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged),
 #   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2),
+#   e2e-compare (benchmarks/e2e_ltx_video.py --compare --quantization fp8: every variant, JSON into $OUT),
 #   attn-tiles (scripts/attention_tiles.py: every tile alternative beside cuDNN, JSON into $OUT)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
@@ -104,6 +105,10 @@ for s in "${@:-build attn-tests attn-bench}"; do
             --warmup-iterations 1 --timed-runs 2 --out "$OUT/e2e_cudagraphs_$tag.json"
           grep -ihE "skipping cudagraph" "$OUT/e2e-cudagraphs-$tag.log" | sort | uniq -c | head -5 | tee -a "$SUMMARY"
         done ;;
+      e2e-compare)  # LTX-Video with FP8 linears: eager, compiled, optimize() + compile under the policy and with every kernel
+        step e2e-compare 420 env PYTHONPATH="$VARIANT:benchmarks:${PYTHONPATH:-}" python3 benchmarks/e2e_ltx_video.py \
+          --compare --quantization fp8 --steps 8 --warmup-iterations 1 --timed-runs 2 --out "$OUT/e2e_compare_fp8.json"
+        tail -15 "$OUT/e2e-compare.log" | tee -a "$SUMMARY" ;;
       attn-tiles)
         step attn-tiles 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/attention_tiles.py \
           --json "$OUT/attention_tiles.json"
