@@ -271,7 +271,7 @@ def test_fp8_quantizer_follows_its_rule():
 # The sm_90 kernel's alternative tile configurations (LTX_KERNELS_ATTENTION_TILE, what
 # csrc/cuda/attention/attention_tiles_{bf16,e4m3}_sm90.cu build): each one forced on ragged shapes, with
 # kv_lengths, a key mask and grouped heads, with both warpgroup schedules.
-SM90_TILES = {("bf16", 64): [1, 2, 3], ("bf16", 128): [1, 2, 3, 4], ("fp8", 64): [1, 2, 3, 4],
+SM90_TILES = {("bf16", 64): [1, 2, 3, 4], ("bf16", 128): [1, 2, 3, 4, 5], ("fp8", 64): [1, 2, 3, 4],
               ("fp8", 128): [1, 2, 3, 4, 5]}
 
 
@@ -327,6 +327,40 @@ def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
         rel[t], cos = _rel_cos(lk.attention(*ops8, backend="sm90"), want)
         assert rel[t] <= 0.06 and cos >= 0.998, (t, rel[t], cos)
     assert rel[tile] <= 1.1 * rel[0] + 1e-4, rel
+
+
+@CUDA
+@pytest.mark.parametrize("d,tile", [(64, 4), (128, 5)])
+@pytest.mark.parametrize("pingpong", ["0", "1"])
+def test_sm90_tile_skip_rescale(monkeypatch, d, tile, pingpong):
+    """The 16-bit alternatives that keep a row's running maximum while a key block raises it by at
+    most 2^8 and rescale O only when a row of the warp moved it (Traits::kSkipRescale): keys whose
+    scores jump by far more than that in a late block, for some query rows only (so that the warp
+    vote sees rows that keep their maximum beside rows that move it), and jumps just below and
+    above the slack; within the bf16 bound against fp64."""
+    if not sm90_available():
+        pytest.skip("the sm90 kernel's tiles")
+    monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
+    torch.manual_seed(0)
+    b, sq, skv, h = 2, 300, 900, 2
+    q = torch.randn(b, sq, h, d)
+    k = torch.randn(b, skv, h, d)
+    v = torch.randn(b, skv, h, d)
+    q[:, ::3] *= 6.0           # every third query row sees the jumps amplified, the others barely
+    k[:, 400:420] *= 4.0       # a late block with much larger scores (rows of q scaled up move a lot)
+    k[1, 700:710] *= 2.5       # a smaller jump later still, in the second batch row only
+    # a key aligned with query row 5 of head 0, exactly 7.5 and then 8.5 log2 units above the
+    # row's other scores so far (either side of the slack)
+    scale = d ** -0.5
+    for key, lift in ((520, 7.5), (650, 8.5)):
+        base = (q[0, 5, 0] @ k[0, :key, 0].T).max().item() * scale
+        k[0, key, 0] = q[0, 5, 0] / q[0, 5, 0].norm() ** 2 * ((base + lift / 1.4426950408889634) / scale)
+    q, k, v = (t.bfloat16() for t in (q, k, v))
+    want = ref.attention(q, k, v)
+    monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", str(tile))
+    out = lk.attention(q.cuda(), k.cuda(), v.cuda(), backend="sm90")
+    monkeypatch.delenv("LTX_KERNELS_ATTENTION_TILE")
+    check16(out, want, v, torch.bfloat16, f"d{d} tile {tile} pingpong {pingpong}")
 
 
 @CUDA

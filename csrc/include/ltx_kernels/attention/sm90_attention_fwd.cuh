@@ -69,7 +69,7 @@ using GShape = Shape<int32_t, int32_t, int32_t, int32_t>;   // (rows, cols, head
 using GStride = Stride<int64_t, _1, int64_t, int64_t>;      // cols contiguous
 
 template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_, int kMmaWG_ = 2,
-          bool kPvInO_ = false, int kChains_ = 1, bool kLazyRescale_ = false>
+          bool kPvInO_ = false, int kChains_ = 1, bool kLazyRescale_ = false, bool kSkipRescale_ = false>
 struct Traits {
   using Element = Element_;  // cutlass::bfloat16_t, cutlass::half_t or cutlass::float_e4m3_t
   using Out = Out_;          // cutlass::bfloat16_t or cutlass::half_t
@@ -90,6 +90,13 @@ struct Traits {
   // O <- (O + (P V)_{j-1}) alpha_j (an FADD and an FMUL); the last block's rescale happens at the
   // end. The same sum, one rounding per element and block instead of two.
   static constexpr bool kLazyRescale = kFp8 && !kPvInO && kLazyRescale_;
+  // 16-bit: a row keeps its running maximum while a block raises it by at most kRescaleSlack (in
+  // log2 units), so that its P values stay <= 2^kRescaleSlack (exact in the final O / l, since
+  // O and l use the same maximum), and O is rescaled only when some row of the warp moved its
+  // maximum (a warp vote) instead of after every key block. FP8 P has no such headroom (it is
+  // scaled to E4M3's largest value).
+  static constexpr bool kSkipRescale = !kFp8 && kSkipRescale_;
+  static constexpr float kRescaleSlack = 8.f;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kMmaWG = kMmaWG_;  // consumer warpgroups, 64 query rows each
   static constexpr int kBlockM = 64 * kMmaWG;
@@ -231,11 +238,12 @@ struct RowState {
 };
 
 // Softmax of one S block in place: S <- P (as fp32, already offset for the FP8 P scale), row
-// maxima and sums updated, returns the factors (alpha) by which O must be rescaled.
+// maxima and sums updated, the factors (alpha) by which O must be rescaled; returns whether any
+// of them can differ from 1 in this warp (always true unless Traits::kSkipRescale).
 // Flat index i of the accumulator fragment: column pair element e = i % 2, row half h = (i/2) % 2,
 // column group g = i / 4; column = 8 g + 2 (lane % 4) + e.
 template <class Tr, class TensorS>
-__device__ __forceinline__ void softmax_block(TensorS& s, RowState& st, float (&alpha)[2], int kv_valid,
+__device__ __forceinline__ bool softmax_block(TensorS& s, RowState& st, float (&alpha)[2], int kv_valid,
                                               const float* bias, const float* kf, float p_offset) {
   constexpr int N = size(TensorS{});
   const int lane = threadIdx.x % 32;
@@ -295,13 +303,22 @@ __device__ __forceinline__ void softmax_block(TensorS& s, RowState& st, float (&
     m = first(i) ? s(i) : fmaxf(m, s(i));
   }
   float use[2];
+  bool kept = true;  // every row of this thread kept its maximum (Traits::kSkipRescale)
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
     CUTE_UNROLL
     for (int c = 1; c < C; ++c) mx[r][0] = fmaxf(mx[r][0], mx[r][c]);
     float m = quad_max(mx[r][0]);
     if (!prescaled) m *= st.coef[r];  // coef > 0
-    const float m_new = fmaxf(st.max[r], m);
+    float m_new = fmaxf(st.max[r], m);
+    if constexpr (Tr::kSkipRescale) {
+      // (a -inf maximum is never kept: the first valid block sets it)
+      if (st.max[r] != -INFINITY && m_new - st.max[r] <= Tr::kRescaleSlack) {
+        m_new = st.max[r];
+      } else {
+        kept = false;
+      }
+    }
     use[r] = (m_new == -INFINITY ? 0.f : m_new) - p_offset;
     alpha[r] = fast_exp2((st.max[r] == -INFINITY ? -INFINITY : st.max[r] - p_offset) - use[r]);
     st.max[r] = m_new;
@@ -337,6 +354,11 @@ __device__ __forceinline__ void softmax_block(TensorS& s, RowState& st, float (&
       for (int c = 1; c < C; ++c) part[r][0] += part[r][c];
       st.sum[r] += part[r][0];
     }
+  }
+  if constexpr (Tr::kSkipRescale) {
+    return !__all_sync(0xffffffffu, kept);
+  } else {
+    return true;
   }
 }
 
@@ -529,21 +551,24 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       RowState tmp = st;
       tmp.coef[0] = coef[0];
       tmp.coef[1] = coef[1];
-      softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len - j * kBlockN, kBlockN), bias, kf_arg, p_offset);
+      const bool rescale = softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len - j * kBlockN, kBlockN), bias, kf_arg,
+                                             p_offset);
       st.max[0] = tmp.max[0];
       st.max[1] = tmp.max[1];
       st.sum[0] = tmp.sum[0];
       st.sum[1] = tmp.sum[1];
       warpgroup_wait<0>();
       if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[sp]);
-      CUTE_UNROLL
-      for (int i = 0; i < size(tOrO); ++i) {
-        if constexpr (Tr::kLazyRescale) {
-          tOrO(i) = fmaf(tOrO(i), alpha_prev[(i / 2) % 2], tOrT(i));
-        } else if constexpr (Tr::kFp8 && !Tr::kPvInO) {
-          tOrO(i) = (tOrO(i) + tOrT(i)) * alpha[(i / 2) % 2];
-        } else {
-          tOrO(i) *= alpha[(i / 2) % 2];
+      if (!Tr::kSkipRescale || rescale) {
+        CUTE_UNROLL
+        for (int i = 0; i < size(tOrO); ++i) {
+          if constexpr (Tr::kLazyRescale) {
+            tOrO(i) = fmaf(tOrO(i), alpha_prev[(i / 2) % 2], tOrT(i));
+          } else if constexpr (Tr::kFp8 && !Tr::kPvInO) {
+            tOrO(i) = (tOrO(i) + tOrT(i)) * alpha[(i / 2) % 2];
+          } else {
+            tOrO(i) *= alpha[(i / 2) % 2];
+          }
         }
       }
       alpha_prev[0] = alpha[0];
