@@ -16,11 +16,9 @@ cudaError_t forward_bf16_tile(const AttentionParams& a, cudaStream_t stream) {
     switch (a.tile) {
       case 1: return launch<Traits<E, E, 64, 128, 4, false, 2>>(a, stream);  // 128 x 128, 144 KB
       case 2: return launch<Traits<E, E, 64, 128, 6, false, 3>>(a, stream);  // 192 x 128, 216 KB
-      // the default (192 x 128, 4 stages) with four chains per row for the softmax's maximum and
-      // sum (Traits::kChains)
-      case 3: return launch<Traits<E, E, 64, 128, 4, false, 3, false, 4>>(a, stream);
-      // that, and O rescaled only when a row's maximum moves by more than 2^8 (Traits::kSkipRescale)
-      case 4: return launch<Traits<E, E, 64, 128, 4, false, 3, false, 4, false, true>>(a, stream);
+      // the default (192 x 128, 4 stages) with O rescaled only when a row's maximum moves by more
+      // than 2^8 (Traits::kSkipRescale)
+      case 3: return launch<Traits<E, E, 64, 128, 4, false, 3, false, false, true>>(a, stream);
       default: return cudaErrorInvalidValue;
     }
   }
@@ -28,10 +26,9 @@ cudaError_t forward_bf16_tile(const AttentionParams& a, cudaStream_t stream) {
     case 1: return launch<Traits<E, E, 128, 128, 2, false, 2>>(a, stream);  // 128 x 128, 160 KB
     case 2: return launch<Traits<E, E, 128, 176, 2, false, 2>>(a, stream);  // 128 x 176, 208 KB
     case 3: return launch<Traits<E, E, 128, 96, 4, false, 2>>(a, stream);   // 128 x 96, 224 KB
-    // the default (128 x 128, 3 stages) with four softmax chains per row
-    case 4: return launch<Traits<E, E, 128, 128, 3, false, 2, false, 4>>(a, stream);
-    // that, and the rescale skipped while no row's maximum moves by more than 2^8 (as at d 64)
-    case 5: return launch<Traits<E, E, 128, 128, 3, false, 2, false, 4, false, true>>(a, stream);
+    // the default (128 x 128, 3 stages) with the rescale skipped while no row's maximum moves by
+    // more than 2^8 (as at d 64)
+    case 4: return launch<Traits<E, E, 128, 128, 3, false, 2, false, false, true>>(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -16,10 +16,9 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
     switch (a.tile) {
       case 1: return launch<Traits<E, O, 64, 128, 4, false, 2>>(a, stream);  // 128 x 128, 88 KB
       case 2: return launch<Traits<E, O, 64, 64, 8, false, 3>>(a, stream);   // 192 x 64, 100 KB
-      // the default 192 x 128, 6 stages, with four chains per row for the softmax's maximum and
-      // sum (Traits::kChains), and with that and O rescaled lazily (Traits::kLazyRescale)
-      case 3: return launch<Traits<E, O, 64, 128, 6, false, 3, false, 4>>(a, stream);
-      case 4: return launch<Traits<E, O, 64, 128, 6, false, 3, false, 4, true>>(a, stream);
+      // the default 192 x 128, 6 stages, with O kept one key block behind (Traits::kLazyRescale:
+      // one FFMA per O element and block instead of an FADD and an FMUL)
+      case 3: return launch<Traits<E, O, 64, 128, 6, false, 3, false, true>>(a, stream);
       default: return cudaErrorInvalidValue;
     }
   }
@@ -31,9 +30,8 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
     // d 64 the same change spills more (420 bytes at 192 x 128: O must stay in registers while
     // the P V wgmma runs, where the default can spill it), so d 64 has no such alternative.
     case 3: return launch<Traits<E, O, 128, 128, 4, false, 2, true>>(a, stream);
-    // the default with four softmax chains per row, and with that and the lazy rescale (as at d 64)
-    case 4: return launch<Traits<E, O, 128, 128, 4, false, 2, false, 4>>(a, stream);
-    case 5: return launch<Traits<E, O, 128, 128, 4, false, 2, false, 4, true>>(a, stream);
+    // the default with the lazy rescale (as at d 64)
+    case 4: return launch<Traits<E, O, 128, 128, 4, false, 2, false, true>>(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }

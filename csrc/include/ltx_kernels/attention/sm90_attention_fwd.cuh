@@ -69,7 +69,7 @@ using GShape = Shape<int32_t, int32_t, int32_t, int32_t>;   // (rows, cols, head
 using GStride = Stride<int64_t, _1, int64_t, int64_t>;      // cols contiguous
 
 template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_, int kMmaWG_ = 2,
-          bool kPvInO_ = false, int kChains_ = 1, bool kLazyRescale_ = false, bool kSkipRescale_ = false>
+          bool kPvInO_ = false, bool kLazyRescale_ = false, bool kSkipRescale_ = false>
 struct Traits {
   using Element = Element_;  // cutlass::bfloat16_t, cutlass::half_t or cutlass::float_e4m3_t
   using Out = Out_;          // cutlass::bfloat16_t or cutlass::half_t
@@ -79,12 +79,6 @@ struct Traits {
   // fresh fragment per key block, added to O in fp32): D / 2 fewer registers per thread and one
   // FADD less per O element and block, at the cost of the FP8 accumulator's shorter sums.
   static constexpr bool kPvInO = kFp8 && kPvInO_;
-  // Independent partial chains per row for the softmax's row maximum and row sum (1: one FMNMX
-  // and one FADD chain per row, kBlockN / 4 long; c: c chains over the column groups, combined at
-  // the end). The maximum is exact in any order; the sum's fp32 rounding changes.
-  static constexpr int kChains = kChains_;
-  static_assert(kChains == 1 || kChains == 2 || kChains == 4, "1, 2 or 4 chains per row");
-  static_assert(kBlockN_ % (8 * kChains) == 0, "whole column groups per chain");
   // FP8 with P V in a fresh fragment: O kept at the previous key block's scale, so that adding
   // the block is one FFMA per element, O <- O alpha_{j-1} + (P V)_{j-1}, instead of
   // O <- (O + (P V)_{j-1}) alpha_j (an FADD and an FMUL); the last block's rescale happens at the
@@ -287,28 +281,14 @@ __device__ __forceinline__ bool softmax_block(TensorS& s, RowState& st, float (&
       if (col >= kv_valid) s(i) = -INFINITY;
     }
   }
-  // Row r's scores are i with (i / 2) % 2 == r; column group i / 4 picks the chain.
-  constexpr int C = Tr::kChains;
-  float mx[2][C];
+  float mx[2] = {-INFINITY, -INFINITY};
   CUTE_UNROLL
-  for (int r = 0; r < 2; ++r) {
-    CUTE_UNROLL
-    for (int c = 0; c < C; ++c) mx[r][c] = -INFINITY;
-  }
-  // (with more than one chain, each starts at its first score instead of at -inf)
-  auto first = [](int i) { return C > 1 && i / 4 < C && i % 2 == 0; };
-  CUTE_UNROLL
-  for (int i = 0; i < N; ++i) {
-    float& m = mx[(i / 2) % 2][(i / 4) % C];
-    m = first(i) ? s(i) : fmaxf(m, s(i));
-  }
+  for (int i = 0; i < N; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s(i));
   float use[2];
   bool kept = true;  // every row of this thread kept its maximum (Traits::kSkipRescale)
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
-    CUTE_UNROLL
-    for (int c = 1; c < C; ++c) mx[r][0] = fmaxf(mx[r][0], mx[r][c]);
-    float m = quad_max(mx[r][0]);
+    float m = quad_max(mx[r]);
     if (!prescaled) m *= st.coef[r];  // coef > 0
     float m_new = fmaxf(st.max[r], m);
     if constexpr (Tr::kSkipRescale) {
@@ -324,35 +304,19 @@ __device__ __forceinline__ bool softmax_block(TensorS& s, RowState& st, float (&
     st.max[r] = m_new;
     st.sum[r] *= alpha[r];
   }
-  // One chain per row continues the running sum; more chains are summed apart and then added to it.
-  float part[2][C];
-  CUTE_UNROLL
-  for (int r = 0; r < 2; ++r) part[r][0] = st.sum[r];  // (C > 1: overwritten by the first score)
   if (prescaled) {
     CUTE_UNROLL
     for (int i = 0; i < N; ++i) {
       const int r = (i / 2) % 2;
       s(i) = fast_exp2(s(i) - use[r]);
-      float& l = part[r][(i / 4) % C];
-      l = first(i) ? s(i) : l + s(i);
+      st.sum[r] += s(i);
     }
   } else {
     CUTE_UNROLL
     for (int i = 0; i < N; ++i) {
       const int r = (i / 2) % 2;
       s(i) = fast_exp2(fmaf(s(i), st.coef[r], -use[r]));
-      float& l = part[r][(i / 4) % C];
-      l = first(i) ? s(i) : l + s(i);
-    }
-  }
-  CUTE_UNROLL
-  for (int r = 0; r < 2; ++r) {
-    if constexpr (C == 1) {
-      st.sum[r] = part[r][0];
-    } else {
-      CUTE_UNROLL
-      for (int c = 1; c < C; ++c) part[r][0] += part[r][c];
-      st.sum[r] += part[r][0];
+      st.sum[r] += s(i);
     }
   }
   if constexpr (Tr::kSkipRescale) {
