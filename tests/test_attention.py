@@ -271,7 +271,8 @@ def test_fp8_quantizer_follows_its_rule():
 # The sm_90 kernel's alternative tile configurations (LTX_KERNELS_ATTENTION_TILE, what
 # csrc/cuda/attention/attention_tiles_{bf16,e4m3}_sm90.cu build): each one forced on ragged shapes, with
 # kv_lengths, a key mask and grouped heads, with both warpgroup schedules.
-SM90_TILES = {("bf16", 64): [1, 2, 3], ("bf16", 128): [1, 2, 3, 4], ("fp8", 64): [1, 2, 3], ("fp8", 128): [1, 2, 3, 4]}
+SM90_TILES = {("bf16", 64): [1, 2, 3, 4], ("bf16", 128): [1, 2, 3, 4, 5], ("fp8", 64): [1, 2, 3, 4],
+              ("fp8", 128): [1, 2, 3, 4, 5]}
 
 
 @CUDA
@@ -304,14 +305,14 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
 
 
 @CUDA
-@pytest.mark.parametrize("d,tile", [(128, 3), (128, 4), (64, 3)])
+@pytest.mark.parametrize("d,tile", [(128, 3), (128, 4), (128, 5), (64, 3), (64, 4)])
 def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
     """The FP8 alternatives that change how the key blocks are summed, against the default (a
     fresh P V fragment per key block, added to O in fp32) on long key sequences, where shorter
     or reordered sums would show: within the stated
     FP8 bound, and at most 10% (+1e-4) above the default's relative L2 error against fp64.
-    Tile 3 at d 128 accumulates P V in the tensor core's accumulator (Traits::kPvInO); 4 at
-    d 128 and 3 at d 64 keep O one block behind (Traits::kLazyRescale)."""
+    Tiles 3 and 5 at d 128 and 4 at d 64 accumulate P V in the tensor core's accumulator
+    (Traits::kPvInO); 4 at d 128 and 3 at d 64 keep O one block behind (Traits::kLazyRescale)."""
     if not sm90_available():
         pytest.skip("the sm90 kernel's tiles")
     b, s, h = 1, 8192, 2
@@ -328,7 +329,7 @@ def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
 
 
 @CUDA
-@pytest.mark.parametrize("d,tile", [(64, 3), (128, 4)])
+@pytest.mark.parametrize("d,tile", [(64, 3), (64, 4), (128, 4), (128, 5)])
 @pytest.mark.parametrize("pingpong", ["0", "1"])
 def test_sm90_tile_skip_rescale(monkeypatch, d, tile, pingpong):
     """The 16-bit alternatives that keep a row's running maximum while a key block raises it by at

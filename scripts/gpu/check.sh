@@ -82,7 +82,7 @@ for s in "${@:-build attn-tests attn-bench}"; do
         step gemm-smoke 90 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 scripts/gemm_smoke.py
         grep -vE " OK$" "$OUT/gemm-smoke.log" | head -40 | tee -a "$SUMMARY" ;;
       sanitize-attn)  # every attention kernel (scripts/sanitize_attention.py) and the quantizer's CUDA tests
-        step sanitize-attn 200 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck \
+        step sanitize-attn 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck \
           --error-exitcode 3 --print-limit 20 python3 scripts/sanitize_attention.py
         step sanitize-quant 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck \
           --error-exitcode 3 --print-limit 20 python3 -m pytest -q -p no:cacheprovider tests/test_attention_quant.py \

@@ -36,6 +36,8 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <type_traits>
+
 #include <cute/tensor.hpp>
 #include <cute/arch/mma_sm90.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
@@ -69,7 +71,7 @@ using GShape = Shape<int32_t, int32_t, int32_t, int32_t>;   // (rows, cols, head
 using GStride = Stride<int64_t, _1, int64_t, int64_t>;      // cols contiguous
 
 template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_, int kMmaWG_ = 2,
-          bool kPvInO_ = false, bool kLazyRescale_ = false, bool kSkipRescale_ = false>
+          bool kPvInO_ = false, bool kLazyRescale_ = false, bool kSkipRescale_ = false, bool kTailPerKind_ = false>
 struct Traits {
   using Element = Element_;  // cutlass::bfloat16_t, cutlass::half_t or cutlass::float_e4m3_t
   using Out = Out_;          // cutlass::bfloat16_t or cutlass::half_t
@@ -91,6 +93,13 @@ struct Traits {
   // scaled to E4M3's largest value).
   static constexpr bool kSkipRescale = !kFp8 && kSkipRescale_;
   static constexpr float kRescaleSlack = 8.f;
+  // The main loop runs one copy of a key block's softmax, O update and P conversion per kind of
+  // block (a full block without bias, the last partial one, one with a key bias or per-key K
+  // factors) instead of one copy that branches inside the softmax. Where the branches merge, S
+  // has two definitions, and ptxas copies it out of the wgmma accumulator registers to merge them
+  // (FP8, head dim 64, P V in O: 420 bytes of spills and ~510 instructions per key block on the
+  // hot path; one copy per kind: none, 462).
+  static constexpr bool kTailPerKind = kTailPerKind_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kMmaWG = kMmaWG_;  // consumer warpgroups, 64 query rows each
   static constexpr int kBlockM = 64 * kMmaWG;
@@ -236,13 +245,15 @@ struct RowState {
 // of them can differ from 1 in this warp (always true unless Traits::kSkipRescale).
 // Flat index i of the accumulator fragment: column pair element e = i % 2, row half h = (i/2) % 2,
 // column group g = i / 4; column = 8 g + 2 (lane % 4) + e.
-template <class Tr, class TensorS>
+// kKind: -1 decides at run time (prescaled when bias or kf is given; masks past kv_valid); 0 a
+// full block without bias or factors, 1 a block without them masked past kv_valid, 2 prescaled.
+template <class Tr, int kKind = -1, class TensorS>
 __device__ __forceinline__ bool softmax_block(TensorS& s, RowState& st, float (&alpha)[2], int kv_valid,
                                               const float* bias, const float* kf, float p_offset) {
   constexpr int N = size(TensorS{});
   const int lane = threadIdx.x % 32;
   const int c0 = 2 * (lane % 4);
-  const bool prescaled = bias != nullptr || kf != nullptr;
+  const bool prescaled = kKind < 0 ? (bias != nullptr || kf != nullptr) : kKind == 2;
   if (prescaled) {
     // Scores to the log2 domain here (per-key factor, bias); keys past kv_valid are never read.
     // kf: this thread's per-key K factors, loaded into registers while S was computed
@@ -274,7 +285,7 @@ __device__ __forceinline__ bool softmax_block(TensorS& s, RowState& st, float (&
         s(i) = t;
       }
     }
-  } else if (kv_valid < Tr::kBlockN) {
+  } else if (kKind != 0 && kv_valid < Tr::kBlockN) {
     CUTE_UNROLL
     for (int i = 0; i < N; ++i) {
       const int col = 8 * (i / 4) + c0 + (i % 2);
@@ -515,29 +526,45 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       RowState tmp = st;
       tmp.coef[0] = coef[0];
       tmp.coef[1] = coef[1];
-      const bool rescale = softmax_block<Tr>(tSrS, tmp, alpha, min(kv_len - j * kBlockN, kBlockN), bias, kf_arg,
-                                             p_offset);
-      st.max[0] = tmp.max[0];
-      st.max[1] = tmp.max[1];
-      st.sum[0] = tmp.sum[0];
-      st.sum[1] = tmp.sum[1];
-      warpgroup_wait<0>();
-      if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[sp]);
-      if (!Tr::kSkipRescale || rescale) {
-        CUTE_UNROLL
-        for (int i = 0; i < size(tOrO); ++i) {
-          if constexpr (Tr::kLazyRescale) {
-            tOrO(i) = fmaf(tOrO(i), alpha_prev[(i / 2) % 2], tOrT(i));
-          } else if constexpr (Tr::kFp8 && !Tr::kPvInO) {
-            tOrO(i) = (tOrO(i) + tOrT(i)) * alpha[(i / 2) % 2];
-          } else {
-            tOrO(i) *= alpha[(i / 2) % 2];
+      const int kv_valid = min(kv_len - j * kBlockN, kBlockN);
+      // the rest of the step: softmax of S_j, O updated once P_{j-1} V_{j-1} is in, P_j
+      auto finish = [&](auto kind) {
+        constexpr int kKind = decltype(kind)::value;
+        const bool rescale = softmax_block<Tr, kKind>(tSrS, tmp, alpha, kKind == 0 ? kBlockN : kv_valid, bias,
+                                                      kf_arg, p_offset);
+        st.max[0] = tmp.max[0];
+        st.max[1] = tmp.max[1];
+        st.sum[0] = tmp.sum[0];
+        st.sum[1] = tmp.sum[1];
+        warpgroup_wait<0>();
+        if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[sp]);
+        if (!Tr::kSkipRescale || rescale) {
+          CUTE_UNROLL
+          for (int i = 0; i < size(tOrO); ++i) {
+            if constexpr (Tr::kLazyRescale) {
+              tOrO(i) = fmaf(tOrO(i), alpha_prev[(i / 2) % 2], tOrT(i));
+            } else if constexpr (Tr::kFp8 && !Tr::kPvInO) {
+              tOrO(i) = (tOrO(i) + tOrT(i)) * alpha[(i / 2) % 2];
+            } else {
+              tOrO(i) *= alpha[(i / 2) % 2];
+            }
           }
         }
+        alpha_prev[0] = alpha[0];
+        alpha_prev[1] = alpha[1];
+        convert_p<Tr>(tSrS, tOrP);
+      };
+      if constexpr (Tr::kTailPerKind) {
+        if (bias != nullptr || kf_arg != nullptr) {
+          finish(std::integral_constant<int, 2>{});
+        } else if (kv_valid == kBlockN) {
+          finish(std::integral_constant<int, 0>{});
+        } else {
+          finish(std::integral_constant<int, 1>{});
+        }
+      } else {
+        finish(std::integral_constant<int, -1>{});
       }
-      alpha_prev[0] = alpha[0];
-      alpha_prev[1] = alpha[1];
-      convert_p<Tr>(tSrS, tOrP);
     }
     {
       const int sl = (n_blocks - 1) % kStages;
