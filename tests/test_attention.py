@@ -300,8 +300,12 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
         else:
             ops8 = lk.quantize_attention_fp8(q, k, v, k_block=128)
             out = lk.attention(*ops8, kv_lengths=lengths, backend="sm90")
+            # with a key mask too: every kind of key block (full, partial, with a key bias)
+            out_m = lk.attention(*ops8, kv_lengths=lengths, attn_mask=mask, backend="sm90")
             monkeypatch.delenv("LTX_KERNELS_ATTENTION_TILE")
             fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, what=what)
+            key_bias = torch.zeros(b, skv, device=dev).masked_fill(~mask, float("-inf"))
+            fp8_check_vs_dequantized(out_m, ops8, kv_lengths=lengths, key_bias=key_bias, what=what + " masked")
 
 
 @CUDA
