@@ -69,6 +69,12 @@ def main():
                         runs.append((f"fp8 k_block {k_block} tile {tile}", tile, want,
                                      lambda ops8=ops8: lk.attention(*ops8, kv_lengths=lengths, layout=layout,
                                                                     backend="sm90")))
+                    if k_block == 128 and not args.quick:  # with a key mask: the kernels' key-bias path
+                        want_m = ref.attention(qd, kd, vd, kv_lengths=lengths, key_bias=bias, layout=layout)
+                        for tile in tiles:
+                            runs.append((f"fp8 k_block 128 masked tile {tile}", tile, want_m,
+                                         lambda ops8=ops8: lk.attention(*ops8, kv_lengths=lengths, attn_mask=mask,
+                                                                        layout=layout, backend="sm90")))
                 for what, tile, want, fn in runs:
                     for pp in (("1",) if args.quick else ("0", "1")):
                         os.environ["LTX_KERNELS_ATTENTION_TILE"] = str(tile)
