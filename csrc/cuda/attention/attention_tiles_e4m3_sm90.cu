@@ -31,8 +31,8 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
     case 2: return launch<Traits<E, O, 128, 128, 5, false, 2>>(a, stream);  // 128 x 128, 208 KB
     // the default 128 x 128, 4 stages, with P V accumulated in O (Traits::kPvInO): 64 registers
     // and 64 FADDs per thread and key block fewer, no spills (the default spills 20 bytes). At
-    // d 64 the same change spills more (420 bytes at 192 x 128: O must stay in registers while
-    // the P V wgmma runs, where the default can spill it), so d 64 has no such alternative.
+    // d 64 the same change alone spills 420 bytes at 192 x 128; with one copy of the step per
+    // kind of key block it spills none (d 64 tile 4).
     case 3: return launch<Traits<E, O, 128, 128, 4, false, 2, true>>(a, stream);
     // the default with the lazy rescale (as at d 64)
     case 4: return launch<Traits<E, O, 128, 128, 4, false, 2, false, true>>(a, stream);
