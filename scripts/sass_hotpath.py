@@ -10,7 +10,7 @@ attention kernel's rescale skip, for example), so a count is a lower bound for d
 branch is not taken. Spin loops of barrier waits are not counted (their retries sit outside the
 loop body). Counts are per thread (per warp instruction), not cycles.
 
-    python3 scripts/sass_hotpath.py build/x.o [--filter NAME] [--ops]
+    python3 scripts/sass_hotpath.py build/x.o [--filter NAME] [--ops] [--innermost]
 
 Needs cuobjdump (CUDA toolkit) and an nvdisasm that reads the toolkit's cubins (`nvdisasm` of
 the same CUDA version; `pip install nvidia-cuda-nvdisasm` ships one): --cuobjdump / --nvdisasm
@@ -70,16 +70,19 @@ def rare(ins, s, e) -> bool:
     return ops.count("FSEL") >= 32 or ops.count("LDG") >= 16
 
 
-def hot_path(ins, labels):
+def hot_path(ins, labels, innermost: bool = False):
     """(instructions on the hot path, instructions in the loop, opcode counts on the path, loop
-    header address), or None when the function has no loop around a wgmma."""
+    header address), or None when the function has no loop around a wgmma. The loop is the
+    longest one around a wgmma, or with `innermost` the shortest (the K loop of a persistent GEMM
+    rather than its tile loop)."""
     best = None
     for i, (_, text) in enumerate(ins):
         m = _TARGET.search(text)
         if m and text.startswith("@") and m.group(1) in labels:
             j = labels[m.group(1)]
-            if j < i and any("GMMA" in t for _, t in ins[j:i]) and (best is None or i - j > best[1] - best[0]):
-                best = (j, i)
+            if j < i and any("GMMA" in t for _, t in ins[j:i]):
+                if best is None or (i - j < best[1] - best[0] if innermost else i - j > best[1] - best[0]):
+                    best = (j, i)
     if best is None:
         return None
     h, b = best
@@ -172,6 +175,8 @@ def main(argv=None) -> int:
     ap.add_argument("objects", nargs="+", help=".o (nvcc -c) or .cubin files")
     ap.add_argument("--filter", default="", help="only functions whose demangled name contains this")
     ap.add_argument("--ops", action="store_true", help="print the opcode counts on each hot path")
+    ap.add_argument("--innermost", action="store_true",
+                    help="the innermost loop around a wgmma (a persistent GEMM's K loop) instead of the outermost")
     ap.add_argument("--cuobjdump", default=os.environ.get("CUOBJDUMP", "cuobjdump"))
     ap.add_argument("--nvdisasm", default=os.environ.get("NVDISASM", "nvdisasm"))
     args = ap.parse_args(argv)
@@ -181,7 +186,7 @@ def main(argv=None) -> int:
         for name, pretty in zip(names, demangle(names)):
             if args.filter not in pretty:
                 continue
-            r = hot_path(*funcs[name])
+            r = hot_path(*funcs[name], innermost=args.innermost)
             if r is None:
                 continue
             n, total, ops, header = r

@@ -8,8 +8,11 @@ namespace gemm {
 namespace sm90 {
 
 cudaError_t run_fp8_1d2d(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream) {
-#define LTX_FP8_TILE(BM, BN) \
-  if (cfg.bm == BM && cfg.bn == BN) return host::launch<true, BM, BN>(g, cfg, num_sms, stream);
+// cfg.uniform_wg selects the alternative with a warp-uniform warpgroup index (kUniformWg)
+#define LTX_FP8_TILE(BM, BN)                                                                         \
+  if (cfg.bm == BM && cfg.bn == BN)                                                                  \
+    return cfg.uniform_wg == 1 ? host::launch<true, BM, BN, true>(g, cfg, num_sms, stream)           \
+                               : host::launch<true, BM, BN, false>(g, cfg, num_sms, stream);
   LTX_FP8_TILE(128, 128)
   LTX_FP8_TILE(128, 144)
   LTX_FP8_TILE(128, 160)

@@ -48,6 +48,9 @@ struct TileConfig {
   int group_m = 0;
   int sms = 0;
   int stages = 0;
+  // FP8: 1 runs the kernel whose consumers hold their warpgroup index as a warp-uniform value
+  // (sm90_gemm.cuh, kUniformWg), an alternative measured against the default (0)
+  int uniform_wg = 0;
 };
 
 struct GemmParams {
