@@ -60,3 +60,27 @@ def test_no_loop_around_a_wgmma():
     text = ".text.k:\n        /*0000*/                   MOV R1, R2 ;\n        /*0010*/                   EXIT ;"
     ins, labels = hp.parse(text)["k"]
     assert hp.hot_path(ins, labels) is None
+
+
+def test_innermost_picks_the_k_loop_of_a_tile_loop():
+    lines = [".text.g:"]
+    addr = [0]
+
+    def ins(text):
+        lines.append(f"        /*{addr[0]:04x}*/                   {text} ;")
+        addr[0] += 16
+
+    lines.append(".L_x_1:")             # tile loop
+    ins("IMAD R2, R2, R3, RZ")
+    lines.append(".L_x_2:")             # K loop
+    ins("QGMMA.64x192x32.F32.E4M3.E4M3 R24, gdesc[UR20], RZ, !UPT")
+    ins("FFMA R100, R24, R5, R100")
+    ins("@P1 BRA `(.L_x_2)")
+    for _ in range(5):
+        ins("STS [R4], R100")          # epilogue
+    ins("@P2 BRA `(.L_x_1)")
+    ins("EXIT")
+    ins_, labels = hp.parse("\n".join(lines))["g"]
+    outer = hp.hot_path(ins_, labels)
+    inner = hp.hot_path(ins_, labels, innermost=True)
+    assert outer[1] == 1 + 3 + 5 + 1 and inner[1] == 3 and inner[0] == 3, (outer, inner)
