@@ -26,14 +26,14 @@ def cases(quick):
     for op, tiles in (("fp8", FP8_TILES), ("bf16", BF16_TILES)):
         for bm, bn in tiles:
             for c in (1, 2):
-                # FP8: also the kernel with the warp-uniform warpgroup index (':u1')
-                for u in ((0, 1) if op == "fp8" else (0,)):
+                # FP8: also the mainloop alternatives (':m1', ':m2')
+                for u in ((0, 1, 2) if op == "fp8" else (0,)):
                     for epi in ("none", "gelu", "gated", "fp8out"):
                         if quick and epi != "none" and (c == 2 or u == 1):
                             continue
                         if epi == "fp8out" and (bm, bn) not in FP8_OUT_TILES[op]:
                             continue
-                        yield f"{op}:{bm}x{bn}:c{c}:u{u}:{epi}", op, bm, bn, c, epi, u
+                        yield f"{op}:{bm}x{bn}:c{c}:m{u}:{epi}", op, bm, bn, c, epi, u
 
 
 def run_case(op, bm, bn, c, epi, u=0, device="cuda", backend="sm90"):
@@ -42,7 +42,7 @@ def run_case(op, bm, bn, c, epi, u=0, device="cuda", backend="sm90"):
     m = B * tokens
     n = 3 * 128 if epi == "fp8out" else bn + 40
     k = 128 * 5 if op == "fp8" else 64 * 5 + 24
-    os.environ["LTX_KERNELS_GEMM_CONFIG"] = f"{bm}x{bn}:c{c}:u{u}"
+    os.environ["LTX_KERNELS_GEMM_CONFIG"] = f"{bm}x{bn}:c{c}:m{u}"
     if op == "fp8":
         a, sa, b, sb = fp8_operands(None, n, k, device, leading=(B, tokens))
         y = ref.fp8_blockwise_gemm(a, sa, b, sb)

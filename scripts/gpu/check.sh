@@ -10,7 +10,7 @@
 #   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench),
 #   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged),
 #   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2),
-#   gemm-uniform-ab (scripts/gemm_ab.py: FP8 128x192 / 128x128 with and without ':u1', JSON into $OUT),
+#   gemm-mainloop-ab (scripts/gemm_ab.py: FP8 128x192 with the mainloop alternatives ':m1' / ':m2', JSON into $OUT),
 #   e2e-compare (benchmarks/e2e_ltx_video.py --compare --quantization fp8: every variant, JSON into $OUT),
 #   attn-tiles (scripts/attention_tiles.py: every tile alternative beside cuDNN, JSON into $OUT)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
@@ -114,10 +114,10 @@ for s in "${@:-build attn-tests attn-bench}"; do
         step attn-tiles 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/attention_tiles.py \
           --json "$OUT/attention_tiles.json"
         tail -30 "$OUT/attn-tiles.log" > "$OUT/attn_tiles_tail.log" ;;
-      gemm-uniform-ab)  # the FP8 kernel with the warp-uniform warpgroup index (':u1') against the default, same run
-        step gemm-uniform-ab 280 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/gemm_ab.py \
-          --configs 128x192:c2 128x192:c2:u1 128x128 128x128:u1 --json "$OUT/gemm_uniform_ab.json"
-        tail -25 "$OUT/gemm-uniform-ab.log" | tee -a "$SUMMARY" ;;
+      gemm-mainloop-ab)  # the FP8 mainloop alternatives (':m1', ':m2') against the default, same run
+        step gemm-mainloop-ab 280 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/gemm_ab.py \
+          --configs 128x192:c2 128x192:c2:m1 128x192:c2:m2 128x128:m2 --json "$OUT/gemm_mainloop_ab.json"
+        tail -25 "$OUT/gemm-mainloop-ab.log" | tee -a "$SUMMARY" ;;
       multi-device)
         step multi-device 180 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -v -p no:cacheprovider -rfEs \
           tests/test_multi_device.py ;;

@@ -8,11 +8,12 @@ namespace gemm {
 namespace sm90 {
 
 cudaError_t run_fp8_1d2d(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream) {
-// cfg.uniform_wg selects the alternative with a warp-uniform warpgroup index (kUniformWg)
+// cfg.mainloop selects a mainloop alternative (sm90_gemm.cuh, kMainloop)
 #define LTX_FP8_TILE(BM, BN)                                                                         \
   if (cfg.bm == BM && cfg.bn == BN)                                                                  \
-    return cfg.uniform_wg == 1 ? host::launch<true, BM, BN, true>(g, cfg, num_sms, stream)           \
-                               : host::launch<true, BM, BN, false>(g, cfg, num_sms, stream);
+    return cfg.mainloop == 2   ? host::launch<true, BM, BN, 2>(g, cfg, num_sms, stream)              \
+           : cfg.mainloop == 1 ? host::launch<true, BM, BN, 1>(g, cfg, num_sms, stream)              \
+                               : host::launch<true, BM, BN, 0>(g, cfg, num_sms, stream);
   LTX_FP8_TILE(128, 128)
   LTX_FP8_TILE(128, 144)
   LTX_FP8_TILE(128, 160)

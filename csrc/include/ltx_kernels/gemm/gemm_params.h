@@ -48,9 +48,10 @@ struct TileConfig {
   int group_m = 0;
   int sms = 0;
   int stages = 0;
-  // FP8: 1 runs the kernel whose consumers hold their warpgroup index as a warp-uniform value
-  // (sm90_gemm.cuh, kUniformWg), an alternative measured against the default (0)
-  int uniform_wg = 0;
+  // FP8 mainloop alternatives to measure against the default (0): 1 the consumers hold their
+  // warpgroup index as a warp-uniform value, 2 that and the stage release and next-stage probe
+  // moved under the next K block's wgmma group (sm90_gemm.cuh, kMainloop)
+  int mainloop = 0;
 };
 
 struct GemmParams {

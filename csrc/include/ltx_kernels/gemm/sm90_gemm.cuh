@@ -318,12 +318,16 @@ __device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint
   }
 }
 
-// kUniformWg: the consumers read their warpgroup index through a warp shuffle, which tells the
-// compiler that it is warp-uniform, so the shared-memory descriptors of the mainloop are computed
-// in uniform registers (as CUTLASS's canonical_warp_group_idx does). ptxas, FP8 128x192: 209
-// instructions per K block on the mainloop's common path against 182 (scripts/sass_hotpath.py
-// --innermost), most of the difference on the path from a K block's drain to the next wgmma.
-template <bool kFp8, int BM, int BN, bool kUniformWg = false>
+// kMainloop: alternatives of the FP8 mainloop, measured against the default (0).
+//   1: the consumers read their warpgroup index through a warp shuffle, which tells the compiler
+//      that it is warp-uniform, so the mainloop's shared-memory descriptors are computed in
+//      uniform registers (as CUTLASS's canonical_warp_group_idx does).
+//   2: that, and the work that sat between a K block's drain and the next wgmma issue without
+//      needing to (the stage release, the probe of the next stage's full barrier) is done while
+//      the next K block's group runs: a stage is released one K block later.
+//   Instructions per warp from a K block's drain to the next wgmma issue (FP8 128x192, ptxas of
+//   nvcc 13.0): 157 (0), 146 (1), 138 (2), of which 96 are the promotion's FFMAs (gemm/README.md).
+template <bool kFp8, int BM, int BN, int kMainloop = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                 const __grid_constant__ CUtensorMap tm_d, const __grid_constant__ CUtensorMap tm_h,
@@ -495,7 +499,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     // ---------------- consumers ----------------
     ptx::reg_alloc<kConsumerRegs>();
-    const int wg = kUniformWg ? __shfl_sync(0xffffffffu, warp >> 2, 0) : warp >> 2;
+    const int wg = kMainloop >= 1 ? __shfl_sync(0xffffffffu, warp >> 2, 0) : warp >> 2;
     const int wl = warp & 3, g = lane >> 2;
     const uint32_t a_base = sbase + L.off_a + T::row_off(wg, 0) * kStageK;
     const uint32_t b_base = sbase + L.off_b + T::col_off(wg) * kStageK;
@@ -539,6 +543,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         // full barrier is probed (non-blocking) before the promotion, and a block's wgmma group
         // is issued before its scales are loaded (the loads complete under the group).
         bool ready = false;  // the current stage's full barrier was seen complete in advance
+        // kMainloop 2: the stage whose group completed last, released under the next group
+        constexpr bool kDeferRelease = kMainloop == 2;
+        uint32_t held = ~0u;
         for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
           if (!ready) ptx::mbar_wait(full_bar(stage), phase);
           const uint64_t bdesc = ptx::desc_sw128(b_base + stage * kBStage);
@@ -553,6 +560,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             for (int k = 0; k < 4; ++k) Mma::mma(acc, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
             ptx::wgmma_commit();
             ptx::fence_regs(acc);
+            if constexpr (kDeferRelease) {
+              if (v == 0) {
+                if (held != ~0u) release(held);
+                const bool wrap = stage + 1u == S;
+                ready = kb + 1 < p.num_kb && ptx::mbar_test_wait(full_bar(wrap ? 0u : stage + 1u), wrap ? phase ^ 1u : phase);
+              }
+            }
             // this wave's scales (sa from the stage: before it is released below)
             const uint32_t r = T::row_off(wg, v) + uint32_t(16 * wl + g);
             sa0 = lds_f32(sfa + 4u * r);
@@ -564,12 +578,16 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::wgmma_wait<0>();
             ptx::fence_regs(acc);
             if (v == T::kWaves - 1) {
-              release(stage);
+              if constexpr (kDeferRelease) {
+                held = stage;
+              } else {
+                release(stage);
+              }
               if (++stage == S) {
                 stage = 0;
                 phase ^= 1u;
               }
-              ready = kb + 1 < p.num_kb && ptx::mbar_test_wait(full_bar(stage), phase);
+              if constexpr (!kDeferRelease) ready = kb + 1 < p.num_kb && ptx::mbar_test_wait(full_bar(stage), phase);
             }
             const float s00 = sa0 * sb0, s01 = sa0 * sb1, s10 = sa1 * sb0, s11 = sa1 * sb1;
             if constexpr (kOneBlock) {
@@ -579,6 +597,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
           }
         }
+        if constexpr (kDeferRelease) release(held);  // the tile's last K block
       } else {
         // bf16: accumulate across the whole K range. With >= 4 stages one wgmma group stays in
         // flight (the stage of the previous K block is released once its group has completed);
