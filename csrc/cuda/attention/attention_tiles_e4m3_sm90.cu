@@ -19,9 +19,9 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
       // the default 192 x 128, 6 stages, with O kept one key block behind (Traits::kLazyRescale:
       // one FFMA per O element and block instead of an FADD and an FMUL)
       case 3: return launch<Traits<E, O, 64, 128, 6, false, 3, false, true>>(a, stream);
-      // the default with P V accumulated in O (Traits::kPvInO) and one copy of the step per kind
-      // of key block (Traits::kTailPerKind): no spills (P V in O alone spills 420 bytes here, the
-      // default 84), ~462 instructions per key block on the hot path against the default's ~516
+      // the default with P V accumulated in O (Traits::kPvInO) and the lean loop (Traits::kLeanLoop):
+      // no spills (P V in O alone spills 420 bytes here, the default 84); instructions per key
+      // block on the hot path (scripts/sass_hotpath.py, nvcc 13.0): 457 against the default's 516
       case 4: return launch<Traits<E, O, 64, 128, 6, false, 3, true, false, false, true>>(a, stream);
       default: return cudaErrorInvalidValue;
     }
@@ -36,8 +36,8 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
     case 3: return launch<Traits<E, O, 128, 128, 4, false, 2, true>>(a, stream);
     // the default with the lazy rescale (as at d 64)
     case 4: return launch<Traits<E, O, 128, 128, 4, false, 2, false, true>>(a, stream);
-    // tile 3 with one copy of the step per kind of key block (~510 instructions per key block on
-    // the hot path against tile 3's ~566 and the default's ~583)
+    // tile 3 with the lean loop (Traits::kLeanLoop): 499 instructions per key block on the hot
+    // path against tile 3's 566 and the default's 583
     case 5: return launch<Traits<E, O, 128, 128, 4, false, 2, true, false, false, true>>(a, stream);
     default: return cudaErrorInvalidValue;
   }

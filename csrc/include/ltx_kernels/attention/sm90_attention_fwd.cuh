@@ -71,7 +71,7 @@ using GShape = Shape<int32_t, int32_t, int32_t, int32_t>;   // (rows, cols, head
 using GStride = Stride<int64_t, _1, int64_t, int64_t>;      // cols contiguous
 
 template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_, int kMmaWG_ = 2,
-          bool kPvInO_ = false, bool kLazyRescale_ = false, bool kSkipRescale_ = false, bool kTailPerKind_ = false>
+          bool kPvInO_ = false, bool kLazyRescale_ = false, bool kSkipRescale_ = false, bool kLeanLoop_ = false>
 struct Traits {
   using Element = Element_;  // cutlass::bfloat16_t, cutlass::half_t or cutlass::float_e4m3_t
   using Out = Out_;          // cutlass::bfloat16_t or cutlass::half_t
@@ -93,13 +93,17 @@ struct Traits {
   // scaled to E4M3's largest value).
   static constexpr bool kSkipRescale = !kFp8 && kSkipRescale_;
   static constexpr float kRescaleSlack = 8.f;
-  // The main loop runs one copy of a key block's softmax, O update and P conversion per kind of
-  // block (a full block without bias, the last partial one, one with a key bias or per-key K
-  // factors) instead of one copy that branches inside the softmax. Where the branches merge, S
-  // has two definitions, and ptxas copies it out of the wgmma accumulator registers to merge them
-  // (FP8, head dim 64, P V in O: 420 bytes of spills and ~510 instructions per key block on the
-  // hot path; one copy per kind: none, 462).
-  static constexpr bool kTailPerKind = kTailPerKind_;
+  // Two code-shape changes with the same arithmetic:
+  // - the main loop runs one copy of a key block's softmax, O update and P conversion per kind of
+  //   block (a full block without bias, the last partial one, one with a key bias or per-key K
+  //   factors) instead of one copy that branches inside the softmax. Where the branches merge, S
+  //   has two definitions, and ptxas copies it out of the wgmma accumulator registers to merge
+  //   them (FP8, head dim 64, P V in O: 420 bytes of spills; one copy per kind: none);
+  // - the consumers read their warpgroup index through a warp shuffle, which tells the compiler
+  //   that it is warp-uniform, so descriptors and addresses that depend on it stay in uniform
+  //   registers.
+  // Instructions per key block on the hot path (scripts/sass_hotpath.py): in the tile files.
+  static constexpr bool kLeanLoop = kLeanLoop_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kMmaWG = kMmaWG_;  // consumer warpgroups, 64 query rows each
   static constexpr int kBlockM = 64 * kMmaWG;
@@ -386,7 +390,8 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   // ---------------- consumers ----------------
   cutlass::arch::warpgroup_reg_alloc<Tr::kConsumerRegs>();
   const int ctid = threadIdx.x - 128;
-  const int cwg = ctid / 128;  // consumer warpgroup: rows 64 cwg ..
+  // consumer warpgroup: rows 64 cwg .. (Traits::kLeanLoop: as a warp-uniform value)
+  const int cwg = Tr::kLeanLoop ? __shfl_sync(0xffffffffu, ctid / 128, 0) : ctid / 128;
   const int lane = threadIdx.x % 32;
   const int row0 = 64 * cwg + 16 * ((ctid % 128) / 32) + lane / 4;  // and row0 + 8
 
@@ -554,7 +559,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
         alpha_prev[1] = alpha[1];
         convert_p<Tr>(tSrS, tOrP);
       };
-      if constexpr (Tr::kTailPerKind) {
+      if constexpr (Tr::kLeanLoop) {
         if (bias != nullptr || kf_arg != nullptr) {
           finish(std::integral_constant<int, 2>{});
         } else if (kv_valid == kBlockN) {
