@@ -10,7 +10,7 @@ attention kernel's rescale skip, for example), so a count is a lower bound for d
 branch is not taken. Spin loops of barrier waits are not counted (their retries sit outside the
 loop body). Counts are per thread (per warp instruction), not cycles.
 
-    python3 scripts/sass_hotpath.py build/x.o [--filter NAME] [--ops] [--innermost]
+    python3 scripts/sass_hotpath.py build/x.o [--filter NAME] [--ops] [--innermost] [--drain]
 
 Needs cuobjdump (CUDA toolkit) and an nvdisasm that reads the toolkit's cubins (`nvdisasm` of
 the same CUDA version; `pip install nvidia-cuda-nvdisasm` ships one): --cuobjdump / --nvdisasm
@@ -131,6 +131,63 @@ def hot_path(ins, labels, innermost: bool = False):
     return None
 
 
+def loop_bounds(ins, labels, innermost: bool = False):
+    """(header index, back-edge index) of the longest (or innermost) loop around a wgmma."""
+    best = None
+    for i, (_, text) in enumerate(ins):
+        m = _TARGET.search(text)
+        if m and text.startswith("@") and m.group(1) in labels:
+            j = labels[m.group(1)]
+            if j < i and any("GMMA" in t for _, t in ins[j:i]):
+                if best is None or (i - j < best[1] - best[0] if innermost else i - j > best[1] - best[0]):
+                    best = (j, i)
+    return best
+
+
+def drain(ins, labels, innermost: bool = True):
+    """Instructions from the loop's last wgmma wait (WARPGROUP.DEPBAR) to the next wgmma issue,
+    going round the back edge, on the shortest path that avoids FSEL (the rare run-time selects):
+    the window in which this warp's tensor-core work stops. None without such a loop."""
+    lb = loop_bounds(ins, labels, innermost)
+    if lb is None:
+        return None
+    h, b = lb
+    waits = [i for i in range(h, b + 1) if "WARPGROUP.DEPBAR" in ins[i][1]]
+    if not waits:
+        return None
+
+    def succ(i):
+        text = ins[i][1]
+        m = _TARGET.search(text)
+        out = []
+        if m and m.group(1) in labels:
+            t = labels[m.group(1)]
+            if h <= t <= b:
+                out.append(t)
+            if text.startswith("@") and i + 1 <= b:
+                out.append(i + 1)
+        elif i + 1 <= b:
+            out.append(i + 1)
+        if i == b:
+            out.append(h)
+        return out
+
+    start = waits[-1]
+    dist, queue = {start: 0}, [(0, start)]
+    while queue:
+        d, i = heapq.heappop(queue)
+        if d > dist.get(i, float("inf")):
+            continue
+        if i != start and "GMMA" in ins[i][1]:
+            return d
+        w = 1 + (10 ** 6 if opcode(ins[i][1]) == "FSEL" else 0)
+        for s in succ(i):
+            if d + w < dist.get(s, float("inf")):
+                dist[s] = d + w
+                heapq.heappush(queue, (d + w, s))
+    return None
+
+
 def listing_of(path: str, cuobjdump: str, nvdisasm: str) -> str:
     if path.endswith(".cubin"):
         cubins = [path]
@@ -177,6 +234,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ops", action="store_true", help="print the opcode counts on each hot path")
     ap.add_argument("--innermost", action="store_true",
                     help="the innermost loop around a wgmma (a persistent GEMM's K loop) instead of the outermost")
+    ap.add_argument("--drain", action="store_true",
+                    help="also the instructions from the loop's last wgmma wait to the next wgmma issue")
     ap.add_argument("--cuobjdump", default=os.environ.get("CUOBJDUMP", "cuobjdump"))
     ap.add_argument("--nvdisasm", default=os.environ.get("NVDISASM", "nvdisasm"))
     args = ap.parse_args(argv)
@@ -190,7 +249,11 @@ def main(argv=None) -> int:
             if r is None:
                 continue
             n, total, ops, header = r
-            print(f"{n:5d} of {total:5d} (loop at {header:#x})  {pretty}")
+            extra = ""
+            if args.drain:
+                dr = drain(*funcs[name], innermost=args.innermost)
+                extra = f", drain to issue {dr}" if dr is not None else ""
+            print(f"{n:5d} of {total:5d} (loop at {header:#x}{extra})  {pretty}")
             if args.ops:
                 print("       " + ", ".join(f"{k} {v}" for k, v in ops.most_common(14)))
     return 0

@@ -84,3 +84,25 @@ def test_innermost_picks_the_k_loop_of_a_tile_loop():
     outer = hp.hot_path(ins_, labels)
     inner = hp.hot_path(ins_, labels, innermost=True)
     assert outer[1] == 1 + 3 + 5 + 1 and inner[1] == 3 and inner[0] == 3, (outer, inner)
+
+
+def test_drain_counts_from_the_wait_round_the_back_edge_to_the_next_issue():
+    lines = [".text.d:"]
+    addr = [0]
+
+    def ins(text):
+        lines.append(f"        /*{addr[0]:04x}*/                   {text} ;")
+        addr[0] += 16
+
+    lines.append(".L_x_1:")
+    ins("UIADD3 UR4, UR4, 0x2, URZ")    # descriptor arithmetic before the issue
+    ins("QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], RZ, !UPT")
+    ins("LDS R5, [R4]")                   # under the group: not on the drain
+    ins("WARPGROUP.DEPBAR.LE gsb0, 0x0")
+    for _ in range(4):
+        ins("FFMA R100, R24, R5, R100")   # promotion
+    ins("@P1 BRA `(.L_x_1)")
+    ins("EXIT")
+    ins_, labels = hp.parse("\n".join(lines))["d"]
+    # DEPBAR -> 4 FFMA, the back edge, the descriptor add -> the QGMMA
+    assert hp.drain(ins_, labels) == 1 + 4 + 1 + 1

@@ -324,9 +324,11 @@ __device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint
 //      uniform registers (as CUTLASS's canonical_warp_group_idx does).
 //   2: that, and the work that sat between a K block's drain and the next wgmma issue without
 //      needing to (the stage release, the probe of the next stage's full barrier) is done while
-//      the next K block's group runs: a stage is released one K block later.
-//   Instructions per warp from a K block's drain to the next wgmma issue (FP8 128x192, ptxas of
-//   nvcc 13.0): 157 (0), 146 (1), 138 (2), of which 96 are the promotion's FFMAs (gemm/README.md).
+//      the next K block's group runs: a stage is released one K block later; a stage's
+//      descriptors are stage 0's plus an offset.
+//   Instructions per warp from a K block's drain to the next wgmma issue (FP8, ptxas of nvcc
+//   13.0): 128x192 157 / 146 / 137, of which 96 are the promotion's FFMAs; 128x128 120 / 112 / 86
+//   (gemm/README.md).
 template <bool kFp8, int BM, int BN, int kMainloop = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
@@ -546,14 +548,20 @@ __global__ void __launch_bounds__(kThreads, 1)
         // kMainloop 2: the stage whose group completed last, released under the next group
         constexpr bool kDeferRelease = kMainloop == 2;
         uint32_t held = ~0u;
+        // kMainloop 2: a stage's descriptors as stage 0's plus the stage offset (the address field
+        // is the shared-memory address / 16, and no stage reaches past 2^18 bytes)
+        const uint64_t bdesc0 = ptx::desc_sw128(b_base), adesc0 = ptx::desc_sw128(a_base);
         for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
           if (!ready) ptx::mbar_wait(full_bar(stage), phase);
-          const uint64_t bdesc = ptx::desc_sw128(b_base + stage * kBStage);
+          const uint64_t bdesc = kDeferRelease ? bdesc0 + uint64_t(stage * (kBStage >> 4))
+                                               : ptx::desc_sw128(b_base + stage * kBStage);
           const uint32_t sfa = sbase + L.off_sfa + stage * uint32_t(BM) * 4u;
           float sa0 = 0.f, sa1 = 0.f, sb0 = 0.f, sb1 = 0.f;
 #pragma unroll
           for (int v = 0; v < T::kWaves; ++v) {
-            const uint64_t adesc = ptx::desc_sw128(a_base + stage * kAStage + uint32_t(v) * 128u * kStageK);
+            const uint64_t adesc =
+                kDeferRelease ? adesc0 + uint64_t((stage * kAStage + uint32_t(v) * 128u * kStageK) >> 4)
+                              : ptx::desc_sw128(a_base + stage * kAStage + uint32_t(v) * 128u * kStageK);
             ptx::fence_regs(acc);
             ptx::wgmma_fence();
 #pragma unroll
