@@ -70,11 +70,8 @@ def rare(ins, s, e) -> bool:
     return ops.count("FSEL") >= 32 or ops.count("LDG") >= 16
 
 
-def hot_path(ins, labels, innermost: bool = False):
-    """(instructions on the hot path, instructions in the loop, opcode counts on the path, loop
-    header address), or None when the function has no loop around a wgmma. The loop is the
-    longest one around a wgmma, or with `innermost` the shortest (the K loop of a persistent GEMM
-    rather than its tile loop)."""
+def loop_bounds(ins, labels, innermost: bool = False):
+    """(header index, back-edge index) of the longest (or innermost) loop around a wgmma."""
     best = None
     for i, (_, text) in enumerate(ins):
         m = _TARGET.search(text)
@@ -83,6 +80,15 @@ def hot_path(ins, labels, innermost: bool = False):
             if j < i and any("GMMA" in t for _, t in ins[j:i]):
                 if best is None or (i - j < best[1] - best[0] if innermost else i - j > best[1] - best[0]):
                     best = (j, i)
+    return best
+
+
+def hot_path(ins, labels, innermost: bool = False):
+    """(instructions on the hot path, instructions in the loop, opcode counts on the path, loop
+    header address), or None when the function has no loop around a wgmma. The loop is the
+    longest one around a wgmma, or with `innermost` the shortest (the K loop of a persistent GEMM
+    rather than its tile loop)."""
+    best = loop_bounds(ins, labels, innermost)
     if best is None:
         return None
     h, b = best
@@ -129,19 +135,6 @@ def hot_path(ins, labels, innermost: bool = False):
                 dist[t], prev[t] = nd, s
                 heapq.heappush(queue, (nd, t))
     return None
-
-
-def loop_bounds(ins, labels, innermost: bool = False):
-    """(header index, back-edge index) of the longest (or innermost) loop around a wgmma."""
-    best = None
-    for i, (_, text) in enumerate(ins):
-        m = _TARGET.search(text)
-        if m and text.startswith("@") and m.group(1) in labels:
-            j = labels[m.group(1)]
-            if j < i and any("GMMA" in t for _, t in ins[j:i]):
-                if best is None or (i - j < best[1] - best[0] if innermost else i - j > best[1] - best[0]):
-                    best = (j, i)
-    return best
 
 
 def drain(ins, labels, innermost: bool = True):

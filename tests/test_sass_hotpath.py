@@ -10,13 +10,26 @@ hp = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(hp)
 
 
-def listing(masked_fsel=32):
-    lines = [".text.kern:"]
-    addr = [0]
+class Listing:
+    """An nvdisasm listing written line by line: ins(text) adds an instruction, label(name) a label."""
 
-    def ins(text):
-        lines.append(f"        /*{addr[0]:04x}*/                   {text} ;")
-        addr[0] += 16
+    def __init__(self, name):
+        self.lines, self.addr = [f".text.{name}:"], 0
+
+    def ins(self, text):
+        self.lines.append(f"        /*{self.addr:04x}*/                   {text} ;")
+        self.addr += 16
+
+    def label(self, name):
+        self.lines.append(f"{name}:")
+
+    def text(self):
+        return "\n".join(self.lines)
+
+
+def listing(masked_fsel=32):
+    lst = Listing("kern")
+    ins, lines = lst.ins, lst.lines
 
     ins("MOV R1, c[0x0][0x28]")          # prologue, outside the loop
     lines.append(".L_x_1:")                # loop header
@@ -37,7 +50,7 @@ def listing(masked_fsel=32):
     ins("MUFU.EX2 R8, R8")
     ins("@P3 BRA `(.L_x_1)")              # back edge
     ins("EXIT")
-    return "\n".join(lines)
+    return lst.text()
 
 
 def test_hot_path_counts_the_plain_block_and_skips_optional_work():
@@ -63,12 +76,8 @@ def test_no_loop_around_a_wgmma():
 
 
 def test_innermost_picks_the_k_loop_of_a_tile_loop():
-    lines = [".text.g:"]
-    addr = [0]
-
-    def ins(text):
-        lines.append(f"        /*{addr[0]:04x}*/                   {text} ;")
-        addr[0] += 16
+    lst = Listing("g")
+    ins, lines = lst.ins, lst.lines
 
     lines.append(".L_x_1:")             # tile loop
     ins("IMAD R2, R2, R3, RZ")
@@ -87,12 +96,8 @@ def test_innermost_picks_the_k_loop_of_a_tile_loop():
 
 
 def test_drain_counts_from_the_wait_round_the_back_edge_to_the_next_issue():
-    lines = [".text.d:"]
-    addr = [0]
-
-    def ins(text):
-        lines.append(f"        /*{addr[0]:04x}*/                   {text} ;")
-        addr[0] += 16
+    lst = Listing("d")
+    ins, lines = lst.ins, lst.lines
 
     lines.append(".L_x_1:")
     ins("UIADD3 UR4, UR4, 0x2, URZ")    # descriptor arithmetic before the issue
