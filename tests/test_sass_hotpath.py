@@ -75,39 +75,35 @@ def test_no_loop_around_a_wgmma():
     assert hp.hot_path(ins, labels) is None
 
 
-def test_innermost_picks_the_k_loop_of_a_tile_loop():
-    lst = Listing("g")
-    ins, lines = lst.ins, lst.lines
+def build(name, items):
+    """(instructions, labels) of a listing given as a list of instruction texts and labels."""
+    lst = Listing(name)
+    for it in items:
+        if it.startswith(".L_x_"):
+            lst.label(it)
+        else:
+            lst.ins(it)
+    return hp.parse(lst.text())[name]
 
-    lines.append(".L_x_1:")             # tile loop
-    ins("IMAD R2, R2, R3, RZ")
-    lines.append(".L_x_2:")             # K loop
-    ins("QGMMA.64x192x32.F32.E4M3.E4M3 R24, gdesc[UR20], RZ, !UPT")
-    ins("FFMA R100, R24, R5, R100")
-    ins("@P1 BRA `(.L_x_2)")
-    for _ in range(5):
-        ins("STS [R4], R100")          # epilogue
-    ins("@P2 BRA `(.L_x_1)")
-    ins("EXIT")
-    ins_, labels = hp.parse("\n".join(lines))["g"]
-    outer = hp.hot_path(ins_, labels)
-    inner = hp.hot_path(ins_, labels, innermost=True)
+
+def test_innermost_picks_the_k_loop_of_a_tile_loop():
+    ins, labels = build("g", [
+        ".L_x_1", "IMAD R2, R2, R3, RZ",                      # tile loop
+        ".L_x_2", "QGMMA.64x192x32.F32.E4M3.E4M3 R24, gdesc[UR20], RZ, !UPT",   # K loop
+        "FFMA R100, R24, R5, R100", "@P1 BRA `(.L_x_2)",
+    ] + ["STS [R4], R100"] * 5 + ["@P2 BRA `(.L_x_1)", "EXIT"])   # epilogue, tile loop's back edge
+    outer = hp.hot_path(ins, labels)
+    inner = hp.hot_path(ins, labels, innermost=True)
     assert outer[1] == 1 + 3 + 5 + 1 and inner[1] == 3 and inner[0] == 3, (outer, inner)
 
 
 def test_drain_counts_from_the_wait_round_the_back_edge_to_the_next_issue():
-    lst = Listing("d")
-    ins, lines = lst.ins, lst.lines
-
-    lines.append(".L_x_1:")
-    ins("UIADD3 UR4, UR4, 0x2, URZ")    # descriptor arithmetic before the issue
-    ins("QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], RZ, !UPT")
-    ins("LDS R5, [R4]")                   # under the group: not on the drain
-    ins("WARPGROUP.DEPBAR.LE gsb0, 0x0")
-    for _ in range(4):
-        ins("FFMA R100, R24, R5, R100")   # promotion
-    ins("@P1 BRA `(.L_x_1)")
-    ins("EXIT")
-    ins_, labels = hp.parse("\n".join(lines))["d"]
+    ins, labels = build("d", [
+        ".L_x_1",
+        "UIADD3 UR4, UR4, 0x2, URZ",                            # descriptor arithmetic before the issue
+        "QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], RZ, !UPT",
+        "LDS R5, [R4]",                                          # under the group: not on the drain
+        "WARPGROUP.DEPBAR.LE gsb0, 0x0",
+    ] + ["FFMA R100, R24, R5, R100"] * 4 + ["@P1 BRA `(.L_x_1)", "EXIT"])   # promotion, back edge
     # DEPBAR -> 4 FFMA, the back edge, the descriptor add -> the QGMMA
-    assert hp.drain(ins_, labels) == 1 + 4 + 1 + 1
+    assert hp.drain(ins, labels) == 1 + 4 + 1 + 1
