@@ -327,7 +327,7 @@ __device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint
 //      the next K block's group runs: a stage is released one K block later; a stage's
 //      descriptors are stage 0's plus an offset.
 //   Instructions per warp from a K block's drain to the next wgmma issue (FP8, ptxas of nvcc
-//   13.0): 128x192 157 / 146 / 137, of which 96 are the promotion's FFMAs; 128x128 120 / 112 / 86
+//   13.0): 128x192 157 / 146 / 125, of which 96 are the promotion's FFMAs; 128x128 120 / 112 / 86
 //   (gemm/README.md).
 template <bool kFp8, int BM, int BN, int kMainloop = 0>
 __global__ void __launch_bounds__(kThreads, 1)
@@ -549,8 +549,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         constexpr bool kDeferRelease = kMainloop == 2;
         uint32_t held = ~0u;
         // kMainloop 2: a stage's descriptors as stage 0's plus the stage offset (the address field
-        // is the shared-memory address / 16, and no stage reaches past 2^18 bytes)
-        const uint64_t bdesc0 = ptx::desc_sw128(b_base), adesc0 = ptx::desc_sw128(a_base);
+        // is the shared-memory address / 16, and no stage reaches past 2^18 bytes). The empty asm
+        // makes the two values opaque, so that ptxas keeps them instead of recomputing the
+        // shared-memory base inside the loop, which it did at 128x192 (12 instructions on the
+        // path from a K block's drain to the next issue).
+        uint64_t bdesc0 = ptx::desc_sw128(b_base), adesc0 = ptx::desc_sw128(a_base);
+        if constexpr (kDeferRelease) asm volatile("" : "+l"(bdesc0), "+l"(adesc0));
         for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
           if (!ready) ptx::mbar_wait(full_bar(stage), phase);
           const uint64_t bdesc = kDeferRelease ? bdesc0 + uint64_t(stage * (kBStage >> 4))
