@@ -316,7 +316,8 @@ def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
     or reordered sums would show: within the stated
     FP8 bound, and at most 10% (+1e-4) above the default's relative L2 error against fp64.
     Tiles 3 and 5 at d 128 and 4 at d 64 accumulate P V in the tensor core's accumulator
-    (Traits::kPvInO); 4 at d 128 and 3 at d 64 keep O one block behind (Traits::kLazyRescale)."""
+    (Traits::kPvInO); 4 at d 128 and 3 at d 64 keep O one block behind (Traits::kLazyRescale;
+    4 at d 128 with the lean loop)."""
     if not sm90_available():
         pytest.skip("the sm90 kernel's tiles")
     b, s, h = 1, 8192, 2
