@@ -16,15 +16,15 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(_HERE, "..", "benchmarks"))
+sys.path.insert(0, os.path.join(_HERE, "..", "tests"))
 
 import ltx_kernels as lk  # noqa: E402
 from ltx_kernels import reference as ref  # noqa: E402
 
 from common import rel_l2  # noqa: E402
-
-TILES = {("bf16", 64): [1, 2, 3, 4], ("bf16", 128): [1, 2, 3, 4, 5], ("fp8", 64): [1, 2, 3, 4],
-         ("fp8", 128): [1, 2, 3, 4, 5]}
+from test_attention import SM90_TILES as TILES  # noqa: E402  (the tile alternatives the build has)
 
 
 def main():
