@@ -311,13 +311,14 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
 @CUDA
 @pytest.mark.parametrize("d,tile", [(128, 3), (128, 4), (128, 5), (64, 3), (64, 4)])
 def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
-    """The FP8 alternatives that change how the key blocks are summed, against the default (a
-    fresh P V fragment per key block, added to O in fp32) on long key sequences, where shorter
-    or reordered sums would show: within the stated
+    """The FP8 kernels that sum the key blocks differently, each against the default (P V
+    accumulated in O by the tensor core, the lean loop) on long key sequences, where shorter or
+    reordered sums would show: within the stated
     FP8 bound, and at most 10% (+1e-4) above the default's relative L2 error against fp64.
-    Tiles 3 and 5 at d 128 and 4 at d 64 accumulate P V in the tensor core's accumulator
-    (Traits::kPvInO); 4 at d 128 and 3 at d 64 keep O one block behind (Traits::kLazyRescale;
-    4 at d 128 with the lean loop)."""
+    Tile 3 at d 128 accumulates P V in the tensor core's accumulator as the default does
+    (Traits::kPvInO) without the lean loop; 4 at d 128 and 3 at d 64 sum each block's P V in
+    fp32 and keep O one block behind (Traits::kLazyRescale); 5 at d 128 and 4 at d 64 are the
+    former defaults (a fresh fp32 P V fragment per key block)."""
     if not sm90_available():
         pytest.skip("the sm90 kernel's tiles")
     b, s, h = 1, 8192, 2
@@ -334,11 +335,12 @@ def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
 
 
 @CUDA
-@pytest.mark.parametrize("d,tile", [(64, 3), (64, 4), (128, 4), (128, 5)])
+@pytest.mark.parametrize("d,tile", [(64, 3), (64, 4), (128, 0), (128, 4)])
 @pytest.mark.parametrize("pingpong", ["0", "1"])
 def test_sm90_tile_skip_rescale(monkeypatch, d, tile, pingpong):
-    """The 16-bit alternatives that keep a row's running maximum while a key block raises it by at
-    most 2^8 and rescale O only when a row of the warp moved it (Traits::kSkipRescale): keys whose
+    """The 16-bit kernels (the d 128 default, tiles 3 / 4 at d 64, 4 at d 128) that keep a row's
+    running maximum while a key block raises it by at most 2^8 and rescale O only when a row of
+    the warp moved it (Traits::kSkipRescale): keys whose
     scores jump by far more than that in a late block, for some query rows only (so that the warp
     vote sees rows that keep their maximum beside rows that move it), and jumps just below and
     above the slack; within the bf16 bound against fp64."""

@@ -14,12 +14,17 @@ template <class O>
 cudaError_t dispatch(const AttentionParams& a, cudaStream_t stream) {
   using E = cutlass::float_e4m3_t;
   const bool per_token = a.k_block == 1;
+  // With K factors per 128 keys: P V accumulated in O by the tensor core (Traits::kPvInO) and the
+  // lean loop (Traits::kLeanLoop). Measured on the H200 against cuDNN's bf16 SDPA in one run
+  // (benchmarks/results/h200/experiments/attention_tiles_e04ebcc.json): d 64 1.23x / 1.38x at
+  // 2688 / 14080 tokens (the former default, now tile 4: 1.03x / 1.13x); d 128 1.16x / 1.39x at
+  // 2688 / 8192 (the former default, now tile 5: 1.07x / 1.24x).
   if (a.head_dim == 64) {
     return per_token ? launch<Traits<E, O, 64, 128, 4, true>>(a, stream)
-                     : launch<Traits<E, O, 64, 128, 6, false, 3>>(a, stream);
+                     : launch<Traits<E, O, 64, 128, 6, false, 3, true, false, false, true>>(a, stream);
   }
   return per_token ? launch<Traits<E, O, 128, 64, 4, true>>(a, stream)
-                   : launch<Traits<E, O, 128, 128, 4, false, 2>>(a, stream);
+                   : launch<Traits<E, O, 128, 128, 4, false, 2, true, false, false, true>>(a, stream);
 }
 
 }  // namespace

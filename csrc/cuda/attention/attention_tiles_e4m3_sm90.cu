@@ -16,30 +16,25 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
     switch (a.tile) {
       case 1: return launch<Traits<E, O, 64, 128, 4, false, 2>>(a, stream);  // 128 x 128, 88 KB
       case 2: return launch<Traits<E, O, 64, 64, 8, false, 3>>(a, stream);   // 192 x 64, 100 KB
-      // the default 192 x 128, 6 stages, with O kept one key block behind (Traits::kLazyRescale:
-      // one FFMA per O element and block instead of an FADD and an FMUL)
+      // 192 x 128, 6 stages, P V in a fresh fragment, with O kept one key block behind
+      // (Traits::kLazyRescale: one FFMA per O element and block instead of an FADD and an FMUL)
       case 3: return launch<Traits<E, O, 64, 128, 6, false, 3, false, true>>(a, stream);
-      // the default with P V accumulated in O (Traits::kPvInO) and the lean loop (Traits::kLeanLoop):
-      // no spills (P V in O alone spills 420 bytes here, the default 84); instructions per key
-      // block on the hot path (scripts/sass_hotpath.py, nvcc 13.0): 457 against the default's 516
-      case 4: return launch<Traits<E, O, 64, 128, 6, false, 3, true, false, false, true>>(a, stream);
+      // the former default: 192 x 128, 6 stages, P V in a fresh fragment (84 bytes of spills)
+      case 4: return launch<Traits<E, O, 64, 128, 6, false, 3>>(a, stream);
       default: return cudaErrorInvalidValue;
     }
   }
   switch (a.tile) {
     case 1: return launch<Traits<E, O, 128, 64, 4, false, 2>>(a, stream);   // 128 x 64, 112 KB
     case 2: return launch<Traits<E, O, 128, 128, 5, false, 2>>(a, stream);  // 128 x 128, 208 KB
-    // the default 128 x 128, 4 stages, with P V accumulated in O (Traits::kPvInO): 64 registers
-    // and 64 FADDs per thread and key block fewer, no spills (the default spills 20 bytes). At
-    // d 64 the same change alone spills 420 bytes at 192 x 128; with one copy of the step per
-    // kind of key block it spills none (d 64 tile 4).
+    // the default without the lean loop: P V accumulated in O (Traits::kPvInO), 566 instructions
+    // per key block on the hot path against the default's 499
     case 3: return launch<Traits<E, O, 128, 128, 4, false, 2, true>>(a, stream);
-    // the default with the lazy rescale (as at d 64) and the lean loop: P V still summed in fp32,
-    // 506 instructions per key block on the hot path (the lazy rescale alone: 522), no spills
+    // P V summed in fp32 (a fresh fragment per key block) with the lazy rescale and the lean loop:
+    // 506 instructions per key block, no spills
     case 4: return launch<Traits<E, O, 128, 128, 4, false, 2, false, true, false, true>>(a, stream);
-    // tile 3 with the lean loop (Traits::kLeanLoop): 499 instructions per key block on the hot
-    // path against tile 3's 566 and the default's 583
-    case 5: return launch<Traits<E, O, 128, 128, 4, false, 2, true, false, false, true>>(a, stream);
+    // the former default: P V in a fresh fragment, 583 instructions, 20 bytes of spills
+    case 5: return launch<Traits<E, O, 128, 128, 4, false, 2>>(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }

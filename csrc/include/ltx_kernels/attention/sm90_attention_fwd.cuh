@@ -20,7 +20,8 @@
 //        wgmma runs; wait P V; release stage j-1; rescale O; P_j <- S_j.
 //   FP8 accumulates each P_j V_j into a fresh fp32 fragment and adds it to O (the FP8 tensor
 //        core's own accumulator keeps fewer bits than fp32: adding a whole block at once keeps the
-//        long sums in fp32; Traits::kPvInO accumulates into O directly instead, as 16-bit does).
+//        long sums in fp32), or with Traits::kPvInO (the defaults with 128-key K factors) into O
+//        directly, as 16-bit does.
 //        P is scaled by 448 (2^log2(448) folded into the exponent) so it uses E4M3's range; the
 //        row sums are of the same scaled values, so the scale cancels.
 //   Epilogue: O / l (0 where l = 0: a row with no valid key), FP8 per-channel V factors, rounded

@@ -318,7 +318,9 @@ __device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint
   }
 }
 
-// kMainloop: alternatives of the FP8 mainloop, measured against the default (0).
+// kMainloop: the FP8 mainloop. 2 is what heuristics::choose_tile runs (measured fastest); 0 and 1
+// stay selectable (LTX_KERNELS_GEMM_CONFIG ':m0' / ':m1') for A/B runs.
+//   0: the original mainloop.
 //   1: the consumers read their warpgroup index through a warp shuffle, which tells the compiler
 //      that it is warp-uniform, so the mainloop's shared-memory descriptors are computed in
 //      uniform registers (as CUTLASS's canonical_warp_group_idx does).
