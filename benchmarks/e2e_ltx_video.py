@@ -102,6 +102,10 @@ def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
     p.add_argument("--compare", action="store_true",
                    help="eager, compile, optimized, optimized+compile (+ quantized) in one process")
     p.add_argument("--no-compile-variants", action="store_true", help="with --compare: skip the compiled variants")
+    p.add_argument("--keep-variants", nargs="*", default=[], metavar="OPS",
+                   help="with --compare: one more compiled variant per value, keeping the comma-separated "
+                        "ops of the compile policy (integrations/_compile_policy.py) under compile, "
+                        "as LTX_KERNELS_COMPILE_KEEP does; run for the quantized, attention-free variant")
     p.add_argument("--cache", nargs="+", choices=CACHES, default=None,
                    help="diffusers step caches to measure with and without optimize() (see the module docstring)")
     p.add_argument("--cache-threshold", type=float, default=None,
@@ -392,7 +396,8 @@ def common_main(argv, spec):
     import ltx_kernels.integrations.diffusers as lkd
     from ltx_kernels.integrations import _compile_policy
 
-    KEEP_ALL_DEFAULT = _compile_policy.KEEP_ALL
+    KEEP_ALL_DEFAULT, KEEP_DEFAULT = _compile_policy.KEEP_ALL, _compile_policy.KEEP
+    keep_sets = [_compile_policy.parse_keep(k) for k in args.keep_variants]  # typos fail here
 
     torch.manual_seed(args.seed)
     model, weights_note = spec.build_model(args, device, dtype)
@@ -435,7 +440,8 @@ def common_main(argv, spec):
         rows = []
         # one set of weights throughout: optimize() swaps forwards only; quantization (last)
         # replaces linears in place after every unquantized variant has run
-        # (name, optimize, quantization, compile, attention, every kernel kept under compile)
+        # (name, optimize, quantization, compile, attention, kept under compile: True = every
+        # kernel, a frozenset = those ops, False = the policy)
         plan = [("eager", False, None, False, None, False)]
         if not args.no_compile_variants:
             plan.append(("compile", False, None, True, None, False))
@@ -450,10 +456,14 @@ def common_main(argv, spec):
                         # the glue (and, with FP8 linears, the activation quantizer and the gated
                         # residuals) to Inductor gains
                         plan.append((name + "+compile(all kernels)", True, q, True, a, True))
-        for name, opt, q, comp, a, keep_all in plan:
+                        if q == (quant or None):
+                            for ks, k in zip(args.keep_variants, keep_sets):
+                                plan.append((name + f"+compile(keep {ks})", True, q, True, a, k))
+        for name, opt, q, comp, a, keep in plan:
             if opt:
                 lkd.optimize(model, quantization=q, attention=a)
-            _compile_policy.KEEP_ALL = keep_all or KEEP_ALL_DEFAULT
+            _compile_policy.KEEP_ALL = keep is True or KEEP_ALL_DEFAULT
+            _compile_policy.KEEP = keep if isinstance(keep, frozenset) else KEEP_DEFAULT
             if comp:
                 torch._dynamo.reset()
                 compile_blocks(model)

@@ -51,6 +51,30 @@ def test_use_kernel_eager_and_traced(keep_all):
     assert probe(zero).tolist() == [1.0] * len(ops)  # eager again after tracing
 
 
+def test_keep_named_ops_under_compile(monkeypatch):
+    """LTX_KERNELS_COMPILE_KEEP: the named ops keep our kernel while tracing, the rest of the policy
+    stands, eager mode is unchanged (the fp32 tanh GELU still runs PyTorch's), and a name the
+    policy does not know is refused."""
+    keep = _compile_policy.parse_keep(" quantize_fp8_per_token_group,gelu_tanh ,")
+    assert keep == {"quantize_fp8_per_token_group", "gelu_tanh"}
+    with pytest.raises(ValueError, match="unknown op.*quantize_fp8"):
+        _compile_policy.parse_keep("quantize_fp8")
+    assert _compile_policy.parse_keep("") == frozenset()
+    monkeypatch.setattr(_compile_policy, "KEEP", keep)
+    torch._dynamo.reset()
+    ops = LEFT + ["rms_norm"]
+
+    def probe(x):
+        return x + torch.tensor([float(_compile_policy.use_kernel(op)) for op in ops])
+
+    zero = torch.zeros(len(ops))
+    traced = torch.compile(probe, backend="eager", fullgraph=True)(zero).tolist()
+    torch._dynamo.reset()
+    assert traced == [1.0 if op in keep or op not in _compile_policy.LEFT_TO_INDUCTOR else 0.0 for op in ops]
+    x32 = torch.empty(8, 64, device="meta")
+    assert _compile_policy.use_kernel("gelu_tanh", x32) is False  # eager rule, not KEEP
+
+
 @pytest.mark.parametrize("keep_all", [False, True], indirect=True, ids=["policy", "keep-all"])
 @pytest.mark.parametrize("op,shape,dtype,eager,traced", [
     # rms_norm: 16-bit, <= 4096 columns, more than 2^23 elements

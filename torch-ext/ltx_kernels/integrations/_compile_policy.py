@@ -40,7 +40,10 @@ mode every replaced forward runs our kernel except the fp32 tanh GELU (EAGER_RUL
 names the tanh form of `gelu_and_mul` "gelu_and_mul(tanh)", as the benchmark tables do.
 
 `LTX_KERNELS_COMPILE_ALL_KERNELS=1` (read at import) keeps every kernel under compile, to
-measure the difference or to trace our ops' fake implementations.
+measure the difference or to trace our ops' fake implementations; `LTX_KERNELS_COMPILE_KEEP=op,op`
+keeps the named ones only (the names of LEFT_TO_INDUCTOR / COMPILED_RULES; an unknown name is
+an error), to measure one entry of the policy at a time (benchmarks/e2e_ltx_video.py
+`--keep-variants`).
 """
 
 import os
@@ -67,6 +70,17 @@ RMS_NORM_MIN_NUMEL = 1 << 23
 RMS_NORM_MAX_COLS = 4096
 
 
+def parse_keep(spec: str) -> frozenset:
+    """The ops named in a comma-separated list (LTX_KERNELS_COMPILE_KEEP), checked against the
+    policy's names so that a typo is an error, not a measurement of nothing."""
+    names = frozenset(n.strip() for n in spec.split(",") if n.strip())
+    unknown = sorted(names - LEFT_TO_INDUCTOR - frozenset(COMPILED_RULES))
+    if unknown:
+        raise ValueError(f"LTX_KERNELS_COMPILE_KEEP: unknown op(s) {unknown}; the policy names "
+                         f"{sorted(LEFT_TO_INDUCTOR | frozenset(COMPILED_RULES))}")
+    return names
+
+
 def rms_norm_wins_compiled(x: torch.Tensor) -> bool:
     """Where `rms_norm` measured faster than torch.compile's kernel for the same composition
     (benchmarks/results/h200/norm.json): 16-bit rows of <= 4096 columns and more than 2^23
@@ -89,6 +103,7 @@ COMPILED_RULES = {
 EAGER_RULES = {
     "gelu_tanh": lambda x: x.dtype in _HALF,
 }
+KEEP = parse_keep(os.environ.get("LTX_KERNELS_COMPILE_KEEP", ""))
 
 
 def use_kernel(op: str, x: Optional[torch.Tensor] = None) -> bool:
@@ -102,6 +117,8 @@ def use_kernel(op: str, x: Optional[torch.Tensor] = None) -> bool:
     if not torch.compiler.is_compiling():
         rule = EAGER_RULES.get(op)
         return rule is None or x is None or bool(rule(x))
+    if op in KEEP:
+        return True
     if op in LEFT_TO_INDUCTOR:
         return False
     rule = COMPILED_RULES.get(op)
