@@ -340,9 +340,6 @@ CFG_SUFFIX = [":c1", ":c2", ":c1:s7", ":c2:s8:g2", ":c2:g3"]
 # FP8 also with the other mainloops (sm90_gemm.cuh kMainloop; the suffixes above run the default,
 # 2): both clusters, both activation-scale paths (TMA and, with ':s7', cp.async), few CTAs
 CFG_SUFFIX_FP8 = CFG_SUFFIX + [":c1:m0", ":c2:m0", ":c1:s7:m0", ":c2:s8:g2:m0", ":c1:m1", ":c2:m1", ":c1:s7:m1"]
-# mainloop 3 (the consumer warpgroups taking turns) exists for these tiles only
-TURNS_TILES = [(128, 128), (128, 192)]
-CFG_SUFFIX_TURNS = [":c1:m3", ":c2:m3", ":c1:s7:m3", ":c2:s8:g2:m3", ":c2:g3:m3", ":c1:s1:m3"]
 
 
 @CUDA
@@ -364,22 +361,6 @@ def test_forced_tiles_fp8(tile, suffix, monkeypatch):
     assert torch.isnan(out[:, n:].float()).all(), "wrote past N"
     y = ref.fp8_blockwise_gemm(a, sa, b, sb, bias)
     check16(out[:, :n], y, acc_bound("fp8", "sm90", absdot_fp8(a, sa, b, sb), k), 1.0, f"fp8 tile {tile}{suffix}", cfg)
-
-
-@CUDA
-@pytest.mark.parametrize("tile", FP8_TILES, ids=lambda t: f"{t[0]}x{t[1]}")
-@pytest.mark.parametrize("suffix", CFG_SUFFIX_TURNS)
-def test_forced_tiles_fp8_turns(tile, suffix, monkeypatch):
-    """Mainloop 3 where it is compiled (same checks as test_forced_tiles_fp8; ':s1' runs every
-    tile on one CTA, so the turns are passed across many tiles), a clear refusal elsewhere."""
-    if tile not in TURNS_TILES:
-        need_sm90()
-        monkeypatch.setenv("LTX_KERNELS_GEMM_CONFIG", f"{tile[0]}x{tile[1]}{suffix}")
-        a, sa, b, sb = fp8_operands(300, 256, 256, "cuda")
-        with pytest.raises(RuntimeError, match="mainloop 3 is compiled for the 128x128 and 128x192 tiles only"):
-            lk.fp8_blockwise_gemm(a, sa, b, sb, backend="sm90")
-        return
-    test_forced_tiles_fp8(tile, suffix, monkeypatch)
 
 
 @CUDA
@@ -406,7 +387,7 @@ def test_forced_tiles_bf16(tile, suffix, monkeypatch):
 @pytest.mark.parametrize("op", ["fp8", "bf16"])
 @pytest.mark.parametrize("tile_index", range(4))
 @pytest.mark.parametrize("cluster", [1, 2])
-@pytest.mark.parametrize("mainloop", [0, 1, 2, 3])
+@pytest.mark.parametrize("mainloop", [0, 1, 2])
 def test_forced_tiles_every_epilogue(op, tile_index, cluster, mainloop, monkeypatch):
     """Each tile with gelu_tanh, the gated residual (per sample straddling tiles) and, where the
     tile allows it, the FP8 output (gelu_tanh + quantization)."""
@@ -417,10 +398,6 @@ def test_forced_tiles_every_epilogue(op, tile_index, cluster, mainloop, monkeypa
     if mainloop and op != "fp8":
         pytest.skip("the mainloop knob selects among FP8 kernels only")
     picks = tiles[tile_index::4]
-    if mainloop == 3:
-        picks = [t for t in picks if t in TURNS_TILES]
-        if not picks:
-            pytest.skip("mainloop 3 is compiled for 128x128 and 128x192 only")
     for bm, bn in picks:
         B, tokens = 2, 2 * bm - 40
         n = 3 * 128
@@ -615,7 +592,7 @@ def test_errors(device, monkeypatch):
     for op, fn, msg in bad:
         with pytest.raises(RuntimeError, match=f"ltx_kernels.{op}: .*" + re.escape(msg)):
             fn()
-    for bad_cfg in ("128by160", "128x192:p1", "128x192:p9", "128x192:q2", "128x192:c3", "128x192:m4"):
+    for bad_cfg in ("128by160", "128x192:p1", "128x192:p9", "128x192:q2", "128x192:c3", "128x192:m3"):
         monkeypatch.setenv("LTX_KERNELS_GEMM_CONFIG", bad_cfg)
         with pytest.raises(RuntimeError, match="LTX_KERNELS_GEMM_CONFIG must be"):
             f(a, sa, b, sb)

@@ -117,7 +117,7 @@ gemm::TileConfig env_config(const char* op) {
   const std::string s(env);
   auto bad = [&](const std::string& why) {
     LTX_CHECK(false, op, "LTX_KERNELS_GEMM_CONFIG must be 'auto' or '<bm>x<bn>', optionally followed by ':c<1|2>', "
-              "':g<n>', ':s<n>', ':p<2..8>', ':m<0..3>' (", why, "; got '", s, "')");
+              "':g<n>', ':s<n>', ':p<2..8>', ':m<0|1|2>' (", why, "; got '", s, "')");
   };
   size_t pos = s.find(':');
   const std::string tile = s.substr(0, pos);
@@ -146,7 +146,7 @@ gemm::TileConfig env_config(const char* op) {
     else if (f[0] == 'g' && v > 0 && v <= 1024) c.group_m = v;
     else if (f[0] == 's' && v > 0) c.sms = v;
     else if (f[0] == 'p' && v >= 2 && v <= 8) c.stages = v;
-    else if (f[0] == 'm' && v >= 0 && v <= 3) c.mainloop = v;
+    else if (f[0] == 'm' && v >= 0 && v <= 2) c.mainloop = v;
     else bad("bad field '" + f + "'");
     pos = next;
   }

@@ -11,7 +11,6 @@
 #   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged),
 #   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2),
 #   gemm-mainloop-ab (scripts/gemm_ab.py: FP8 128x192 with the mainloop alternatives ':m1' / ':m2', JSON into $OUT),
-#   gemm-turns-ab (scripts/gemm_ab.py: mainloop 3, the warpgroups taking turns, at 128x192 and 128x128, JSON into $OUT),
 #   e2e-compare (benchmarks/e2e_ltx_video.py --compare --quantization fp8: every variant, JSON into $OUT),
 #   attn-tiles (scripts/attention_tiles.py: every tile alternative beside cuDNN, JSON into $OUT)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
@@ -119,10 +118,6 @@ for s in "${@:-build attn-tests attn-bench}"; do
         step gemm-mainloop-ab 280 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/gemm_ab.py \
           --configs 128x192:c2 128x192:c2:m1 128x192:c2:m2 128x128:m2 --json "$OUT/gemm_mainloop_ab.json"
         tail -25 "$OUT/gemm-mainloop-ab.log" | tee -a "$SUMMARY" ;;
-      gemm-turns-ab)  # FP8 mainloop 3 (the consumer warpgroups taking turns) against the default, same run
-        step gemm-turns-ab 280 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/gemm_ab.py \
-          --configs 128x192:c2 128x192:c2:m3 128x128:c2 128x128:c2:m3 --json "$OUT/gemm_turns_ab.json"
-        tail -25 "$OUT/gemm-turns-ab.log" | tee -a "$SUMMARY" ;;
       multi-device)
         step multi-device 180 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -v -p no:cacheprovider -rfEs \
           tests/test_multi_device.py ;;

@@ -8,25 +8,19 @@ namespace gemm {
 namespace sm90 {
 
 cudaError_t run_fp8_1d2d(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream) {
-// cfg.mainloop selects the mainloop (sm90_gemm.cuh, kMainloop; 2 unless forced; 3, the
-// warpgroups taking turns, is compiled for 128x128 and 128x192 only: heuristics::mainloop_why_not)
-#define LTX_FP8_TILE(BM, BN, TURNS)                                                                  \
-  if (cfg.bm == BM && cfg.bn == BN) {                                                                \
-    if (cfg.mainloop == 3) {                                                                         \
-      if constexpr (TURNS) return host::launch<true, BM, BN, 3>(g, cfg, num_sms, stream);            \
-      return cudaErrorNotSupported;                                                                  \
-    }                                                                                                \
+// cfg.mainloop selects the mainloop (sm90_gemm.cuh, kMainloop; 2 unless forced)
+#define LTX_FP8_TILE(BM, BN)                                                                         \
+  if (cfg.bm == BM && cfg.bn == BN)                                                                  \
     return cfg.mainloop == 0   ? host::launch<true, BM, BN, 0>(g, cfg, num_sms, stream)              \
            : cfg.mainloop == 1 ? host::launch<true, BM, BN, 1>(g, cfg, num_sms, stream)              \
-                               : host::launch<true, BM, BN, 2>(g, cfg, num_sms, stream);             \
-  }
-  LTX_FP8_TILE(128, 128, true)
-  LTX_FP8_TILE(128, 144, false)
-  LTX_FP8_TILE(128, 160, false)
-  LTX_FP8_TILE(128, 192, true)
-  LTX_FP8_TILE(256, 128, false)
-  LTX_FP8_TILE(64, 128, false)
-  LTX_FP8_TILE(64, 256, false)
+                               : host::launch<true, BM, BN, 2>(g, cfg, num_sms, stream);
+  LTX_FP8_TILE(128, 128)
+  LTX_FP8_TILE(128, 144)
+  LTX_FP8_TILE(128, 160)
+  LTX_FP8_TILE(128, 192)
+  LTX_FP8_TILE(256, 128)
+  LTX_FP8_TILE(64, 128)
+  LTX_FP8_TILE(64, 256)
 #undef LTX_FP8_TILE
   return cudaErrorNotSupported;
 }

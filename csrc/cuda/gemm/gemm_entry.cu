@@ -211,10 +211,6 @@ std::string why_not(Backend be, const GemmParams& p, const Device& dev) {
         }
         return "no compiled sm_90a tile configuration fits this call";
       }
-      const char* ml = heuristics::mainloop_why_not(p.operands, c.bm, c.bn, c.mainloop);
-      if (ml[0] != 0)
-        return "LTX_KERNELS_GEMM_CONFIG tile " + std::to_string(c.bm) + "x" + std::to_string(c.bn) +
-               " cannot run this call (" + ml + ")";
       return "";
 #else
       return "no kernel compiled for sm_90a in this build (TORCH_CUDA_ARCH_LIST needs 9.0a)";

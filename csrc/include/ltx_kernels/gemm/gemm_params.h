@@ -50,8 +50,7 @@ struct TileConfig {
   int stages = 0;
   // FP8 mainloop (sm90_gemm.cuh, kMainloop): 0 the original, 1 the warp-uniform warpgroup index,
   // 2 that and the stage release and next-stage probe under the next K block's wgmma group (what
-  // heuristics::choose_tile takes), 3 that with the two warpgroups taking turns (128x128 and
-  // 128x192 only); -1 in a forced configuration: not forced
+  // heuristics::choose_tile takes); -1 in a forced configuration: not forced
   int mainloop = -1;
 };
 

@@ -116,14 +116,6 @@ constexpr TileShape kFp8Preferred = {128, 192};
 // (benchmarks/results/h200/experiments/gemm_mainloop_ab_e04ebcc.json).
 constexpr int kFp8Mainloop = 2;
 
-// "" when the FP8 mainloop alternative `mainloop` is compiled for the (bm, bn) tile, else why not:
-// 3 (the warpgroups taking turns) exists for the 128x128 and 128x192 tiles only.
-inline const char* mainloop_why_not(Operands ops, int bm, int bn, int mainloop) {
-  if (ops != Operands::kFp8Blockwise || mainloop != 3) return "";
-  if (bm == 128 && (bn == 128 || bn == 192)) return "";
-  return "FP8 mainloop 3 is compiled for the 128x128 and 128x192 tiles only";
-}
-
 // The configuration "auto" launches on an sm_90a device with `sms` SMs. Ties go to the larger
 // tile (fewer bytes per FLOP). group_m: 16 M tiles per raster group (8 when bm = 256).
 inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {

@@ -72,9 +72,6 @@ constexpr int kConsumerWarps = 8;
 constexpr int kThreads = 384;
 constexpr int kProducerRegs = 40;
 constexpr int kConsumerRegs = 232;
-// Named barriers kTurnBar (warpgroup 0's turn) and kTurnBar + 1 (warpgroup 1's) of mainloop 3;
-// barrier 0 is __syncthreads'.
-constexpr int kTurnBar = 1;
 
 // What the kernel reads besides the tensor maps (a __grid_constant__ parameter).
 struct KernelArgs {
@@ -331,11 +328,6 @@ __device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint
 //      needing to (the stage release, the probe of the next stage's full barrier) is done while
 //      the next K block's group runs: a stage is released one K block later; a stage's
 //      descriptors are stage 0's plus an offset.
-//   3: that, and the two consumer warpgroups take turns issuing their K blocks (named barriers
-//      kTurnBar + warpgroup: a warpgroup issues block k once the other has issued its block k - 1
-//      or k), so that the tensor cores run one warpgroup's group while the other drains and
-//      promotes, instead of both groups interleaved and both warpgroups promoting at once.
-//      Compiled for the 128x192 and 128x128 tiles (one 64-row slice per warpgroup).
 //   Instructions per warp from a K block's drain to the next wgmma issue (FP8, ptxas of nvcc
 //   13.0): 128x192 157 / 146 / 125, of which 96 are the promotion's FFMAs; 128x128 120 / 112 / 86
 //   (gemm/README.md).
@@ -518,11 +510,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint32_t stage = 0, phase = 0, it = 0;
     float acc[T::kAcc];
     float fin[T::kWaves][T::kAcc];
-    // mainloop 3: warpgroup 0 takes the first turn. Both warpgroups walk the same tiles and K
-    // blocks, so every turn is passed and taken once; the last pass is left unmatched at exit.
-    if constexpr (kFp8 && kMainloop == 3) {
-      if (wg == 1) ptx::named_bar_arrive(kTurnBar, 256);
-    }
     for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++it) {
       const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
       const uint32_t m0 = tc.mb * BM, n0 = tc.nb * BN;
@@ -561,9 +548,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // is issued before its scales are loaded (the loads complete under the group).
         bool ready = false;  // the current stage's full barrier was seen complete in advance
         // kMainloop 2: the stage whose group completed last, released under the next group
-        constexpr bool kDeferRelease = kMainloop >= 2;
-        constexpr bool kTurns = kMainloop == 3;
-        static_assert(!kTurns || T::kWaves == 1, "mainloop 3 takes turns per K block of one 64-row slice");
+        constexpr bool kDeferRelease = kMainloop == 2;
         uint32_t held = ~0u;
         // kMainloop 2: a stage's descriptors as stage 0's plus the stage offset (the address field
         // is the shared-memory address / 16, and no stage reaches past 2^18 bytes). The empty asm
@@ -584,12 +569,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                 kDeferRelease ? adesc0 + uint64_t((stage * kAStage + uint32_t(v) * 128u * kStageK) >> 4)
                               : ptx::desc_sw128(a_base + stage * kAStage + uint32_t(v) * 128u * kStageK);
             ptx::fence_regs(acc);
-            if constexpr (kTurns) ptx::named_bar_sync(kTurnBar + wg, 256);  // my turn
             ptx::wgmma_fence();
 #pragma unroll
             for (int k = 0; k < 4; ++k) Mma::mma(acc, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
             ptx::wgmma_commit();
-            if constexpr (kTurns) ptx::named_bar_arrive(kTurnBar + (wg ^ 1), 256);  // the other's turn
             ptx::fence_regs(acc);
             if constexpr (kDeferRelease) {
               if (v == 0) {
