@@ -28,8 +28,8 @@ def run(copy_gbps, quick=False):
     cg, cgd, cb, cbd = (torch.compile(f, dynamic=False) for f in (
         bl.quantize_fp8_per_token_group, bl.dequantize_fp8_per_token_group, bl.quantize_fp8_block,
         bl.dequantize_fp8_block))
-    # what FP8BlockwiseLinear traces under torch.compile instead of our kernel (the rule in
-    # PyTorch ops, M-major scales; integrations/_compile_policy.py)
+    # what FP8BlockwiseLinear traces under torch.compile when the quantizer is left to Inductor
+    # (the rule in PyTorch ops, M-major scales; integrations/_compile_policy.py)
     cgr = torch.compile(lambda x: lk.fp8._quantize_fp8_per_token_group_composed(x, 128, "mn_major"), dynamic=False)
     for shape in GROUP_SHAPES[1:2] if quick else GROUP_SHAPES:
         m, kk = shape

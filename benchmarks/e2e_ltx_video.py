@@ -397,7 +397,7 @@ def common_main(argv, spec):
     from ltx_kernels.integrations import _compile_policy
 
     KEEP_ALL_DEFAULT, KEEP_DEFAULT = _compile_policy.KEEP_ALL, _compile_policy.KEEP
-    keep_sets = [_compile_policy.parse_keep(k) for k in args.keep_variants]  # typos fail here
+    keep_sets = [_compile_policy.parse_ops(k) for k in args.keep_variants]  # typos fail here
 
     torch.manual_seed(args.seed)
     model, weights_note = spec.build_model(args, device, dtype)
@@ -452,9 +452,8 @@ def common_main(argv, spec):
                 if not args.no_compile_variants:
                     plan.append((name + "+compile", True, q, True, a, False))
                     if a is None:
-                        # the compile policy off (LTX_KERNELS_COMPILE_ALL_KERNELS=1): what leaving
-                        # the glue (and, with FP8 linears, the activation quantizer and the gated
-                        # residuals) to Inductor gains
+                        # the compile policy off (LTX_KERNELS_COMPILE_ALL_KERNELS=1): what the
+                        # compositions the policy leaves to Inductor gain or cost
                         plan.append((name + "+compile(all kernels)", True, q, True, a, True))
                         if q == (quant or None):
                             for ks, k in zip(args.keep_variants, keep_sets):

@@ -19,9 +19,10 @@ Output dtype: the original linear's dtype. The GEMMs write bf16 or fp16, so an f
 computes in bf16 (same exponent range as fp32, no overflow risk) and its output is cast back to
 fp32; its precision is that of the FP8 operands (~2^-4 relative per element) anyway.
 The bias stays fp32 and is added inside the GEMM before the single rounding.
-While torch.compile traces an FP8BlockwiseLinear, the activation quantization is written as
-PyTorch ops (the same rule) for Inductor to generate, because that measured faster than our
-quantizer kernel (integrations/_compile_policy.py); the GEMM stays ours.
+Under torch.compile an FP8BlockwiseLinear keeps our quantizer kernel (end to end it measured
+faster than Inductor's code for the same rule, integrations/_compile_policy.py);
+LTX_KERNELS_COMPILE_LEAVE=quantize_fp8_per_token_group writes the quantization as PyTorch ops
+(the same rule) for Inductor to generate instead. The GEMM stays ours either way.
 
 quantize_linears(model, fmt) swaps nn.Linear modules in place (see its docstring for the
 default policy, which follows LTX-2's: transformer-block linears only, never gates, AdaLN
@@ -162,8 +163,8 @@ class FP8BlockwiseLinear(_QuantLinearBase):
             return x[0], x[1]
         if use_kernel("quantize_fp8_per_token_group", x):
             return quantize_fp8_per_token_group(x, 128, _mn_layout(x))
-        # while torch.compile traces: the same rule as PyTorch ops, which Inductor's generated
-        # kernel runs faster than ours (integrations/_compile_policy.py)
+        # while torch.compile traces with the quantizer left to Inductor (_compile_policy's
+        # LTX_KERNELS_COMPILE_LEAVE): the same rule as PyTorch ops
         return _quantize_fp8_per_token_group_composed(x, 128, _mn_layout(x))
 
     def _gemm_kwargs(self, x, residual, gate, out):

@@ -1,49 +1,51 @@
 """Which fused kernels the integrations' replaced forwards run while torch.compile traces them.
 
-In eager mode a replaced forward always runs our kernels: each one does the work of several
-PyTorch launches and intermediate tensors. Under torch.compile, Inductor generates one Triton
-kernel per chain of memory-bound ops, and for some of the compositions our kernels replace that
-kernel is faster than ours. Our time against torch.compile of the same composition, measured in
-one run on the H200 over every row of the families' benchmarks (LTX and LLM shapes, bf16 / fp16,
-benchmarks/results/h200/results.md):
+In eager mode a replaced forward always runs our kernels (except the fp32 tanh GELU,
+EAGER_RULES): each one does the work of several PyTorch launches and intermediate tensors.
+Under torch.compile, Inductor generates one Triton kernel per chain of memory-bound ops, and for
+some of the compositions our kernels replace, that kernel alone is faster than ours. Our time
+against torch.compile of the same composition, one op at a time, on the H200 over every row of
+the families' benchmarks (LTX and LLM shapes, bf16 / fp16, benchmarks/results/h200/results.md):
 
     adaln_rms_norm                 0.88 - 1.13x    gelu_tanh           0.95 - 0.98x
     gated_residual_adaln_rms_norm  0.95 - 1.09x    silu_and_mul        0.96 - 1.00x
     add_rms_norm                   0.97 - 1.06x    gelu_and_mul(tanh)  0.97 - 1.00x
     gated_attention                0.87 - 0.94x    quantize_fp8_per_token_group  0.81x
 
-The three norms win at some LTX shapes and lose at others (per-token against per-sample
-tables, 2688 against 6144+ tokens); inside a compiled graph Inductor also fuses them with
-their neighbours, which a one-op comparison does not see, so they stay with Inductor until an
-end-to-end run shows otherwise.
+One-op comparisons do not decide what a whole compiled model runs faster with, so the policy
+follows end-to-end runs where there are some. The diffusers integration's ops (the AdaLN and
+gated-residual norms, the GELU, the gated attention output, the FP8 linears' activation
+quantizer and the gated residual in the FP8 GEMM's epilogue, "gated_residual_epilogue") keep
+our kernels under compile: leaving them to Inductor measured slower in every end-to-end run on
+the H200 (benchmarks/results/h200/experiments/e2e_ltx_video_keep_afc95e3.json,
+e2e_ltx2_fp8_afc95e3.json, e2e_ltx_video.json, e2e_ltx_video_fp8_8e9b199.json):
 
-While Dynamo traces a forward, `use_kernel(op, x)` is False for those ops and the forward writes
-the plain PyTorch composition (the original module's math), which Inductor then fuses with its
-neighbours. Some ops win for some inputs only (COMPILED_RULES): `rms_norm` keeps our kernel for
-16-bit rows of <= 4096 columns and more than 2^23 elements (1.05 - 1.27x at LTX shapes) and
-leaves LLM decode rows, 8192 columns and fp32 to Inductor; the exact (erf) `gelu_and_mul`
-(1.41 - 1.44x) keeps it in bf16 / fp16 only. Every other op keeps our kernel
-under compile: `rms_norm_rope` and `rms_norm_split_rope` (1.23 - 2.96x compile), the attention
-kernel when asked for, and the FP8 paths the integrations use (`adaln_rms_norm` and
-`gated_residual_adaln_rms_norm` with FP8 output: 1.39 - 1.71x compile; FP8 GEMMs). The FP8
-linears' activation quantizer (`quantize_fp8_per_token_group`, 0.81x compile at [12288, 4096]
-and [32760, 4096] bf16) is written as the same rule in PyTorch ops while tracing
-(`fp8._quantize_fp8_per_token_group_composed`: bit for bit the rule in eager and on the CPU;
-on CUDA Inductor's approximate division can move a code by one step next to a rounding
-midpoint). LTX-Video's gated residuals in the FP8 GEMM's epilogue ("gated_residual_epilogue":
-1.19x / 1.10x the GEMM followed by an eager `addcmul` at 5376 x 2048 x 2048 / x 8192) are used
-in eager mode only: under compile the fused path runs our sm_90a GEMM (0.76-0.9x the kernels
-the plain GEMM runs) and Inductor fuses the residual add with its neighbours (attn1's into
-attn2's input quantization), so by the same rows' arithmetic it would lose ~0.5 ms per LTX-Video
-step there; an end-to-end run decides (`optimized+compile(all kernels)` uses it). In eager
-mode every replaced forward runs our kernel except the fp32 tanh GELU (EAGER_RULES). The policy
-names the tanh form of `gelu_and_mul` "gelu_and_mul(tanh)", as the benchmark tables do.
+    LTX-Video, FP8 linears + compile   38.4 ms/step kept, 41.2 left to Inductor (39.6 / 42.7,
+                                       38.8 / 41.4 in two more runs); kept one group at a time:
+                                       the quantizer 39.4, the GEMM's gated residual 40.2, the
+                                       glue norms and GELU 39.4
+    LTX-Video, bf16 + compile          45.0 / 46.0 (45.8 / 46.0, 45.6 / 45.9)
+    LTX-2 19B, FP8 linears + compile   233.9 / 245.6;  bf16 + compile 298.5 / 300.4
 
-`LTX_KERNELS_COMPILE_ALL_KERNELS=1` (read at import) keeps every kernel under compile, to
-measure the difference or to trace our ops' fake implementations; `LTX_KERNELS_COMPILE_KEEP=op,op`
-keeps the named ones only (the names of LEFT_TO_INDUCTOR / COMPILED_RULES; an unknown name is
-an error), to measure one entry of the policy at a time (benchmarks/e2e_ltx_video.py
-`--keep-variants`).
+LEFT_TO_INDUCTOR keeps the ops that only the transformers integration uses (the gated MLPs'
+`silu_and_mul` and tanh `gelu_and_mul`, and `add_rms_norm`), whose one-op ratios say Inductor
+and no end-to-end run says otherwise. While Dynamo traces a forward, `use_kernel(op, x)` is
+False for those and the forward writes the plain PyTorch composition (the original module's
+math), which Inductor fuses with its neighbours. Some ops win for some inputs only
+(COMPILED_RULES): `rms_norm` keeps our kernel for 16-bit rows of <= 4096 columns and more than
+2^23 elements (1.05 - 1.27x at LTX shapes) and leaves LLM decode rows, 8192 columns and fp32 to
+Inductor; the exact (erf) `gelu_and_mul` (1.41 - 1.44x) and the tanh GELU keep it in bf16 /
+fp16 only. Every other op keeps our kernel under compile (`rms_norm_rope`, `rms_norm_split_rope`, the attention
+kernel when asked for, the FP8-output norms, the FP8 GEMMs). The policy names the tanh form of
+`gelu_and_mul` "gelu_and_mul(tanh)", as the benchmark tables do.
+
+Knobs (read at import): `LTX_KERNELS_COMPILE_ALL_KERNELS=1` keeps every kernel under compile (to
+measure the difference or to trace our ops' fake implementations);
+`LTX_KERNELS_COMPILE_KEEP=op,op` keeps the named ones; `LTX_KERNELS_COMPILE_LEAVE=op,op` leaves
+the named ones to Inductor as well (e.g. `quantize_fp8_per_token_group`, whose traced form
+`fp8._quantize_fp8_per_token_group_composed` is bit for bit the rule in eager mode and on the
+CPU; on CUDA Inductor's approximate division can move a code by one step next to a rounding
+midpoint). The names are those of POLICY_OPS; an unknown name is an error.
 """
 
 import os
@@ -51,34 +53,35 @@ from typing import Optional
 
 import torch
 
+# Every name a replaced forward passes to use_kernel.
+POLICY_OPS = frozenset({
+    "rms_norm", "adaln_rms_norm", "gated_residual_adaln_rms_norm", "add_rms_norm", "gelu_tanh",
+    "silu_and_mul", "gelu_and_mul", "gelu_and_mul(tanh)", "gated_attention",
+    "quantize_fp8_per_token_group", "gated_residual_epilogue",
+})
+
+
+def parse_ops(spec: str, knob: str = "LTX_KERNELS_COMPILE_KEEP") -> frozenset:
+    """The ops named in a comma-separated list, checked against POLICY_OPS so that a typo is an
+    error, not a measurement of nothing."""
+    names = frozenset(n.strip() for n in spec.split(",") if n.strip())
+    unknown = sorted(names - POLICY_OPS)
+    if unknown:
+        raise ValueError(f"{knob}: unknown op(s) {unknown}; the policy names {sorted(POLICY_OPS)}")
+    return names
+
+
 LEFT_TO_INDUCTOR = frozenset({
-    "adaln_rms_norm",
-    "gated_residual_adaln_rms_norm",
     "add_rms_norm",
-    "gelu_tanh",
     "silu_and_mul",
     "gelu_and_mul(tanh)",
-    "gated_attention",
-    "quantize_fp8_per_token_group",
-    "gated_residual_epilogue",
-})
+}) | parse_ops(os.environ.get("LTX_KERNELS_COMPILE_LEAVE", ""), "LTX_KERNELS_COMPILE_LEAVE")
 
 KEEP_ALL = os.environ.get("LTX_KERNELS_COMPILE_ALL_KERNELS", "0") not in ("", "0")
 
 _HALF = (torch.float16, torch.bfloat16)
 RMS_NORM_MIN_NUMEL = 1 << 23
 RMS_NORM_MAX_COLS = 4096
-
-
-def parse_keep(spec: str) -> frozenset:
-    """The ops named in a comma-separated list (LTX_KERNELS_COMPILE_KEEP), checked against the
-    policy's names so that a typo is an error, not a measurement of nothing."""
-    names = frozenset(n.strip() for n in spec.split(",") if n.strip())
-    unknown = sorted(names - LEFT_TO_INDUCTOR - frozenset(COMPILED_RULES))
-    if unknown:
-        raise ValueError(f"LTX_KERNELS_COMPILE_KEEP: unknown op(s) {unknown}; the policy names "
-                         f"{sorted(LEFT_TO_INDUCTOR | frozenset(COMPILED_RULES))}")
-    return names
 
 
 def rms_norm_wins_compiled(x: torch.Tensor) -> bool:
@@ -97,13 +100,14 @@ def rms_norm_wins_compiled(x: torch.Tensor) -> bool:
 COMPILED_RULES = {
     "rms_norm": rms_norm_wins_compiled,
     "gelu_and_mul": lambda x: x.dtype in _HALF,
+    "gelu_tanh": lambda x: x.dtype in _HALF,  # fp32: PyTorch's own is faster even in eager mode
 }
 # ... and in eager mode: PyTorch's own fp32 tanh GELU (F.gelu(approximate="tanh")) measured 3%
 # faster than ours ([2, 2688, 8192]: 84.8 against 87.2 us); in 16-bit ours wins (1.09x).
 EAGER_RULES = {
     "gelu_tanh": lambda x: x.dtype in _HALF,
 }
-KEEP = parse_keep(os.environ.get("LTX_KERNELS_COMPILE_KEEP", ""))
+KEEP = parse_ops(os.environ.get("LTX_KERNELS_COMPILE_KEEP", ""))
 
 
 def use_kernel(op: str, x: Optional[torch.Tensor] = None) -> bool:

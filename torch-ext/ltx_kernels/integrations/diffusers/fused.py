@@ -144,7 +144,7 @@ def ff_forward(self, hidden_states: torch.Tensor, *args, residual: Optional[torc
                 hidden_states = tuple(gelu_tanh(hidden_states, **fp8_kwargs(gelu_tanh, hidden_states)))
             else:
                 hidden_states = gelu_tanh(hidden_states, out=hidden_states)
-        else:  # traced by torch.compile (Inductor fuses it with the down projection's quantizer), or fp32
+        else:  # fp32 (PyTorch's own is faster), or left to Inductor by _compile_policy
             hidden_states = torch.nn.functional.gelu(hidden_states, approximate="tanh")
     if not rest:
         return hidden_states if residual is None else residual + hidden_states * gate
@@ -175,7 +175,7 @@ def gated_linear_ok(lin, x, residual: torch.Tensor, gate: torch.Tensor) -> bool:
     Measured on the H200 against the GEMM followed by an eager torch.addcmul: 1.19x at
     5376 x 2048 x 2048 and 1.10x at 5376 x 2048 x 8192 (LTX-Video's attention output and
     feed-forward down projections), 1.02-1.20x at LTX-2's (benchmarks/results/h200/gemm.json);
-    under torch.compile the blocks leave the add to Inductor (_compile_policy)."""
+    used under torch.compile too (_compile_policy: measured faster end to end)."""
     if not _is_plain_fp8_linear(lin) or lin.epilogue != "none" or lin.fp8_output or not no_hooks(lin):
         return False
     if not isinstance(residual, torch.Tensor) or not isinstance(gate, torch.Tensor) or residual.dim() < 2:
@@ -191,7 +191,7 @@ def gated_linear_ok(lin, x, residual: torch.Tensor, gate: torch.Tensor) -> bool:
 
 def attn_gated_out(attn) -> bool:
     """Whether the block hands `h` and the gate to attention module `attn` (our processor, no
-    hooks on the module, an FP8 output projection; eager mode: _compile_policy) for it to return
+    hooks on the module, an FP8 output projection; _compile_policy) for it to return
     h + attn(...) * gate from the projection's GEMM epilogue (processors.py)."""
     return (use_kernel("gated_residual_epilogue")
             and bool(getattr(getattr(attn, "processor", None), "_ltx_kernels_fused", False)) and no_hooks(attn)
@@ -200,7 +200,7 @@ def attn_gated_out(attn) -> bool:
 
 def ff_gated_out(ff) -> bool:
     """Whether the block hands `h` and the gate to feed-forward `ff` (ff_forward installed, no
-    hooks on the module, an FP8 down projection; eager mode: _compile_policy) for it to return
+    hooks on the module, an FP8 down projection; _compile_policy) for it to return
     h + ff(x) * gate from the down projection's GEMM epilogue."""
     return (use_kernel("gated_residual_epilogue") and bool(getattr(ff, PATCHED, False)) and no_hooks(ff)
             and any(_is_plain_fp8_linear(m) for m in ff.net[1:]))
