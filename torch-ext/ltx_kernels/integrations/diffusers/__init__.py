@@ -72,10 +72,11 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
     attention: None (diffusers' attention dispatcher, SDPA by default), "bf16"
     (`ltx_kernels.attention` in the model's dtype: the sm_90 kernel on H100/H200) or "fp8"
     (`quantize_attention_fp8` + the FP8 kernel; ~1e-2 relative error per attention call).
-    Measured on the H200 (LTX-Video, 8 steps, under torch.compile; README): "bf16" is a small gain
-    over SDPA (44.8 against 45.4 ms/step), "fp8" a loss (48.2): its kernel is faster than cuDNN
-    for self-attention, but the quantization pass and the 128-key cross-attention give it back.
-    Applied to the self- and cross-attention of every LTX attention module whose mask is per key
+    Measured on the H200 (LTX-Video, 8 steps, under torch.compile; benchmarks/results/h200/
+    e2e_ltx_video.json): "bf16" is a small gain over SDPA (45.4 against 46.0 ms/step); "fp8" ran
+    46.4, i.e. SDPA: at 2688 tokens its rule (_compile_policy.use_kernel_attention: >= 8192 keys,
+    since the quantization pass costs more than the kernel saves below that) leaves every call to
+    the dispatcher. Considered for the self- and cross-attention of every LTX attention module whose mask is per key
     (padding of the prompt); others keep the dispatcher. Under diffusers' context parallelism in
     its Ulysses form (`enable_parallelism(config=ContextParallelConfig(ulysses_degree=N))`, before
     or after optimize()) the processors run Ulysses with our all-to-all around the kernel; ring
