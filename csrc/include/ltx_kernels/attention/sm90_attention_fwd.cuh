@@ -5,7 +5,9 @@
 // (ceil(Sq / (64 kMmaWG)), H, B):
 //   WG0  producer: one thread issues TMA loads (Q once, a (64, D) tile per consumer; then K_j, V_j into a kStages-deep ring of
 //        shared-memory stages; full_k / full_v mbarriers complete on the bytes, empty[s] is
-//        released by the consumers once P_j V_j has read stage s). It keeps 24 registers.
+//        released by the consumers once P_j V_j has read stage s). With per-key FP8 K factors its
+//        first warp also copies block j's factors into the stage by cp.async (4 bytes per key,
+//        zero past kv_len), counted on full_k[s]. It keeps 24 registers.
 //   WG1 .. WG kMmaWG  consumers (2: 240 registers each; 3: 160): rows 64 w .. 64 w + 63 of the
 //        query tile.
 //        S = Q K^T by wgmma with both operands in shared memory; online softmax in fp32 in the
@@ -175,6 +177,7 @@ struct Traits {
     };
     struct NoO {};
     std::conditional_t<kOverQ, NoO, OwnO> o_store;  // FP8 inputs: O has its own tiles
+    alignas(16) float kf[kKPerToken ? kStages : 1][kKPerToken ? kBlockN : 2];  // FP8 per-key K factors
     alignas(8) uint64_t bar_q;
     uint64_t full_k[kStages];
     uint64_t full_v[kStages];
@@ -427,25 +430,22 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   if constexpr (Tr::kFp8) kd_base = p.k_descale + b * p.kd.b + hk * p.kd.h;
 
   // Per-key K factors (FP8, one per key): this thread's kBlockN / 4 columns of key block j, read
-  // from global memory (L2: every thread of a row group reads the same 512 bytes) while S_j is
-  // computed, 0 past kv_len. Staging them in shared memory by the producer measured ~10% faster
-  // on this path, but its generic-proxy stores, ordered by the stage's mbarrier, are reported as
-  // races by compute-sanitizer's racecheck, which does not model that ordering; the consumers'
-  // own loads leave nothing in shared memory to race on.
+  // from the stage that holds K_j (the producer copies them with it) while S_j is computed.
+  // Loaded from global memory by the consumers instead, they cost 3.5x the per-block path even
+  // one block ahead (2.3x): a strided 4-byte load per column and thread.
   constexpr int kKCols = Tr::kKPerToken ? kBlockN / 4 : 1;
   float kf[kKCols];
-  auto load_kf = [&](int j) {
+  auto load_kf = [&](int s) {  // from stage s (the producer staged them with K; 0 past kv_len)
     if constexpr (Tr::kKPerToken) {
-      const float* kc = kd_base + int64_t(j) * kBlockN * p.kd.s;
-      const int valid = min(kv_len - j * kBlockN, kBlockN);
-      const int c0 = 2 * (lane % 4);
+      const float* kc = ss.kf[s] + 2 * (lane % 4);
       CUTE_UNROLL
-      for (int c = 0; c < kKCols; ++c) {  // column 8 (c / 2) + c0 + c % 2 of the block
-        const int col = 8 * (c / 2) + c0 + (c % 2);
-        kf[c] = col < valid ? __ldg(kc + int64_t(col) * p.kd.s) : 0.f;
+      for (int c = 0; c < kKCols; c += 2) {  // columns 8 (c / 2) + c0 and + 1: one 8-byte load
+        const float2 f = *reinterpret_cast<const float2*>(kc + 4 * c);
+        kf[c] = f.x;
+        kf[c + 1] = f.y;
       }
     } else {
-      (void)j;
+      (void)s;
     }
   };
   const float* kf_arg = Tr::kKPerToken ? kf : nullptr;
@@ -524,7 +524,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
         wg_gemm<false, true>(mma_pv, tOrP, tOrV(_, _, _, sp), tOrO);
       }
       your_turn();
-      load_kf(j);
+      load_kf(s);
       warpgroup_wait<1>();
       const float* bias;
       float coef[2];
@@ -658,7 +658,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
     Barrier::init(&ss.bar_q, 1);
     CUTE_UNROLL
     for (int s = 0; s < kStages; ++s) {
-      Barrier::init(&ss.full_k[s], 1);
+      Barrier::init(&ss.full_k[s], Tr::kKPerToken ? 1 + 32 : 1);  // + the factor copiers' arrivals
       Barrier::init(&ss.full_v[s], 1);
       cutlass::arch::ClusterBarrier::init(&ss.empty[s], Tr::kMmaWG * 4);
     }
@@ -715,6 +715,16 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
       for (int j = 0; j < n_blocks; ++j) {
         const int s = j % kStages;
         if (j >= kStages) cutlass::arch::ClusterBarrier::wait(&ss.empty[s], ((j / kStages) - 1) & 1);
+        if constexpr (Tr::kKPerToken) {  // block j's per-key K factors, zero past kv_len
+          const float* kd = p.k_descale + b * p.kd.b + hk * p.kd.h;
+          CUTE_UNROLL
+          for (int c = lane; c < kBlockN; c += 32) {
+            const int key = j * kBlockN + c;
+            gemm::sm90::ptx::cp_async4(gemm::sm90::ptx::smem_u32(&ss.kf[s][c]),
+                                       kd + int64_t(key < kv_len ? key : 0) * p.kd.s, key < kv_len ? 4u : 0u);
+          }
+          gemm::sm90::ptx::cp_async_mbar_arrive_noinc(gemm::sm90::ptx::smem_u32(&ss.full_k[s]));
+        }
         if (lane == 0) {
           Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK);
           copy(p.tma_k.with(ss.full_k[s]), tKgK(_, j), tKsK(_, s));
