@@ -123,7 +123,7 @@ def sass_view(rows, top=12):
                              share_pct=round(100 * samples[i] / tot, 1),
                              executed=int(_num(r.get("Instructions Executed")) or 0),
                              stalls=dict(sorted(st.items(), key=lambda kv: -kv[1])[:4])))
-    view = dict(samples=int(tot), opcode_share_pct={k: round(100 * v / tot, 1) for k, v in ops.most_common(12)},
+    view = dict(samples=int(tot), opcode_share_pct={k: round(100 * v / tot, 1) for k, v in ops.most_common(12) if v},
                 hottest=hot_rows)
     # warp roles split by setmaxnreg: [raise .. lower) is the consumers' code, [lower ..) the producers'
     alloc = [i for i, r in enumerate(rows) if "SETMAXREG" in r.get("Source", "") and "DEALLOC" not in r["Source"]]
@@ -140,7 +140,7 @@ def sass_view(rows, top=12):
         for r, s in zip(rows[a:d], samples[a:d]):
             cons[opcode(r.get("Source", ""))] += s
         ctot = sum(samples[a:d]) or 1.0
-        view["consumer_opcode_share_pct"] = {k: round(100 * v / ctot, 1) for k, v in cons.most_common(10)}
+        view["consumer_opcode_share_pct"] = {k: round(100 * v / ctot, 1) for k, v in cons.most_common(10) if v}
     return view
 
 
