@@ -16,12 +16,13 @@ One-op comparisons do not decide what a whole compiled model runs faster with, s
 follows end-to-end runs where there are some. The diffusers integration's ops (the AdaLN and
 gated-residual norms, the GELU, the gated attention output, the FP8 linears' activation
 quantizer and the gated residual in the FP8 GEMM's epilogue, "gated_residual_epilogue") keep
-our kernels under compile: leaving them to Inductor measured slower in every end-to-end run on
-the H200 (benchmarks/results/h200/experiments/e2e_ltx_video_keep_afc95e3.json,
+our kernels under compile: leaving them to Inductor measured slower end to end in each of these
+H200 records (benchmarks/results/h200/experiments/e2e_ltx_video_keep_afc95e3.json,
 e2e_ltx2_fp8_afc95e3.json, e2e_ltx_video.json, e2e_ltx_video_fp8_8e9b199.json):
 
-    LTX-Video, FP8 linears + compile   38.4 ms/step kept, 41.2 left to Inductor (39.6 / 42.7,
-                                       38.8 / 41.4 in two more runs); kept one group at a time:
+    LTX-Video, FP8 linears + compile   38.4 ms/step kept, 41.2 left to Inductor (39.6 / 42.7
+                                       and 38.8 / 41.4 in the other two files); kept one group
+                                       at a time:
                                        the quantizer 39.4, the GEMM's gated residual 40.2, the
                                        glue norms and GELU 39.4
     LTX-Video, bf16 + compile          45.0 / 46.0 (45.8 / 46.0, 45.6 / 45.9)
@@ -80,6 +81,11 @@ LEFT_TO_INDUCTOR = frozenset({
 KEEP_ALL = os.environ.get("LTX_KERNELS_COMPILE_ALL_KERNELS", "0") not in ("", "0")
 
 _HALF = (torch.float16, torch.bfloat16)
+
+
+def half_only(x: torch.Tensor) -> bool:
+    """The rule of the ops whose kernel wins in bf16 / fp16 and loses in fp32."""
+    return x.dtype in _HALF
 RMS_NORM_MIN_NUMEL = 1 << 23
 RMS_NORM_MAX_COLS = 4096
 
@@ -99,13 +105,13 @@ def rms_norm_wins_compiled(x: torch.Tensor) -> bool:
 # compile) and loses in fp32 (0.91x: the accurate erfc).
 COMPILED_RULES = {
     "rms_norm": rms_norm_wins_compiled,
-    "gelu_and_mul": lambda x: x.dtype in _HALF,
-    "gelu_tanh": lambda x: x.dtype in _HALF,  # fp32: PyTorch's own is faster even in eager mode
+    "gelu_and_mul": half_only,
+    "gelu_tanh": half_only,  # fp32: PyTorch's own is faster even in eager mode
 }
 # ... and in eager mode: PyTorch's own fp32 tanh GELU (F.gelu(approximate="tanh")) measured 3%
 # faster than ours ([2, 2688, 8192]: 84.8 against 87.2 us); in 16-bit ours wins (1.09x).
 EAGER_RULES = {
-    "gelu_tanh": lambda x: x.dtype in _HALF,
+    "gelu_tanh": half_only,
 }
 KEEP = parse_ops(os.environ.get("LTX_KERNELS_COMPILE_KEEP", ""))
 
