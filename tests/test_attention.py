@@ -193,6 +193,43 @@ def test_fp8_matches_dequantized_reference(device, layout, k_block, shape):
     fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, layout=layout, what=f"{shape} {layout} kb{k_block}")
 
 
+def _restride_k_descale(kd, how):
+    """The same per-key factors [B, Skv, Hkv] in another memory layout."""
+    b, s, h = kd.shape
+    if how == "padded_heads":  # heads contiguous, key stride Hkv + 4
+        return torch.zeros(b, s, h + 4, device=kd.device).narrow(2, 0, h).copy_(kd)
+    if how == "odd_key_stride":  # key stride Hkv + 1: not a multiple of 4
+        return torch.zeros(b, s, h + 1, device=kd.device).narrow(2, 0, h).copy_(kd)
+    if how == "misaligned":  # base 4 bytes past a 16-byte boundary
+        return torch.zeros(kd.numel() + 1, device=kd.device)[1:].view(b, s, h).copy_(kd)
+    if how == "heads_outer":  # [B, Hkv, Skv] storage: the keys contiguous
+        return kd.transpose(1, 2).contiguous().transpose(1, 2)
+    assert how == "contiguous"
+    return kd
+
+
+@pytest.mark.parametrize("device", FP8_DEVICES)
+@pytest.mark.parametrize("how", ["contiguous", "padded_heads", "odd_key_stride", "misaligned", "heads_outer"])
+@pytest.mark.parametrize("shape", [(2, 130, 300, 8, 4, 64), (1, 64, 200, 16, 8, 128), (1, 70, 97, 6, 3, 64)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_fp8_per_key_factor_layouts(device, how, shape):
+    """Per-key K factors in every memory layout: the sm_90a kernel loads them by TMA in place when
+    the heads are contiguous and the other strides are 16-byte multiples (Hkv 4 and 8), from a
+    copy otherwise; every head of a 4-head TMA box (grouped heads) reads its own column."""
+    b, sq, skv, h, hk, d = shape
+    q, k, v = mk(b, sq, h, d, torch.bfloat16, device, "bshd"), mk(b, skv, hk, d, torch.bfloat16, device, "bshd"), mk(
+        b, skv, hk, d, torch.bfloat16, device, "bshd")
+    # distinct factors per head and key, so that reading a neighbour's column would show
+    k = k * (1 + torch.arange(hk, device=device)[None, None, :, None]).to(k.dtype)
+    ops8 = lk.quantize_attention_fp8(q, k, v, k_block=1)
+    ops8 = ops8._replace(k_descale=_restride_k_descale(ops8.k_descale, how))
+    lengths = torch.tensor([skv, skv - 33][:b], device=device)
+    if device == "cuda" and sm90_available():
+        assert lk.attention_backend(*ops8, kv_lengths=lengths) == "sm90"
+    out = lk.attention(*ops8, kv_lengths=lengths)
+    fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, what=f"{shape} {how}")
+
+
 def _rel_cos(out, want):
     o, w = out.double().cpu().flatten(), want.cpu().flatten()
     return ((o - w).norm() / w.norm()).item(), (o @ w / (o.norm() * w.norm())).item()

@@ -294,6 +294,15 @@ std::string sm90_why_not(Problem& pr) {
     if (reinterpret_cast<uintptr_t>(pr.v.data_ptr()) % 16 != 0 || pr.v.stride(2) % 16 != 0 ||
         pr.v.stride(1) % 16 != 0 || pr.v.stride(0) % 16 != 0)
       pr.v = pr.v.clone(at::MemoryFormat::Contiguous);  // a fresh (aligned) allocation
+    if (pr.p.k_block == 1) {  // per-key factors are loaded by TMA: (heads, keys, batch), heads contiguous
+      const at::Tensor& kd = pr.k_descale;
+      const bool ok = reinterpret_cast<uintptr_t>(kd.data_ptr()) % 16 == 0 && (kd.size(2) <= 1 || kd.stride(2) == 1) &&
+                      (kd.size(1) <= 1 || kd.stride(1) % 4 == 0) && (kd.size(0) <= 1 || kd.stride(0) % 4 == 0);
+      if (!ok) {  // heads padded to a multiple of 4 (the padding is never read: the tensor map ends at Hkv)
+        at::Tensor t = at::empty({kd.size(0), kd.size(1), (kd.size(2) + 3) / 4 * 4}, kd.options());
+        pr.k_descale = t.narrow(2, 0, kd.size(2)).copy_(kd);
+      }
+    }
   }
   bind(pr);
   AttentionParams p = pr.p;

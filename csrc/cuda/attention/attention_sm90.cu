@@ -36,6 +36,9 @@ const char* attention_sm90_why_not(const AttentionParams& a, int cc) {
       return "FP8 v must be the transposed layout with keys padded to a multiple of 32";
     if (a.q_descale == nullptr || a.k_descale == nullptr || a.v_descale == nullptr)
       return "FP8 inputs need q_descale, k_descale and v_descale";
+    if (a.k_block == 1 && !attention_sm90::kf_tma_ok(a))
+      return "FP8 per-key k_descale needs a 16-byte aligned base, contiguous heads and key and batch strides that "
+             "are multiples of 4";
   }
   return nullptr;
 }

@@ -28,6 +28,36 @@ inline AttnStrides tidy(AttnStrides s, int64_t rows, int64_t heads, int64_t batc
   return s;
 }
 
+// FP8 per-key K factors k_descale[b, key, hk] as the TMA tensor (heads, keys, batch): the heads
+// contiguous, the key and batch strides multiples of 4 elements (16 bytes), 16-byte aligned.
+inline AttnStrides kf_strides(const AttentionParams& a) {
+  AttnStrides s = a.k_descale_stride;
+  const int64_t row = (a.heads_kv + 3) / 4 * 4;  // stand-in strides for extent-1 dimensions
+  if (a.heads_kv <= 1) s.h = 1;
+  if (a.seqlen_kv <= 1) s.s = row;
+  if (a.batch <= 1) s.b = s.s * (a.seqlen_kv > 1 ? a.seqlen_kv : 1);
+  return s;
+}
+inline bool kf_tma_ok(const AttentionParams& a) {
+  const AttnStrides s = kf_strides(a);
+  return reinterpret_cast<uintptr_t>(a.k_descale) % 16 == 0 && s.h == 1 && s.s % 4 == 0 && s.b % 4 == 0;
+}
+
+template <class Tr>
+typename Tr::TmaKf make_tma_kf(const AttentionParams& a) {
+  if constexpr (Tr::kKPerToken) {
+    const AttnStrides s = kf_strides(a);
+    auto m = make_tensor(make_gmem_ptr(a.k_descale),
+                         make_shape(int32_t(a.heads_kv), int32_t(std::max<int64_t>(a.seqlen_kv, 1)), int32_t(a.batch)),
+                         make_stride(_1{}, s.s, s.b));
+    return make_tma_copy(SM90_TMA_LOAD{}, m, take<0, 2>(typename Tr::SmemLayoutKf{}),
+                         Shape<Int<Tr::kKfHeads>, Int<Tr::kBlockN>>{}, _1{});
+  } else {
+    (void)a;
+    return {};
+  }
+}
+
 template <class Tr>
 cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
   using E = typename Tr::Element;
@@ -66,6 +96,7 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
                     _1{}),
       tma_v,
       make_tma_copy(SM90_TMA_STORE{}, mO, take<0, 2>(typename Tr::SmemLayoutO{}), Shape<_64, Int<D>>{}, _1{}),
+      make_tma_kf<Tr>(a),
       B,
       Sq,
       Skv,

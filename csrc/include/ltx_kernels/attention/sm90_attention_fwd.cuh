@@ -5,9 +5,10 @@
 // (ceil(Sq / (64 kMmaWG)), H, B):
 //   WG0  producer: one thread issues TMA loads (Q once, a (64, D) tile per consumer; then K_j, V_j into a kStages-deep ring of
 //        shared-memory stages; full_k / full_v mbarriers complete on the bytes, empty[s] is
-//        released by the consumers once P_j V_j has read stage s). With per-key FP8 K factors its
-//        first warp also copies block j's factors into the stage by cp.async (4 bytes per key,
-//        zero past kv_len), counted on full_k[s]. It keeps 24 registers.
+//        released by the consumers once P_j V_j has read stage s). With per-key FP8 K factors it
+//        also loads block j's factors by TMA with K_j, counted on full_k[s]: a (4 heads, kBlockN
+//        keys) box, since a TMA box row is at least 16 bytes and the factors' contiguous
+//        dimension is the head; zero past Skv. It keeps 24 registers.
 //   WG1 .. WG kMmaWG  consumers (2: 240 registers each; 3: 160): rows 64 w .. 64 w + 63 of the
 //        query tile.
 //        S = Q K^T by wgmma with both operands in shared memory; online softmax in fp32 in the
@@ -48,7 +49,6 @@
 #include <cutlass/numeric_types.h>
 
 #include "ltx_kernels/attention/attention.h"
-#include "ltx_kernels/gemm/sm90_ptx.cuh"  // cp.async with an mbarrier arrival (per-key K factors)
 
 namespace ltx_kernels {
 namespace attention_sm90 {
@@ -163,10 +163,24 @@ struct Traits {
   using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{},
                                       make_tensor(make_gmem_ptr(static_cast<Out*>(nullptr)), GShape{}, GStride{}),
                                       take<0, 2>(SmemLayoutO{}), Shape<_64, Int<kHeadDim>>{}, _1{}));
+  // FP8 per-key K factors k_descale[b, key, hk], (heads, keys, batch) with the heads contiguous:
+  // (kKfHeads, kBlockN, stage) in shared memory, heads fastest, as the TMA box lands.
+  static constexpr int kKfHeads = 4;  // 16 bytes: the shortest TMA box row
+  using SmemLayoutKf = Layout<Shape<Int<kKfHeads>, Int<kBlockN>, Int<kStages>>>;
+  using KfShape = Shape<int32_t, int32_t, int32_t>;
+  using KfStride = Stride<_1, int64_t, int64_t>;
+  struct NoTmaKf {};
+  using TmaKf = std::conditional_t<
+      kKPerToken,
+      decltype(make_tma_copy(SM90_TMA_LOAD{},
+                             make_tensor(make_gmem_ptr(static_cast<float const*>(nullptr)), KfShape{}, KfStride{}),
+                             take<0, 2>(SmemLayoutKf{}), Shape<Int<kKfHeads>, Int<kBlockN>>{}, _1{})),
+      NoTmaKf>;
 
   static constexpr uint32_t kBytesQ = kBlockM * kHeadDim * sizeof(Element);
   static constexpr uint32_t kBytesK = kBlockN * kHeadDim * sizeof(Element);
   static constexpr uint32_t kBytesV = kBlockN * kHeadDim * sizeof(Element);
+  static constexpr uint32_t kBytesKf = kKPerToken ? kKfHeads * kBlockN * sizeof(float) : 0;
 
   struct SharedStorage {
     alignas(1024) Element q[cosize_v<SmemLayoutQ>];
@@ -177,7 +191,7 @@ struct Traits {
     };
     struct NoO {};
     std::conditional_t<kOverQ, NoO, OwnO> o_store;  // FP8 inputs: O has its own tiles
-    alignas(16) float kf[kKPerToken ? kStages : 1][kKPerToken ? kBlockN : 2];  // FP8 per-key K factors
+    alignas(128) float kf[kKPerToken ? cosize_v<SmemLayoutKf> : 4];  // FP8 per-key K factors
     alignas(8) uint64_t bar_q;
     uint64_t full_k[kStages];
     uint64_t full_v[kStages];
@@ -191,6 +205,7 @@ struct Traits {
     TmaK tma_k;
     TmaV tma_v;
     TmaO tma_o;
+    TmaKf tma_kf;
     int32_t batch, seqlen_q, seqlen_kv, seqlen_kv_rows, heads, heads_kv, group;
     float scale_log2;  // softmax scale * log2(e)
     const int32_t* kv_lengths;
@@ -430,20 +445,18 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   if constexpr (Tr::kFp8) kd_base = p.k_descale + b * p.kd.b + hk * p.kd.h;
 
   // Per-key K factors (FP8, one per key): this thread's kBlockN / 4 columns of key block j, read
-  // from the stage that holds K_j (the producer copies them with it) while S_j is computed.
-  // Loaded from global memory by the consumers instead, they cost 3.5x the per-block path even
-  // one block ahead (2.3x): a strided 4-byte load per column and thread.
+  // from the stage that holds K_j (the producer loads them with it) while S_j is computed; keys
+  // past kv_len are masked before their factor is used. Loaded from global memory by the
+  // consumers instead, they cost 3.5x the per-block path even one block ahead (2.3x): a strided
+  // 4-byte load per column and thread.
   constexpr int kKCols = Tr::kKPerToken ? kBlockN / 4 : 1;
   float kf[kKCols];
-  auto load_kf = [&](int s) {  // from stage s (the producer staged them with K; 0 past kv_len)
+  auto load_kf = [&](int s) {
     if constexpr (Tr::kKPerToken) {
-      const float* kc = ss.kf[s] + 2 * (lane % 4);
+      constexpr int H4 = Tr::kKfHeads;
+      const float* kc = ss.kf + s * H4 * kBlockN + H4 * 2 * (lane % 4) + hk % H4;
       CUTE_UNROLL
-      for (int c = 0; c < kKCols; c += 2) {  // columns 8 (c / 2) + c0 and + 1: one 8-byte load
-        const float2 f = *reinterpret_cast<const float2*>(kc + 4 * c);
-        kf[c] = f.x;
-        kf[c + 1] = f.y;
-      }
+      for (int c = 0; c < kKCols; ++c) kf[c] = kc[H4 * (8 * (c / 2) + c % 2)];  // column 8 (c / 2) + c0 + c % 2
     } else {
       (void)s;
     }
@@ -658,7 +671,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
     Barrier::init(&ss.bar_q, 1);
     CUTE_UNROLL
     for (int s = 0; s < kStages; ++s) {
-      Barrier::init(&ss.full_k[s], Tr::kKPerToken ? 1 + 32 : 1);  // + the factor copiers' arrivals
+      Barrier::init(&ss.full_k[s], 1);
       Barrier::init(&ss.full_v[s], 1);
       cutlass::arch::ClusterBarrier::init(&ss.empty[s], Tr::kMmaWG * 4);
     }
@@ -702,6 +715,20 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
           copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
         }
       };
+      auto issue_kf = [&](int j, int s) {  // block j's per-key K factors with heads hk & ~3 .. + 3
+        if constexpr (Tr::kKPerToken) {
+          Tensor mKf = p.tma_kf.get_tma_tensor(make_shape(p.heads_kv, p.seqlen_kv, p.batch));
+          Tensor gKf = local_tile(mKf(_, _, b), Shape<Int<Tr::kKfHeads>, Int<kBlockN>>{},
+                                  make_coord(hk / Tr::kKfHeads, _));  // (4, BN, n)
+          Tensor sKf = make_tensor(make_smem_ptr(ss.kf), typename Tr::SmemLayoutKf{});
+          auto [tFg, tFs] =
+              tma_partition(p.tma_kf, _0{}, Layout<_1>{}, group_modes<0, 2>(sKf), group_modes<0, 2>(gKf));
+          copy(p.tma_kf.with(ss.full_k[s]), tFg(_, j), tFs(_, s));
+        } else {
+          (void)j;
+          (void)s;
+        }
+      };
       if (lane == 0) {
         Barrier::arrive_and_expect_tx(&ss.bar_q, Tr::kBytesQ);
         CUTE_UNROLL
@@ -715,19 +742,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
       for (int j = 0; j < n_blocks; ++j) {
         const int s = j % kStages;
         if (j >= kStages) cutlass::arch::ClusterBarrier::wait(&ss.empty[s], ((j / kStages) - 1) & 1);
-        if constexpr (Tr::kKPerToken) {  // block j's per-key K factors, zero past kv_len
-          const float* kd = p.k_descale + b * p.kd.b + hk * p.kd.h;
-          CUTE_UNROLL
-          for (int c = lane; c < kBlockN; c += 32) {
-            const int key = j * kBlockN + c;
-            gemm::sm90::ptx::cp_async4(gemm::sm90::ptx::smem_u32(&ss.kf[s][c]),
-                                       kd + int64_t(key < kv_len ? key : 0) * p.kd.s, key < kv_len ? 4u : 0u);
-          }
-          gemm::sm90::ptx::cp_async_mbar_arrive_noinc(gemm::sm90::ptx::smem_u32(&ss.full_k[s]));
-        }
         if (lane == 0) {
-          Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK);
+          Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK + Tr::kBytesKf);
           copy(p.tma_k.with(ss.full_k[s]), tKgK(_, j), tKsK(_, s));
+          if constexpr (Tr::kKPerToken) issue_kf(j, s);
           Barrier::arrive_and_expect_tx(&ss.full_v[s], Tr::kBytesV);
           issue_v(j, s);
         }
