@@ -20,7 +20,7 @@ import torch.nn.functional as F
 import ltx_kernels as lk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import attention_row, sdpa_baselines, time_graph  # noqa: E402
+from common import attention_row, sdpa_baselines, time_graph, write_record  # noqa: E402
 
 # name, B, Sq, Skv, H, D, cross (text keys with a padding mask)
 SHAPES = [
@@ -147,10 +147,8 @@ def main():
         rows.append(bench_shape(*s))
         print(json.dumps({k: rows[-1][k] for k in ("shape", "backend", "us")}), flush=True)
     print(table(rows))
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump({"meta": {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}, "rows": rows}, f,
-                      indent=1)
+    if a.out:  # with the commit, build and command (benchmarks/common.py run_meta)
+        write_record(a.out, rows, "benchmarks/bench_attention.py", sys.argv[1:])
 
 
 if __name__ == "__main__":
