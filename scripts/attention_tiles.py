@@ -1,7 +1,7 @@
 """A/B of the sm_90a attention kernel's tile configurations: each LTX_KERNELS_ATTENTION_TILE value
 (0 the default, k > 0 the alternatives of csrc/cuda/attention/attention_tiles_{bf16,e4m3}_sm90.cu) with both
 warpgroup schedules (LTX_KERNELS_ATTENTION_PINGPONG 0 / 1), bf16 and FP8 (k factors per 128
-keys, and per key: "fp8_key"), beside cuDNN's SDPA (bf16, [B, H, S, D]) at the LTX shapes. Same timing as
+keys), beside cuDNN's SDPA (bf16, [B, H, S, D]) at the LTX shapes. Same timing as
 benchmarks/bench_attention.py (CUDA-graph replay, two input sets, medians). Each configuration's
 output is compared with cuDNN's first (relative L2), so that a wrong configuration cannot post a
 time.
@@ -45,7 +45,7 @@ def run(fn, tile, pingpong, sets):
         os.environ.pop("LTX_KERNELS_ATTENTION_PINGPONG", None)
 
 
-def bench_shape(name, b, s, h, d, tiles, kinds_run, sets=2):
+def bench_shape(name, b, s, h, d, tiles, sets=2):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     rows = []
@@ -59,13 +59,9 @@ def bench_shape(name, b, s, h, d, tiles, kinds_run, sets=2):
     print(f"{name} [{b}, {s}, {h}, {d}]: cuDNN {cudnn:.1f} us ({flops / cudnn / 1e6:.0f} TFLOP/s)", flush=True)
     out = torch.empty_like(qs[0])
     ops8 = [lk.quantize_attention_fp8(qs[i], ks[i], vs[i], k_block=128) for i in range(sets)]
-    ops8k = [lk.quantize_attention_fp8(qs[i], ks[i], vs[i], k_block=1) for i in range(sets)]
     kinds = {"bf16": (lambda i: lk.attention(qs[i], ks[i], vs[i], out=out, backend="sm90"), 1e-2),
-             "fp8": (lambda i: lk.attention(*ops8[i], out=out, backend="sm90"), 1e-1),
-             "fp8_key": (lambda i: lk.attention(*ops8k[i], out=out, backend="sm90"), 1e-1)}
+             "fp8": (lambda i: lk.attention(*ops8[i], out=out, backend="sm90"), 1e-1)}
     for kind, (fn, tol) in kinds.items():
-        if kind not in kinds_run:
-            continue
         for tile in tiles:
             for pp in ("0", "1"):
                 got, us = run(fn, tile, pp, sets)
@@ -87,14 +83,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tiles", nargs="+", type=int, default=[0, 1, 2, 3, 4, 5])
     ap.add_argument("--quick", action="store_true", help="the 2688-token shapes only")
-    ap.add_argument("--kinds", nargs="+", default=["bf16", "fp8", "fp8_key"])
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     rows = []
     for name, b, s, h, d in SHAPES:
         if args.quick and s != 2688:
             continue
-        rows += bench_shape(name, b, s, h, d, args.tiles, args.kinds)
+        rows += bench_shape(name, b, s, h, d, args.tiles)
         torch.cuda.empty_cache()
         if args.json:  # after every shape, so that a run cut short keeps what it measured
             write_record(args.json, rows, "scripts/attention_tiles.py", sys.argv[1:])

@@ -309,7 +309,7 @@ def test_fp8_quantizer_follows_its_rule():
 # csrc/cuda/attention/attention_tiles_{bf16,e4m3}_sm90.cu build): each one forced on ragged shapes, with
 # kv_lengths, a key mask and grouped heads, with both warpgroup schedules.
 SM90_TILES = {("bf16", 64): [1, 2, 3, 4], ("bf16", 128): [1, 2, 3, 4, 5], ("fp8", 64): [1, 2, 3, 4],
-              ("fp8", 128): [1, 2, 3, 4, 5], ("fp8_key", 64): [1, 2], ("fp8_key", 128): [1, 2]}
+              ("fp8", 128): [1, 2, 3, 4, 5]}
 
 
 @CUDA
@@ -320,7 +320,7 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
         pytest.skip("the sm90 kernel's tiles")
     monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
     dev, dtype = "cuda", torch.bfloat16
-    # (Skv = 1 gives FP8 operands whose K factors per 128 keys read as per key)
+    # (Skv = 1 gives FP8 operands whose K factors read as per key: a kernel the tiles do not cover)
     shapes = [(2, 389, 450, 4, 2), (1, 200, 129, 2, 2), (1, 7, 1 if kind == "bf16" else 2, 1, 1)]
     for b, sq, skv, h, hk in shapes:
         q, k, v = mk(b, sq, h, d, dtype, dev, "bshd"), mk(b, skv, hk, d, dtype, dev, "bshd"), mk(
@@ -335,7 +335,7 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
             key_bias = torch.zeros(b, skv, device=dev).masked_fill(~mask, float("-inf"))
             check16(out, ref.attention(q, k, v, kv_lengths=lengths, key_bias=key_bias), v, dtype, what)
         else:
-            ops8 = lk.quantize_attention_fp8(q, k, v, k_block=1 if kind == "fp8_key" else 128)
+            ops8 = lk.quantize_attention_fp8(q, k, v, k_block=128)
             out = lk.attention(*ops8, kv_lengths=lengths, backend="sm90")
             # with a key mask too: every kind of key block (full, partial, with a key bias)
             out_m = lk.attention(*ops8, kv_lengths=lengths, attn_mask=mask, backend="sm90")
@@ -346,9 +346,8 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
 
 
 @CUDA
-@pytest.mark.parametrize("d,tile,k_block", [(128, 3, 128), (128, 4, 128), (128, 5, 128), (64, 3, 128), (64, 4, 128),
-                                            (64, 2, 1), (128, 2, 1)])
-def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile, k_block):
+@pytest.mark.parametrize("d,tile", [(128, 3), (128, 4), (128, 5), (64, 3), (64, 4)])
+def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
     """The FP8 kernels that sum the key blocks differently, each against the default (P V
     accumulated in O by the tensor core, the lean loop) on long key sequences, where shorter or
     reordered sums would show: within the stated
@@ -356,15 +355,14 @@ def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile, k_block):
     Tile 3 at d 128 accumulates P V in the tensor core's accumulator as the default does
     (Traits::kPvInO) without the lean loop; 4 at d 128 and 3 at d 64 sum each block's P V in
     fp32 and keep O one block behind (Traits::kLazyRescale); 5 at d 128 and 4 at d 64 are the
-    former defaults (a fresh fp32 P V fragment per key block), as is tile 2 with per-key K
-    factors."""
+    former defaults (a fresh fp32 P V fragment per key block)."""
     if not sm90_available():
         pytest.skip("the sm90 kernel's tiles")
     b, s, h = 1, 8192, 2
     q, k = ltx_like_qk(b, s, h, d, "cuda")
     v = torch.randn(b, s, h, d, device="cuda").bfloat16()
     want = ref.attention(q.cpu(), k.cpu(), v.cpu())
-    ops8 = lk.quantize_attention_fp8(q, k, v, k_block=k_block)
+    ops8 = lk.quantize_attention_fp8(q, k, v)
     rel = {}
     for t in (0, tile):
         monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", str(t))

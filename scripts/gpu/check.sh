@@ -12,7 +12,7 @@
 #   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2),
 #   gemm-mainloop-ab (scripts/gemm_ab.py: FP8 128x192 with the mainloop alternatives ':m1' / ':m2', JSON into $OUT),
 #   e2e-compare (benchmarks/e2e_ltx_video.py --compare --quantization fp8: every variant, JSON into $OUT),
-#   attn-tiles (scripts/attention_tiles.py $ATTN_TILES_ARGS: every tile alternative beside cuDNN, JSON into $OUT)
+#   attn-tiles (scripts/attention_tiles.py: every tile alternative beside cuDNN, JSON into $OUT)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
 # of the tree may carry a stale git HEAD, which the build would otherwise take).
@@ -111,7 +111,7 @@ for s in "${@:-build attn-tests attn-bench}"; do
           --compare --quantization fp8 --steps 8 --warmup-iterations 1 --timed-runs 2 --out "$OUT/e2e_compare_fp8.json"
         tail -15 "$OUT/e2e-compare.log" | tee -a "$SUMMARY" ;;
       attn-tiles)
-        step attn-tiles 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/attention_tiles.py ${ATTN_TILES_ARGS:-} \
+        step attn-tiles 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/attention_tiles.py \
           --json "$OUT/attention_tiles.json"
         tail -30 "$OUT/attn-tiles.log" > "$OUT/attn_tiles_tail.log" ;;
       gemm-mainloop-ab)  # the FP8 mainloop alternatives (':m1', ':m2') against the default, same run

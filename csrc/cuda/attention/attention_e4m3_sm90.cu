@@ -7,10 +7,9 @@ namespace {
 
 // K factors per 128 keys (folded into the score scale once per key block): d 64 192 x 128 tiles
 // (three consumer warpgroups), 6 stages; d 128 128 x 128, 4 stages. Per-key K factors (a multiply
-// per score, and kBlockN / 4 more registers per thread): two consumer warpgroups, 128 x 128
-// tiles, 4 stages, P V accumulated in O and the lean loop as for the per-block factors (three
-// warpgroups at d 64 spill: tile 1 of attention_tiles_e4m3_sm90.cu). Measured at the LTX shapes
-// (scripts/attention_tiles.py).
+// per score, and kBlockN / 4 more registers per thread): two consumer warpgroups, 64 x 128
+// blocks per warpgroup at d 64 and 64 x 64 at d 128 (so that O, this block's P V, S, P and the
+// factors fit in 240 registers), 4 stages. Measured at the LTX shapes (scripts/attention_tiles.py).
 template <class O>
 cudaError_t dispatch(const AttentionParams& a, cudaStream_t stream) {
   using E = cutlass::float_e4m3_t;
@@ -21,10 +20,10 @@ cudaError_t dispatch(const AttentionParams& a, cudaStream_t stream) {
   // 2688 / 14080 tokens (the former default, now tile 4: 1.03x / 1.13x); d 128 1.16x / 1.39x at
   // 2688 / 8192 (the former default, now tile 5: 1.07x / 1.24x).
   if (a.head_dim == 64) {
-    return per_token ? launch<Traits<E, O, 64, 128, 4, true, 2, true, false, false, true>>(a, stream)
+    return per_token ? launch<Traits<E, O, 64, 128, 4, true>>(a, stream)
                      : launch<Traits<E, O, 64, 128, 6, false, 3, true, false, false, true>>(a, stream);
   }
-  return per_token ? launch<Traits<E, O, 128, 128, 4, true, 2, true, false, false, true>>(a, stream)
+  return per_token ? launch<Traits<E, O, 128, 64, 4, true>>(a, stream)
                    : launch<Traits<E, O, 128, 128, 4, false, 2, true, false, false, true>>(a, stream);
 }
 

@@ -1,5 +1,5 @@
 // Alternative tile configurations of the sm_90a attention kernel for FP8 E4M3 inputs with k
-// factors per 128 keys or per key, and bf16 output (AttentionParams::tile > 0; see
+// factors per 128 keys and bf16 output (AttentionParams::tile > 0; see
 // attention_tiles_bf16_sm90.cu). Registers per consumer thread here are about S (BN / 2) + P
 // (BN / 8) + O and this block's P V (D / 2 each); O has its own shared memory tiles.
 #include "attention_sm90_launch.cuh"
@@ -10,23 +10,8 @@ namespace attention_sm90 {
 cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
   using E = cutlass::float_e4m3_t;
   using O = cutlass::bfloat16_t;
-  if (a.out_dtype != AttnDtype::kBF16) return cudaErrorInvalidValue;
-  if (a.k_block == 1) {  // K factors per key (the defaults: 128 x 128, P V in O, the lean loop)
-    switch (a.tile) {
-      // d 64: 192 x 128, 6 stages (three consumer warpgroups at 160 registers: 32 bytes of spills);
-      // d 128: 128 x 64 key blocks
-      case 1:
-        return a.head_dim == 64 ? launch<Traits<E, O, 64, 128, 6, true, 3, true, false, false, true>>(a, stream)
-                                : launch<Traits<E, O, 128, 64, 4, true, 2, true, false, false, true>>(a, stream);
-      // the former defaults (128 x 128 / 128 x 64, P V in a fresh fragment, every block through
-      // the scaled softmax that also takes a key bias)
-      case 2:
-        return a.head_dim == 64 ? launch<Traits<E, O, 64, 128, 4, true>>(a, stream)
-                                : launch<Traits<E, O, 128, 64, 4, true>>(a, stream);
-      default: return cudaErrorInvalidValue;
-    }
-  }
   // K factors per 128 keys are folded once per key block: blocks of 64 or 128 keys only
+  if (a.out_dtype != AttnDtype::kBF16 || a.k_block == 1) return cudaErrorInvalidValue;
   if (a.head_dim == 64) {
     switch (a.tile) {
       case 1: return launch<Traits<E, O, 64, 128, 4, false, 2>>(a, stream);  // 128 x 128, 88 KB

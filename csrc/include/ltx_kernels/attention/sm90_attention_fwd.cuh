@@ -451,27 +451,14 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   // 4-byte load per column and thread.
   constexpr int kKCols = Tr::kKPerToken ? kBlockN / 4 : 1;
   float kf[kKCols];
-  // (ld.shared by address: through the references here the compiler would emit generic loads)
-  const uint32_t kf_lane = cute::cast_smem_ptr_to_uint(ss.kf) + 4u * uint32_t(Tr::kKfHeads * 2 * (lane % 4) + hk % Tr::kKfHeads);
   auto load_kf = [&](int s) {
     if constexpr (Tr::kKPerToken) {
       constexpr int H4 = Tr::kKfHeads;
-      const uint32_t a = kf_lane + 4u * uint32_t(s * H4 * kBlockN);
+      const float* kc = ss.kf + s * H4 * kBlockN + H4 * 2 * (lane % 4) + hk % H4;
       CUTE_UNROLL
-      for (int c = 0; c < kKCols; ++c) {  // column 8 (c / 2) + c0 + c % 2
-        asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(kf[c]) : "r"(a + 4u * uint32_t(H4 * (8 * (c / 2) + c % 2))));
-      }
+      for (int c = 0; c < kKCols; ++c) kf[c] = kc[H4 * (8 * (c / 2) + c % 2)];  // column 8 (c / 2) + c0 + c % 2
     } else {
       (void)s;
-    }
-  };
-  // Per-key K factors on a block without a key bias: S scaled by them first (one multiply per
-  // score), then the block takes the same softmax as one without factors (the row maximum of
-  // S kf is taken before the row's coefficient > 0 is applied, as for any S).
-  auto apply_kf = [&] {
-    if constexpr (Tr::kKPerToken) {
-      CUTE_UNROLL
-      for (int i = 0; i < size(tSrS); ++i) tSrS(i) *= kf[2 * (i / 4) + (i % 2)];
     }
   };
   const float* kf_arg = Tr::kKPerToken ? kf : nullptr;
@@ -562,7 +549,6 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       // the rest of the step: softmax of S_j, O updated once P_{j-1} V_{j-1} is in, P_j
       auto finish = [&](auto kind) {
         constexpr int kKind = decltype(kind)::value;
-        if constexpr (kKind == 0 || kKind == 1) apply_kf();
         const bool rescale = softmax_block<Tr, kKind>(tSrS, tmp, alpha, kKind == 0 ? kBlockN : kv_valid, bias,
                                                       kf_arg, p_offset);
         st.max[0] = tmp.max[0];
@@ -588,7 +574,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
         convert_p<Tr>(tSrS, tOrP);
       };
       if constexpr (Tr::kLeanLoop) {
-        if (bias != nullptr) {  // (with the per-key K factors, if any)
+        if (bias != nullptr || kf_arg != nullptr) {
           finish(std::integral_constant<int, 2>{});
         } else if (kv_valid == kBlockN) {
           finish(std::integral_constant<int, 0>{});
