@@ -230,6 +230,24 @@ def test_fp8_per_key_factor_layouts(device, how, shape):
     fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, what=f"{shape} {how}")
 
 
+@pytest.mark.parametrize("device", FP8_DEVICES)
+@pytest.mark.parametrize("k_block", [1, 128])
+@pytest.mark.parametrize("d", [64, 128])
+def test_fp8_key_mask(device, k_block, d):
+    """FP8 with a boolean key mask and kv_lengths, K factors per key and per 128 keys: the
+    kernels' key-bias path, against the dequantized reference with the mask as a -inf bias."""
+    b, sq, skv, h, hk = 2, 150, 333, 4, 2
+    q, k, v = mk(b, sq, h, d, torch.bfloat16, device, "bshd"), mk(b, skv, hk, d, torch.bfloat16, device, "bshd"), mk(
+        b, skv, hk, d, torch.bfloat16, device, "bshd")
+    ops8 = lk.quantize_attention_fp8(q, k, v, k_block=k_block)
+    lengths = torch.tensor([skv, skv - 70], device=device)
+    g = torch.Generator().manual_seed(1)
+    mask = (torch.rand(b, skv, generator=g) > 0.3).to(device)
+    out = lk.attention(*ops8, kv_lengths=lengths, attn_mask=mask)
+    key_bias = torch.zeros(b, skv, device=device).masked_fill(~mask, float("-inf"))
+    fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, key_bias=key_bias, what=f"d{d} kb{k_block} masked")
+
+
 def _rel_cos(out, want):
     o, w = out.double().cpu().flatten(), want.cpu().flatten()
     return ((o - w).norm() / w.norm()).item(), (o @ w / (o.norm() * w.norm())).item()
