@@ -88,7 +88,7 @@ for s in "${@:-build attn-tests attn-bench}"; do
         step sanitize-quant 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck \
           --error-exitcode 3 --print-limit 20 python3 -m pytest -q -p no:cacheprovider tests/test_attention_quant.py \
           -k "cuda and not 2_31 and not compile"
-        step racecheck-attn 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool racecheck \
+        step racecheck-attn 240 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool racecheck \
           --error-exitcode 3 --print-limit 20 python3 scripts/sanitize_attention.py --quick ;;
       membound-tests)
         NX=""; python3 -c "import xdist, execnet" 2>/dev/null && NX="-n 8"
