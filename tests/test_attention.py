@@ -127,6 +127,21 @@ def test_strided_inputs_and_sentinel_out(device, backend):
 
 
 @pytest.mark.parametrize("device,backend", DEV_BACKENDS)
+def test_expanded_inputs(device, backend):
+    """Inputs broadcast by expand (zero strides): one q row set for both batch rows, k / v shared
+    by the batch, keys repeated; the sm_90a kernel's tensor maps take no zero stride, so such
+    inputs are materialised first."""
+    dtype = torch.bfloat16
+    b, sq, skv, h, d = 2, 70, 100, 2, 64
+    q = mk(1, sq, h, d, dtype, device, "bshd").expand(b, sq, h, d)
+    k = mk(1, skv, h, d, dtype, device, "bshd").expand(b, skv, h, d)
+    v = mk(b, 1, h, d, dtype, device, "bshd").expand(b, skv, h, d)  # one value row for every key
+    want = ref.attention(q, k, v)
+    check16(lk.attention(q, k, v, backend=backend), want, v, dtype, "expanded")
+    assert torch.allclose(want.double()[:, 0], v.double()[:, 0], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("device,backend", DEV_BACKENDS)
 def test_scale_and_gqa(device, backend):
     dtype = torch.float16
     q, k, v = mk(1, 40, 8, 64, dtype, device, "bshd"), mk(1, 90, 2, 64, dtype, device, "bshd"), mk(
@@ -191,6 +206,23 @@ def test_fp8_matches_dequantized_reference(device, layout, k_block, shape):
     out = lk.attention(*ops8, layout=layout, kv_lengths=lengths)
     assert out.dtype == torch.bfloat16 and out.shape == q.shape
     fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, layout=layout, what=f"{shape} {layout} kb{k_block}")
+
+
+@pytest.mark.parametrize("device", FP8_DEVICES)
+@pytest.mark.parametrize("k_block", [1, 128])
+def test_fp8_expanded_factors(device, k_block):
+    """FP8 dequantization factors broadcast by expand (zero strides) over the keys or the batch."""
+    b, sq, skv, h, d = 2, 64, 200, 4, 64
+    q, k, v = (mk(b, s, h, d, torch.bfloat16, device, "bshd") for s in (sq, skv, skv))
+    ops8 = lk.quantize_attention_fp8(q, k, v, k_block=k_block)
+    kd = ops8.k_descale[:, :1].expand_as(ops8.k_descale)  # one factor for every key (block)
+    qd = ops8.q_descale[:1].expand_as(ops8.q_descale)
+    ops8 = ops8._replace(k_descale=kd, q_descale=qd)
+    out = lk.attention(*ops8)
+    qd_, kd_, vd_ = ref.attention_fp8_dequantize(*ops8)
+    want = ref.attention(qd_, kd_, vd_)
+    err = (out.double().cpu() - want.cpu()).abs()
+    assert (err <= 2.0**-4 * vd_.abs().max().item() + 2.0**-8 * want.cpu().abs()).all(), err.max()
 
 
 def _restride_k_descale(kd, how):

@@ -61,14 +61,15 @@ at::Tensor addressable(const at::Tensor& t) {
   const int64_t es = t.element_size();
   bool ok = t.dim() == 4 && (t.size(3) <= 1 || t.stride(3) == 1) &&
             reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
-  for (int d = 0; ok && d < 3; ++d) ok = t.size(d) <= 1 || (t.stride(d) * es) % 16 == 0;
+  // (a TMA tensor map takes no zero strides: expanded dimensions are materialised)
+  for (int d = 0; ok && d < 3; ++d) ok = t.size(d) <= 1 || (t.stride(d) > 0 && (t.stride(d) * es) % 16 == 0);
   return ok ? t : t.clone(at::MemoryFormat::Contiguous);
 }
 
 bool out_addressable(const at::Tensor& t) {
   const int64_t es = t.element_size();
   bool ok = (t.size(3) <= 1 || t.stride(3) == 1) && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
-  for (int d = 0; ok && d < 3; ++d) ok = t.size(d) <= 1 || (t.stride(d) * es) % 16 == 0;
+  for (int d = 0; ok && d < 3; ++d) ok = t.size(d) <= 1 || (t.stride(d) > 0 && (t.stride(d) * es) % 16 == 0);
   return ok;
 }
 
@@ -291,13 +292,14 @@ std::string sm90_why_not(Problem& pr) {
   } else {
     pr.q = addressable(pr.q);
     pr.k = addressable(pr.k);
-    if (reinterpret_cast<uintptr_t>(pr.v.data_ptr()) % 16 != 0 || pr.v.stride(2) % 16 != 0 ||
-        pr.v.stride(1) % 16 != 0 || pr.v.stride(0) % 16 != 0)
-      pr.v = pr.v.clone(at::MemoryFormat::Contiguous);  // a fresh (aligned) allocation
+    bool v_ok = reinterpret_cast<uintptr_t>(pr.v.data_ptr()) % 16 == 0;
+    for (int d = 0; v_ok && d < 3; ++d) v_ok = pr.v.size(d) <= 1 || (pr.v.stride(d) > 0 && pr.v.stride(d) % 16 == 0);
+    if (!v_ok) pr.v = pr.v.clone(at::MemoryFormat::Contiguous);  // a fresh (aligned) allocation
     if (pr.p.k_block == 1) {  // per-key factors are loaded by TMA: (heads, keys, batch), heads contiguous
       const at::Tensor& kd = pr.k_descale;
       const bool ok = reinterpret_cast<uintptr_t>(kd.data_ptr()) % 16 == 0 && (kd.size(2) <= 1 || kd.stride(2) == 1) &&
-                      (kd.size(1) <= 1 || kd.stride(1) % 4 == 0) && (kd.size(0) <= 1 || kd.stride(0) % 4 == 0);
+                      (kd.size(1) <= 1 || (kd.stride(1) > 0 && kd.stride(1) % 4 == 0)) &&
+                      (kd.size(0) <= 1 || (kd.stride(0) > 0 && kd.stride(0) % 4 == 0));
       if (!ok) {  // heads padded to a multiple of 4 (the padding is never read: the tensor map ends at Hkv)
         at::Tensor t = at::empty({kd.size(0), kd.size(1), (kd.size(2) + 3) / 4 * 4}, kd.options());
         pr.k_descale = t.narrow(2, 0, kd.size(2)).copy_(kd);

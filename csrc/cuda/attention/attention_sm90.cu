@@ -28,7 +28,7 @@ const char* attention_sm90_why_not(const AttentionParams& a, int cc) {
     if (!tma_ok(a.q, tidy(a.q_stride, a.seqlen_q, a.heads, a.batch, D), es) ||
         !tma_ok(a.k, tidy(a.k_stride, a.seqlen_kv, a.heads_kv, a.batch, D), es) || !tma_ok(a.v, vs, es) ||
         !tma_ok(a.out, tidy(a.out_stride, a.seqlen_q, a.heads, a.batch, D), esize(a.out_dtype)))
-      return "q, k, v and out need 16-byte aligned data and strides that are multiples of 16 bytes";
+      return "q, k, v and out need 16-byte aligned data and positive strides that are multiples of 16 bytes";
   }
   if (a.dtype == AttnDtype::kE4M3) {
     if (a.k_block != 1 && a.k_block != 128) return "FP8 k_descale must be per token or per 128 keys";
@@ -37,8 +37,8 @@ const char* attention_sm90_why_not(const AttentionParams& a, int cc) {
     if (a.q_descale == nullptr || a.k_descale == nullptr || a.v_descale == nullptr)
       return "FP8 inputs need q_descale, k_descale and v_descale";
     if (a.k_block == 1 && !attention_sm90::kf_tma_ok(a))
-      return "FP8 per-key k_descale needs a 16-byte aligned base, contiguous heads and key and batch strides that "
-             "are multiples of 4";
+      return "FP8 per-key k_descale needs a 16-byte aligned base, contiguous heads and positive key and batch "
+             "strides that are multiples of 4";
   }
   return nullptr;
 }

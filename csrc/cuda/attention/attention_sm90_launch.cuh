@@ -14,10 +14,11 @@ namespace attention_sm90 {
 
 inline int64_t esize(AttnDtype t) { return t == AttnDtype::kE4M3 ? 1 : (t == AttnDtype::kFP32 ? 4 : 2); }
 
-// A TMA tensor map needs a 16-byte aligned base and 16-byte multiples as strides.
+// A TMA tensor map needs a 16-byte aligned base and positive 16-byte multiples as strides (after
+// tidy(), which gives extent-1 dimensions packed strides: a zero stride left is an expanded one).
 inline bool tma_ok(const void* ptr, const AttnStrides& s, int64_t es) {
-  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && (s.b * es) % 16 == 0 && (s.s * es) % 16 == 0 &&
-         (s.h * es) % 16 == 0;
+  return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && s.b > 0 && s.s > 0 && s.h > 0 && (s.b * es) % 16 == 0 &&
+         (s.s * es) % 16 == 0 && (s.h * es) % 16 == 0;
 }
 
 // Strides of extent-1 dimensions never address anything; give them a valid (packed) value.
@@ -40,7 +41,8 @@ inline AttnStrides kf_strides(const AttentionParams& a) {
 }
 inline bool kf_tma_ok(const AttentionParams& a) {
   const AttnStrides s = kf_strides(a);
-  return reinterpret_cast<uintptr_t>(a.k_descale) % 16 == 0 && s.h == 1 && s.s % 4 == 0 && s.b % 4 == 0;
+  return reinterpret_cast<uintptr_t>(a.k_descale) % 16 == 0 && s.h == 1 && s.s > 0 && s.b > 0 && s.s % 4 == 0 &&
+         s.b % 4 == 0;
 }
 
 template <class Tr>
