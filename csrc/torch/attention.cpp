@@ -54,23 +54,20 @@ AttnStrides bsh_strides(const at::Tensor& t, bool bhsd) {
   return bhsd ? AttnStrides{t.stride(0), t.stride(2), t.stride(1)} : AttnStrides{t.stride(0), t.stride(1), t.stride(2)};
 }
 
-// A 4-D input whose last dimension is contiguous and whose other strides are multiples of
-// 16 bytes, on a 16-byte aligned base: the tensor itself, else a contiguous copy (a fresh
-// allocation: `contiguous()` would return a contiguous tensor on a misaligned base unchanged).
-at::Tensor addressable(const at::Tensor& t) {
-  const int64_t es = t.element_size();
-  bool ok = t.dim() == 4 && (t.size(3) <= 1 || t.stride(3) == 1) &&
-            reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
-  // (a TMA tensor map takes no zero strides: expanded dimensions are materialised)
-  for (int d = 0; ok && d < 3; ++d) ok = t.size(d) <= 1 || (t.stride(d) > 0 && (t.stride(d) * es) % 16 == 0);
-  return ok ? t : t.clone(at::MemoryFormat::Contiguous);
-}
-
+// What a TMA tensor map of a 4-D tensor reads: the last dimension contiguous, the other strides
+// positive multiples of 16 bytes (no zero strides: expanded dimensions are not addressable), a
+// 16-byte aligned base.
 bool out_addressable(const at::Tensor& t) {
   const int64_t es = t.element_size();
   bool ok = (t.size(3) <= 1 || t.stride(3) == 1) && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
   for (int d = 0; ok && d < 3; ++d) ok = t.size(d) <= 1 || (t.stride(d) > 0 && (t.stride(d) * es) % 16 == 0);
   return ok;
+}
+
+// An input as such a tensor: itself, else a contiguous copy (a fresh allocation: `contiguous()`
+// would return a contiguous tensor on a misaligned base unchanged).
+at::Tensor addressable(const at::Tensor& t) {
+  return t.dim() == 4 && out_addressable(t) ? t : t.clone(at::MemoryFormat::Contiguous);
 }
 
 struct Problem {
@@ -285,25 +282,17 @@ void run_cpu(Problem& pr) {
 // The sm_90a kernel's addressing requirements met by copies ("" on success, else why not).
 std::string sm90_why_not(Problem& pr) {
 #ifdef LTX_KERNELS_HAS_SM90
-  if (!pr.fp8) {
-    pr.q = addressable(pr.q);
-    pr.k = addressable(pr.k);
-    pr.v = addressable(pr.v);
-  } else {
-    pr.q = addressable(pr.q);
-    pr.k = addressable(pr.k);
-    bool v_ok = reinterpret_cast<uintptr_t>(pr.v.data_ptr()) % 16 == 0;
-    for (int d = 0; v_ok && d < 3; ++d) v_ok = pr.v.size(d) <= 1 || (pr.v.stride(d) > 0 && pr.v.stride(d) % 16 == 0);
-    if (!v_ok) pr.v = pr.v.clone(at::MemoryFormat::Contiguous);  // a fresh (aligned) allocation
-    if (pr.p.k_block == 1) {  // per-key factors are loaded by TMA: (heads, keys, batch), heads contiguous
-      const at::Tensor& kd = pr.k_descale;
-      const bool ok = reinterpret_cast<uintptr_t>(kd.data_ptr()) % 16 == 0 && (kd.size(2) <= 1 || kd.stride(2) == 1) &&
-                      (kd.size(1) <= 1 || (kd.stride(1) > 0 && kd.stride(1) % 4 == 0)) &&
-                      (kd.size(0) <= 1 || (kd.stride(0) > 0 && kd.stride(0) % 4 == 0));
-      if (!ok) {  // heads padded to a multiple of 4 (the padding is never read: the tensor map ends at Hkv)
-        at::Tensor t = at::empty({kd.size(0), kd.size(1), (kd.size(2) + 3) / 4 * 4}, kd.options());
-        pr.k_descale = t.narrow(2, 0, kd.size(2)).copy_(kd);
-      }
+  pr.q = addressable(pr.q);
+  pr.k = addressable(pr.k);
+  pr.v = addressable(pr.v);  // (FP8: V^T [B, Hkv, D, keys], its key stride 1 checked by prepare)
+  if (pr.fp8 && pr.p.k_block == 1) {  // per-key factors are loaded by TMA: (heads, keys, batch), heads contiguous
+    const at::Tensor& kd = pr.k_descale;
+    const bool ok = reinterpret_cast<uintptr_t>(kd.data_ptr()) % 16 == 0 && (kd.size(2) <= 1 || kd.stride(2) == 1) &&
+                    (kd.size(1) <= 1 || (kd.stride(1) > 0 && kd.stride(1) % 4 == 0)) &&
+                    (kd.size(0) <= 1 || (kd.stride(0) > 0 && kd.stride(0) % 4 == 0));
+    if (!ok) {  // heads padded to a multiple of 4 (the padding is never read: the tensor map ends at Hkv)
+      at::Tensor t = at::empty({kd.size(0), kd.size(1), (kd.size(2) + 3) / 4 * 4}, kd.options());
+      pr.k_descale = t.narrow(2, 0, kd.size(2)).copy_(kd);
     }
   }
   bind(pr);
