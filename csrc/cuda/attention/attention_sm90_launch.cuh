@@ -82,8 +82,7 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
     const AttnStrides vs = tidy(a.v_stride, D, Hk, B, a.v_keys_padded);  // rows are channels here
     auto mV = make_tensor(make_gmem_ptr(static_cast<E const*>(a.v)), make_shape(int32_t(D), v_rows, Hk, B),
                           make_stride(vs.s, _1{}, vs.h, vs.b));
-    tma_v = make_tma_copy(SM90_TMA_LOAD{}, mV, take<0, 2>(typename Tr::SmemLayoutVStore{}),
-                          Shape<Int<D>, Int<Tr::kBlockN>>{}, _1{});
+    tma_v = make_tma_copy(SM90_TMA_LOAD{}, mV, typename Tr::SmemLayoutVBox{}, Shape<Int<D>, Int<Tr::kBlockN>>{}, _1{});
   } else {
     v_rows = std::max(Skv, 1);
     const AttnStrides vs = tidy(a.v_stride, Skv, Hk, B, D);

@@ -21,6 +21,8 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
       case 3: return launch<Traits<E, O, 64, 128, 6, false, 3, false, true>>(a, stream);
       // the former default: 192 x 128, 6 stages, P V in a fresh fragment (84 bytes of spills)
       case 4: return launch<Traits<E, O, 64, 128, 6, false, 3>>(a, stream);
+      // the default with the row sums from the P V wgmma (Traits::kRowSumInPv): no FADD per score
+      case 5: return launch<Traits<E, O, 64, 128, 6, false, 3, true, false, false, true, true>>(a, stream);
       default: return cudaErrorInvalidValue;
     }
   }
@@ -35,6 +37,8 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
     case 4: return launch<Traits<E, O, 128, 128, 4, false, 2, false, true, false, true>>(a, stream);
     // the former default: P V in a fresh fragment, 583 instructions, 20 bytes of spills
     case 5: return launch<Traits<E, O, 128, 128, 4, false, 2>>(a, stream);
+    // the default with the row sums from the P V wgmma (Traits::kRowSumInPv)
+    case 6: return launch<Traits<E, O, 128, 128, 4, false, 2, true, false, false, true, true>>(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }
