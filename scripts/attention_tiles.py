@@ -6,7 +6,7 @@ benchmarks/bench_attention.py (CUDA-graph replay, two input sets, medians). Each
 output is compared with cuDNN's first (relative L2), so that a wrong configuration cannot post a
 time.
 
-    python3 scripts/attention_tiles.py [--tiles 0 1 2 3 4 5 6] [--quick] [--json out.json]
+    python3 scripts/attention_tiles.py [--tiles 0 1 2 3 4 5 6 7] [--kinds bf16 fp8] [--quick] [--json out.json]
 """
 
 import argparse
@@ -45,7 +45,7 @@ def run(fn, tile, pingpong, sets):
         os.environ.pop("LTX_KERNELS_ATTENTION_PINGPONG", None)
 
 
-def bench_shape(name, b, s, h, d, tiles, sets=2):
+def bench_shape(name, b, s, h, d, tiles, kinds_run=("bf16", "fp8"), sets=2):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     rows = []
@@ -62,6 +62,8 @@ def bench_shape(name, b, s, h, d, tiles, sets=2):
     kinds = {"bf16": (lambda i: lk.attention(qs[i], ks[i], vs[i], out=out, backend="sm90"), 1e-2),
              "fp8": (lambda i: lk.attention(*ops8[i], out=out, backend="sm90"), 1e-1)}
     for kind, (fn, tol) in kinds.items():
+        if kind not in kinds_run:
+            continue
         for tile in tiles:
             for pp in ("0", "1"):
                 got, us = run(fn, tile, pp, sets)
@@ -81,15 +83,16 @@ def bench_shape(name, b, s, h, d, tiles, sets=2):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tiles", nargs="+", type=int, default=[0, 1, 2, 3, 4, 5, 6])
+    ap.add_argument("--tiles", nargs="+", type=int, default=[0, 1, 2, 3, 4, 5, 6, 7])
     ap.add_argument("--quick", action="store_true", help="the 2688-token shapes only")
+    ap.add_argument("--kinds", nargs="+", choices=["bf16", "fp8"], default=["bf16", "fp8"])
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     rows = []
     for name, b, s, h, d in SHAPES:
         if args.quick and s != 2688:
             continue
-        rows += bench_shape(name, b, s, h, d, args.tiles)
+        rows += bench_shape(name, b, s, h, d, args.tiles, args.kinds)
         torch.cuda.empty_cache()
         if args.json:  # after every shape, so that a run cut short keeps what it measured
             write_record(args.json, rows, "scripts/attention_tiles.py", sys.argv[1:])

@@ -9,6 +9,7 @@ the float64 reference (reference.py) so that a silent wrong answer fails too.
   compute-sanitizer --tool synccheck --error-exitcode 3 python3 scripts/sanitize_attention.py --quick
 
 --quick: the default tiles only, two shapes, one layout, both warpgroup schedules (racecheck and synccheck are slow on wgmma kernels).
+--fp8-tiles N ...: with --quick, these FP8 tile alternatives too (K factors per 128 keys).
 """
 import argparse
 import os
@@ -30,6 +31,7 @@ from test_attention import SM90_TILES as TILES  # noqa: E402  (the tile alternat
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--fp8-tiles", nargs="*", type=int, default=[])
     args = ap.parse_args()
     if torch.cuda.get_device_capability() != (9, 0):
         raise SystemExit("sanitize_attention: needs compute capability 9.0")
@@ -68,7 +70,8 @@ def main():
                     ops8 = lk.quantize_attention_fp8(q, k, v, layout=layout, k_block=k_block)
                     qd, kd, vd = ref.attention_fp8_dequantize(*ops8, layout=layout)
                     want = ref.attention(qd, kd, vd, kv_lengths=lengths, layout=layout)
-                    tiles = [0] + ([] if args.quick or k_block == 1 or skv < 2 else TILES[("fp8", d)])
+                    alt = [t for t in args.fp8_tiles if t in TILES[("fp8", d)]] if args.quick else TILES[("fp8", d)]
+                    tiles = [0] + ([] if k_block == 1 or skv < 2 else alt)
                     for tile in tiles:
                         runs.append((f"fp8 k_block {k_block} tile {tile}", tile, want,
                                      lambda ops8=ops8: lk.attention(*ops8, kv_lengths=lengths, layout=layout,

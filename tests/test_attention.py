@@ -358,8 +358,8 @@ def test_fp8_quantizer_follows_its_rule():
 # The sm_90 kernel's alternative tile configurations (LTX_KERNELS_ATTENTION_TILE, what
 # csrc/cuda/attention/attention_tiles_{bf16,e4m3}_sm90.cu build): each one forced on ragged shapes, with
 # kv_lengths, a key mask and grouped heads, with both warpgroup schedules.
-SM90_TILES = {("bf16", 64): [1, 2, 3, 4], ("bf16", 128): [1, 2, 3, 4, 5], ("fp8", 64): [1, 2, 3, 4, 5],
-              ("fp8", 128): [1, 2, 3, 4, 5, 6]}
+SM90_TILES = {("bf16", 64): [1, 2, 3, 4], ("bf16", 128): [1, 2, 3, 4, 5], ("fp8", 64): [1, 2, 3, 4, 5, 6, 7],
+              ("fp8", 128): [1, 2, 3, 4, 5, 6, 7]}
 
 
 @CUDA
@@ -396,7 +396,8 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
 
 
 @CUDA
-@pytest.mark.parametrize("d,tile", [(128, 3), (128, 4), (128, 5), (128, 6), (64, 3), (64, 4), (64, 5)])
+@pytest.mark.parametrize("d,tile", [(128, 3), (128, 4), (128, 5), (128, 6), (128, 7), (64, 3), (64, 4), (64, 5),
+                                    (64, 6), (64, 7)])
 def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
     """The FP8 kernels that sum the key blocks differently, each against the default (P V
     accumulated in O by the tensor core, the lean loop) on long key sequences, where shorter or
@@ -407,7 +408,8 @@ def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
     fp32 and keep O one block behind (Traits::kLazyRescale); 5 at d 128 and 4 at d 64 are the
     former defaults (a fresh fp32 P V fragment per key block); 6 at d 128 and 5 at d 64 take the
     row sums from the P V wgmma (Traits::kRowSumInPv: sums of the E4M3-rounded P, accumulated by
-    the tensor core)."""
+    the tensor core); 7 at d 128, 6 and 7 at d 64 also compute one in 16 (8) of the exponentials
+    with the FMA-pipe quadratic (Traits::kExp2PolyEvery)."""
     if not sm90_available():
         pytest.skip("the sm90 kernel's tiles")
     b, s, h = 1, 8192, 2

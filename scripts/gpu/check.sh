@@ -5,14 +5,15 @@
 #   bash scripts/gpu/check.sh [steps...]
 # steps (in the order given): build, crash, attn-tests, attn-bench, gemm (scripts/gpu/gemm.sh), gemm-tests,
 #   suite (every test file, CUDA cases only), suite-xdist (everything, 8 workers), suite-list (listed ids),
-#   gemm-smoke, sanitize-attn (memcheck of every attention kernel and the quantizer, racecheck of the defaults),
+#   gemm-smoke, sanitize-attn (memcheck of every attention kernel and the quantizer, racecheck of the defaults
+#   and of the FP8 tiles in $RACECHECK_FP8_TILES),
 #   membound-tests (CUDA cases of the memory-bound families, 8 workers when pytest-xdist is importable),
 #   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench),
 #   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged),
 #   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2),
 #   gemm-mainloop-ab (scripts/gemm_ab.py: FP8 128x192 with the mainloop alternatives ':m1' / ':m2', JSON into $OUT),
 #   e2e-compare (benchmarks/e2e_ltx_video.py --compare --quantization fp8: every variant, JSON into $OUT),
-#   attn-tiles (scripts/attention_tiles.py: every tile alternative beside cuDNN, JSON into $OUT)
+#   attn-tiles (scripts/attention_tiles.py $ATTN_TILES_ARGS: tile alternatives beside cuDNN, JSON into $OUT)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
 # of the tree may carry a stale git HEAD, which the build would otherwise take).
@@ -88,8 +89,9 @@ for s in "${@:-build attn-tests attn-bench}"; do
         step sanitize-quant 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck \
           --error-exitcode 3 --print-limit 20 python3 -m pytest -q -p no:cacheprovider tests/test_attention_quant.py \
           -k "cuda and not 2_31 and not compile"
-        step racecheck-attn 240 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool racecheck \
-          --error-exitcode 3 --print-limit 20 python3 scripts/sanitize_attention.py --quick ;;
+        step racecheck-attn "${RACECHECK_LIMIT:-240}" env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool racecheck \
+          --error-exitcode 3 --print-limit 20 python3 scripts/sanitize_attention.py --quick \
+          ${RACECHECK_FP8_TILES:+--fp8-tiles $RACECHECK_FP8_TILES} ;;
       membound-tests)
         NX=""; python3 -c "import xdist, execnet" 2>/dev/null && NX="-n 8"
         step membound-tests 150 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider -rfE $NX \
@@ -112,7 +114,7 @@ for s in "${@:-build attn-tests attn-bench}"; do
         tail -15 "$OUT/e2e-compare.log" | tee -a "$SUMMARY" ;;
       attn-tiles)
         step attn-tiles 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/attention_tiles.py \
-          --json "$OUT/attention_tiles.json"
+          ${ATTN_TILES_ARGS:-} --json "$OUT/attention_tiles.json"
         tail -30 "$OUT/attn-tiles.log" > "$OUT/attn_tiles_tail.log" ;;
       gemm-mainloop-ab)  # the FP8 mainloop alternatives (':m1', ':m2') against the default, same run
         step gemm-mainloop-ab 280 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 scripts/gemm_ab.py \

@@ -365,3 +365,42 @@ TEST(Activation, GeluTanhAndSiluAgainstDouble) {
     if (!(std::fabs(cpu::act::Silu::f(x) - want) <= bound) && bad++ < 5) ADD_FAILURE() << "silu x=" << x;
   });
 }
+
+// ---- the FMA-pipe 2^x of the FP8 attention kernel (ltx_kernels/attention/exp2_poly.h) --------
+#include "ltx_kernels/attention/exp2_poly.h"
+
+// Relative error against exp2 in double: the quadratic's own (kExp2PolyRelErr, that of the fp32
+// coefficients) plus the two FMAs' roundings, each at most 2^-24 of a result >= 1/sqrt 2 whose
+// first one is scaled by |f| / p <= 0.71 on the way out: < 2 * 2^-24 more; 4 * 2^-24 allowed.
+// Every 53rd fp32 value of [-125, 127], every value within 2^-10 of the ties j + 1/2 (where the
+// rounding of x + 1.5 2^23 decides between two polynomial arguments) at a few exponents, then the
+// clamp below -125.
+TEST(Exp2Poly, RelativeErrorBound) {
+  const double bound = double(kExp2PolyRelErr) + 4 * std::ldexp(1.0, -24);
+  double worst = 0, worst_x = 0;
+  int64_t n = 0, bad = 0;
+  auto check = [&](float x) {
+    const double want = std::exp2(double(x));
+    const double rel = std::fabs(double(exp2_poly(x)) / want - 1);
+    if (rel > worst) worst = rel, worst_x = x;
+    ++n;
+    if (!(rel <= bound) && bad++ < 5) ADD_FAILURE() << "x=" << x << " got " << exp2_poly(x) << " want " << want;
+  };
+  sweep(-125.f, 127.f, 53, check);
+  for (int j : {-125, -64, -11, -10, -1, 0, 1, 8, 9, 126}) {
+    sweep(float(j) + 0.5f - 1.f / 1024, std::min(float(j) + 0.5f + 1.f / 1024, 127.f), 1, check);
+  }
+  EXPECT_EQ(bad, 0) << "of " << n;
+  // the quadratic is not much better than its stated bound (a bound that can fail)
+  EXPECT_GT(worst, 0.9 * double(kExp2PolyRelErr));
+  std::printf("exp2_poly: worst relative error %.4g (bound %.4g) at x = %.9g, %lld points\n", worst, bound, worst_x,
+              (long long)n);
+  // integers: 2^j exactly scaled by c0
+  for (int j = -125; j <= 127; ++j) EXPECT_EQ(exp2_poly(float(j)), std::ldexp(kExp2PolyC0, j)) << j;
+  // below the clamp, and -inf (masked scores): 2^-125 within the error, never 0, negative or NaN
+  for (float x : {-125.5f, -126.f, -149.f, -1e6f, -INFINITY}) {
+    const float y = exp2_poly(x);
+    EXPECT_EQ(y, exp2_poly(-125.f)) << x;
+    EXPECT_GT(y, 0.f) << x;
+  }
+}

@@ -23,6 +23,9 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
       case 4: return launch<Traits<E, O, 64, 128, 6, false, 3>>(a, stream);
       // the default with the row sums from the P V wgmma (Traits::kRowSumInPv): no FADD per score
       case 5: return launch<Traits<E, O, 64, 128, 6, false, 3, true, false, false, true, true>>(a, stream);
+      // tile 5 with one in 8 / one in 16 of the exponentials on the FMA pipe (Traits::kExp2PolyEvery)
+      case 6: return launch<Traits<E, O, 64, 128, 6, false, 3, true, false, false, true, true, 8>>(a, stream);
+      case 7: return launch<Traits<E, O, 64, 128, 6, false, 3, true, false, false, true, true, 16>>(a, stream);
       default: return cudaErrorInvalidValue;
     }
   }
@@ -39,6 +42,8 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
     case 5: return launch<Traits<E, O, 128, 128, 4, false, 2>>(a, stream);
     // the default with the row sums from the P V wgmma (Traits::kRowSumInPv)
     case 6: return launch<Traits<E, O, 128, 128, 4, false, 2, true, false, false, true, true>>(a, stream);
+    // tile 6 with one in 16 of the exponentials on the FMA pipe (Traits::kExp2PolyEvery)
+    case 7: return launch<Traits<E, O, 128, 128, 4, false, 2, true, false, false, true, true, 16>>(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }
