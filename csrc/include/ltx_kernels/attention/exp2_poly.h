@@ -22,35 +22,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
-#if defined(__CUDACC__)
-#define LTX_EXP2_HD __host__ __device__ __forceinline__
-#else
-#define LTX_EXP2_HD inline
-#endif
+#include "ltx_kernels/common/formats.h"  // LTX_HD, float_bits, bits_float
 
 namespace ltx_kernels {
-
-LTX_EXP2_HD uint32_t exp2_bits_of(float x) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
-#else
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof(u));
-  return u;
-#endif
-}
-
-LTX_EXP2_HD float exp2_float_of(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float x;
-  std::memcpy(&x, &u, sizeof(x));
-  return x;
-#endif
-}
 
 // Coefficients of the minimax quadratic (relative error) for 2^f on [-1/2, 1/2], rounded to fp32.
 constexpr float kExp2PolyC0 = 1.00044310f;
@@ -58,7 +33,7 @@ constexpr float kExp2PolyC1 = 0.70344800f;
 constexpr float kExp2PolyC2 = 0.23842894f;
 constexpr float kExp2PolyRelErr = 1.7249e-3f;  // the quadratic's (these coefficients') maximum relative error
 
-LTX_EXP2_HD float exp2_poly(float x) {
+LTX_HD float exp2_poly(float x) {
   constexpr float kRound = 12582912.f;  // 1.5 * 2^23
   x = fmaxf(x, -125.f);
   const float t = x + kRound;  // round(x) in the low mantissa bits
@@ -66,7 +41,7 @@ LTX_EXP2_HD float exp2_poly(float x) {
   const float f = x - j;
   const float p = fmaf(fmaf(kExp2PolyC2, f, kExp2PolyC1), f, kExp2PolyC0);
   // t's bits are 0x4b400000 + j; times 2^23 (mod 2^32) that is j << 23: the exponent add
-  return exp2_float_of(exp2_bits_of(t) * (1u << 23) + exp2_bits_of(p));
+  return bits_float(float_bits(t) * (1u << 23) + float_bits(p));
 }
 
 }  // namespace ltx_kernels

@@ -20,16 +20,28 @@
 
 namespace ltx_kernels {
 
-LTX_HD bool fmt_isnan(float x) { return x != x; }
-LTX_HD bool fmt_signbit(float x) {
+// The bits of an fp32 value, and the value of 32 bits (host and device).
+LTX_HD uint32_t float_bits(float x) {
 #if defined(__CUDA_ARCH__)
-  return (__float_as_uint(x) >> 31) != 0;
+  return __float_as_uint(x);
 #else
   uint32_t u;
   std::memcpy(&u, &x, sizeof(u));
-  return (u >> 31) != 0;
+  return u;
 #endif
 }
+LTX_HD float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float x;
+  std::memcpy(&x, &u, sizeof(x));
+  return x;
+#endif
+}
+
+LTX_HD bool fmt_isnan(float x) { return x != x; }
+LTX_HD bool fmt_signbit(float x) { return (float_bits(x) >> 31) != 0; }
 
 template <int EXP_BITS, int MAN_BITS>
 struct MiniFloat {

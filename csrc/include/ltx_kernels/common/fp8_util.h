@@ -26,21 +26,11 @@ namespace ltx_kernels {
 
 enum class Fp8Format : int { E4M3 = 0, E5M2 = 1 };
 
-LTX_HD uint32_t fp8_float_bits(float x) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
-#else
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof(u));
-  return u;
-#endif
-}
-
 template <class F>
 LTX_HD uint8_t fp8_encode_fast(float x) {
   constexpr int M = F::kMan;
   constexpr uint32_t kMaxBits = F::kExp == 4 ? 0x43e00000u : 0x47600000u;  // 448, 57344
-  const uint32_t u = fp8_float_bits(x);
+  const uint32_t u = float_bits(x);
   const uint8_t sign = uint8_t((u >> 24) & 0x80u);
   const uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return uint8_t(sign | F::kNaN);

@@ -8,19 +8,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "ltx_kernels/common/formats.h"  // float_bits, bits_float
+
 namespace ltx_kernels {
-
-inline uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
-
-inline float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
 
 struct bfloat16_t {
   uint16_t bits;
