@@ -6,7 +6,7 @@ benchmarks/bench_attention.py (CUDA-graph replay, two input sets, medians). Each
 output is compared with cuDNN's first (relative L2), so that a wrong configuration cannot post a
 time.
 
-    python3 scripts/attention_tiles.py [--tiles 0 1 2 3 4 5 6 7] [--kinds bf16 fp8] [--quick] [--json out.json]
+    python3 scripts/attention_tiles.py [--tiles 0 1 ... 9] [--kinds bf16 fp8] [--quick] [--json out.json]
 """
 
 import argparse
@@ -83,7 +83,7 @@ def bench_shape(name, b, s, h, d, tiles, kinds_run=("bf16", "fp8"), sets=2):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tiles", nargs="+", type=int, default=[0, 1, 2, 3, 4, 5, 6, 7])
+    ap.add_argument("--tiles", nargs="+", type=int, default=list(range(10)))
     ap.add_argument("--quick", action="store_true", help="the 2688-token shapes only")
     ap.add_argument("--kinds", nargs="+", choices=["bf16", "fp8"], default=["bf16", "fp8"])
     ap.add_argument("--json", default=None)

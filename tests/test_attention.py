@@ -358,8 +358,8 @@ def test_fp8_quantizer_follows_its_rule():
 # The sm_90 kernel's alternative tile configurations (LTX_KERNELS_ATTENTION_TILE, what
 # csrc/cuda/attention/attention_tiles_{bf16,e4m3}_sm90.cu build): each one forced on ragged shapes, with
 # kv_lengths, a key mask and grouped heads, with both warpgroup schedules.
-SM90_TILES = {("bf16", 64): [1, 2, 3, 4], ("bf16", 128): [1, 2, 3, 4, 5], ("fp8", 64): [1, 2, 3, 4, 5, 6, 7],
-              ("fp8", 128): [1, 2, 3, 4, 5, 6, 7]}
+SM90_TILES = {("bf16", 64): [1, 2, 3, 4], ("bf16", 128): [1, 2, 3, 4, 5], ("fp8", 64): [1, 2, 3, 4, 5, 6, 7, 8],
+              ("fp8", 128): [1, 2, 3, 4, 5, 6, 7, 8, 9]}
 
 
 @CUDA
@@ -396,8 +396,8 @@ def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
 
 
 @CUDA
-@pytest.mark.parametrize("d,tile", [(128, 3), (128, 4), (128, 5), (128, 6), (128, 7), (64, 3), (64, 4), (64, 5),
-                                    (64, 6), (64, 7)])
+@pytest.mark.parametrize("d,tile", [(128, 3), (128, 4), (128, 5), (128, 6), (128, 7), (128, 8), (128, 9), (64, 3),
+                                    (64, 4), (64, 5), (64, 6), (64, 7), (64, 8)])
 def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
     """The FP8 kernels that sum the key blocks differently, each against the default (P V
     accumulated in O by the tensor core, the lean loop) on long key sequences, where shorter or
@@ -408,8 +408,9 @@ def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
     fp32 and keep O one block behind (Traits::kLazyRescale); 5 at d 128 and 4 at d 64 are the
     former defaults (a fresh fp32 P V fragment per key block); 6 at d 128 and 5 at d 64 take the
     row sums from the P V wgmma (Traits::kRowSumInPv: sums of the E4M3-rounded P, accumulated by
-    the tensor core); 7 at d 128, 6 and 7 at d 64 also compute one in 16 (8) of the exponentials
-    with the FMA-pipe quadratic (Traits::kExp2PolyEvery)."""
+    the tensor core); 7 and 8 at d 128 also compute one in 8 (4), 6 and 7 at d 64 one in 8 (16)
+    of the exponentials with the FMA-pipe quadratic (Traits::kExp2PolyEvery); 9 at d 128 and 8 at
+    d 64 rescale O only when a row of the warp raised its maximum (Traits::kSkipRescale)."""
     if not sm90_available():
         pytest.skip("the sm90 kernel's tiles")
     b, s, h = 1, 8192, 2
@@ -458,6 +459,36 @@ def test_sm90_tile_skip_rescale(monkeypatch, d, tile, pingpong):
     out = lk.attention(q.cuda(), k.cuda(), v.cuda(), backend="sm90")
     monkeypatch.delenv("LTX_KERNELS_ATTENTION_TILE")
     check16(out, want, v, torch.bfloat16, f"d{d} tile {tile} pingpong {pingpong}")
+
+
+@CUDA
+@pytest.mark.parametrize("d,tile", [(64, 8), (128, 9)])
+@pytest.mark.parametrize("pingpong", ["0", "1"])
+def test_sm90_tile_fp8_skip_rescale(monkeypatch, d, tile, pingpong):
+    """The FP8 kernels that rescale O (and the row sums it holds) only when some row of the warp
+    raised its running maximum (Traits::kSkipRescale with no slack): late key blocks whose scores
+    jump for every third query row only, so that the warp vote sees rows that keep their maximum
+    beside rows that move it, in one batch row and not the other; within the FP8 bound against
+    the float64 attention of the dequantized operands, and as close to it as the default."""
+    if not sm90_available():
+        pytest.skip("the sm90 kernel's tiles")
+    monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
+    torch.manual_seed(0)
+    b, sq, skv, h = 2, 300, 900, 2
+    q = torch.randn(b, sq, h, d)
+    k = torch.randn(b, skv, h, d)
+    v = torch.randn(b, skv, h, d)
+    q[:, ::3] *= 6.0
+    k[:, 400:420] *= 4.0
+    k[1, 700:710] *= 2.5
+    ops8 = lk.quantize_attention_fp8(*(t.bfloat16().cuda() for t in (q, k, v)))
+    errs = {}
+    for t in (0, tile):
+        monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", str(t))
+        out = lk.attention(*ops8, backend="sm90")
+        want = fp8_check_vs_dequantized(out, ops8, what=f"d{d} tile {t} pingpong {pingpong}")
+        errs[t] = _rel_cos(out, want)[0]
+    assert errs[tile] <= 1.1 * errs[0] + 1e-4, errs
 
 
 @CUDA

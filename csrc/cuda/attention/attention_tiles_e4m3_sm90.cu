@@ -26,6 +26,8 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
       // tile 5 with one in 8 / one in 16 of the exponentials on the FMA pipe (Traits::kExp2PolyEvery)
       case 6: return launch<Traits<E, O, 64, 128, 6, false, 3, true, false, false, true, true, 8>>(a, stream);
       case 7: return launch<Traits<E, O, 64, 128, 6, false, 3, true, false, false, true, true, 16>>(a, stream);
+      // tile 6 with O rescaled only when a row of the warp raised its maximum (Traits::kSkipRescale)
+      case 8: return launch<Traits<E, O, 64, 128, 6, false, 3, true, false, true, true, true, 8>>(a, stream);
       default: return cudaErrorInvalidValue;
     }
   }
@@ -42,8 +44,14 @@ cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream) {
     case 5: return launch<Traits<E, O, 128, 128, 4, false, 2>>(a, stream);
     // the default with the row sums from the P V wgmma (Traits::kRowSumInPv)
     case 6: return launch<Traits<E, O, 128, 128, 4, false, 2, true, false, false, true, true>>(a, stream);
-    // tile 6 with one in 16 of the exponentials on the FMA pipe (Traits::kExp2PolyEvery)
-    case 7: return launch<Traits<E, O, 128, 128, 4, false, 2, true, false, false, true, true, 16>>(a, stream);
+    // tile 6 with one in 8 / one in 4 of the exponentials on the FMA pipe (Traits::kExp2PolyEvery):
+    // here no pipe is saturated (each consumer warp's own MUFU work, 8 cycles per exponential, sets
+    // the length of its softmax), so a larger share than at d 64 may pay
+    case 7: return launch<Traits<E, O, 128, 128, 4, false, 2, true, false, false, true, true, 8>>(a, stream);
+    case 8: return launch<Traits<E, O, 128, 128, 4, false, 2, true, false, false, true, true, 4>>(a, stream);
+    // tile 7 with O rescaled only when a row of the warp raised its maximum (Traits::kSkipRescale:
+    // 68 FMULs per key block skipped, more often the longer the key sequence)
+    case 9: return launch<Traits<E, O, 128, 128, 4, false, 2, true, false, true, true, true, 8>>(a, stream);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -113,9 +113,11 @@ struct Traits {
   // log2 units), so that its P values stay <= 2^kRescaleSlack (exact in the final O / l, since
   // O and l use the same maximum), and O is rescaled only when some row of the warp moved its
   // maximum (a warp vote) instead of after every key block. FP8 P has no such headroom (it is
-  // scaled to E4M3's largest value).
-  static constexpr bool kSkipRescale = !kFp8 && kSkipRescale_;
-  static constexpr float kRescaleSlack = 8.f;
+  // scaled to E4M3's largest value): the slack is 0, so O is rescaled unless no row of the warp
+  // raised its maximum, and only with P V in O and the row sums in O too (kRowSumInPv), where
+  // skipping the multiply skips it for O and l alike.
+  static constexpr bool kSkipRescale = kSkipRescale_ && (!kFp8 || (kPvInO && kRowSumInPv_));
+  static constexpr float kRescaleSlack = kFp8 ? 0.f : 8.f;
   // Two code-shape changes with the same arithmetic:
   // - the main loop runs one copy of a key block's softmax, O update and P conversion per kind of
   //   block (a full block without bias, the last partial one, one with a key bias or per-key K
