@@ -5,8 +5,8 @@
 #   bash scripts/gpu/check.sh [steps...]
 # steps (in the order given): build, crash, attn-tests, attn-bench, gemm (scripts/gpu/gemm.sh), gemm-tests,
 #   suite (every test file, CUDA cases only), suite-xdist (everything, 8 workers), suite-list (listed ids),
-#   gemm-smoke, sanitize-attn (memcheck of every attention kernel and the quantizer, racecheck of the defaults
-#   and of the FP8 tiles in $RACECHECK_FP8_TILES),
+#   gemm-smoke, sanitize-attn (memcheck-attn: memcheck of every attention kernel and the quantizer, then
+#   racecheck-attn: racecheck of the defaults and of the FP8 tiles in $RACECHECK_FP8_TILES; either alone by name),
 #   membound-tests (CUDA cases of the memory-bound families, 8 workers when pytest-xdist is importable),
 #   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench),
 #   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged),
@@ -83,13 +83,14 @@ for s in "${@:-build attn-tests attn-bench}"; do
       gemm-smoke)
         step gemm-smoke 150 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 scripts/gemm_smoke.py
         grep -vE " OK$" "$OUT/gemm-smoke.log" | head -40 | tee -a "$SUMMARY" ;;
-      sanitize-attn)  # every attention kernel (scripts/sanitize_attention.py) and the quantizer's CUDA tests
-        step sanitize-attn 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck \
+      sanitize-attn|memcheck-attn)  # every attention kernel (scripts/sanitize_attention.py), the quantizer's CUDA tests
+        step sanitize-attn "${SANITIZE_LIMIT:-300}" env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck \
           --error-exitcode 3 --print-limit 20 python3 scripts/sanitize_attention.py
         step sanitize-quant 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck \
           --error-exitcode 3 --print-limit 20 python3 -m pytest -q -p no:cacheprovider tests/test_attention_quant.py \
-          -k "cuda and not 2_31 and not compile"
-        step racecheck-attn "${RACECHECK_LIMIT:-240}" env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool racecheck \
+          -k "cuda and not 2_31 and not compile" ;;&
+      sanitize-attn|racecheck-attn|memcheck-attn)  # the default kernels (and $RACECHECK_FP8_TILES), both schedules
+        [ "$st" = memcheck-attn ] || step racecheck-attn "${RACECHECK_LIMIT:-240}" env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool racecheck \
           --error-exitcode 3 --print-limit 20 python3 scripts/sanitize_attention.py --quick \
           ${RACECHECK_FP8_TILES:+--fp8-tiles $RACECHECK_FP8_TILES} ;;
       membound-tests)
