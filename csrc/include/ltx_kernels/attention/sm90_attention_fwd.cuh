@@ -135,8 +135,8 @@ struct Traits {
   // sum_k P[r, k] for every row, rescaled with O and read in the epilogue. The sums are then of
   // the E4M3-rounded P that P V itself multiplies (O / l a convex combination of V's rows again),
   // accumulated by the tensor core as O is. The cost: 8 more columns of P V (an eighth more of it
-  // at d 64, a sixteenth at d 128), 4 more accumulator registers per thread, 1 KB of shared
-  // memory per stage. Key blocks of at most 128 keys (one swizzle atom wide, so that the ones
+  // at d 64, a sixteenth at d 128), 4 more accumulator registers per thread, 8 kBlockN bytes of
+  // shared memory per stage. Key blocks of at most 128 keys (one swizzle atom wide, so that the ones
   // rows follow a stage's kHeadDim rows).
   static constexpr bool kRowSumInPv = kFp8 && kRowSumInPv_;
   // FP8: one in kExp2PolyEvery of a block's exponentials (0: none) computed on the FMA pipe
@@ -407,9 +407,9 @@ __device__ __forceinline__ bool softmax_block(TensorS& s, RowState& st, float (&
   }
   // 2^x of score i: MUFU.EX2, or for one in Traits::kExp2PolyEvery the FMA-pipe polynomial
   auto exp2_of = [](int i, float x) {
-    if (Tr::kExp2PolyEvery > 0 && i % (Tr::kExp2PolyEvery > 0 ? Tr::kExp2PolyEvery : 1) ==
-                                      Tr::kExp2PolyEvery - 1)
-      return exp2_poly(x);
+    if constexpr (Tr::kExp2PolyEvery > 0) {
+      if (i % Tr::kExp2PolyEvery == Tr::kExp2PolyEvery - 1) return exp2_poly(x);
+    }
     return fast_exp2(x);
   };
   if (prescaled) {
