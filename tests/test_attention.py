@@ -426,6 +426,20 @@ def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
     assert rel[tile] <= 1.1 * rel[0] + 1e-4, rel
 
 
+def _jumping_scores(d):
+    """q, k, v (fp32, [2, 300 / 900, 2, d]) whose scores jump in late key blocks for some query
+    rows only: the inputs of the rescale-skip tests."""
+    torch.manual_seed(0)
+    b, sq, skv, h = 2, 300, 900, 2
+    q = torch.randn(b, sq, h, d)
+    k = torch.randn(b, skv, h, d)
+    v = torch.randn(b, skv, h, d)
+    q[:, ::3] *= 6.0           # every third query row sees the jumps amplified, the others barely
+    k[:, 400:420] *= 4.0       # a late block with much larger scores (rows of q scaled up move a lot)
+    k[1, 700:710] *= 2.5       # a smaller jump later still, in the second batch row only
+    return q, k, v
+
+
 @CUDA
 @pytest.mark.parametrize("d,tile", [(64, 3), (64, 4), (128, 0), (128, 4)])
 @pytest.mark.parametrize("pingpong", ["0", "1"])
@@ -439,14 +453,7 @@ def test_sm90_tile_skip_rescale(monkeypatch, d, tile, pingpong):
     if not sm90_available():
         pytest.skip("the sm90 kernel's tiles")
     monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
-    torch.manual_seed(0)
-    b, sq, skv, h = 2, 300, 900, 2
-    q = torch.randn(b, sq, h, d)
-    k = torch.randn(b, skv, h, d)
-    v = torch.randn(b, skv, h, d)
-    q[:, ::3] *= 6.0           # every third query row sees the jumps amplified, the others barely
-    k[:, 400:420] *= 4.0       # a late block with much larger scores (rows of q scaled up move a lot)
-    k[1, 700:710] *= 2.5       # a smaller jump later still, in the second batch row only
+    q, k, v = _jumping_scores(d)
     # a key aligned with query row 5 of head 0, exactly 7.5 and then 8.5 log2 units above the
     # row's other scores so far (either side of the slack)
     scale = d ** -0.5
@@ -473,14 +480,7 @@ def test_sm90_tile_fp8_skip_rescale(monkeypatch, d, tile, pingpong):
     if not sm90_available():
         pytest.skip("the sm90 kernel's tiles")
     monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
-    torch.manual_seed(0)
-    b, sq, skv, h = 2, 300, 900, 2
-    q = torch.randn(b, sq, h, d)
-    k = torch.randn(b, skv, h, d)
-    v = torch.randn(b, skv, h, d)
-    q[:, ::3] *= 6.0
-    k[:, 400:420] *= 4.0
-    k[1, 700:710] *= 2.5
+    q, k, v = _jumping_scores(d)
     ops8 = lk.quantize_attention_fp8(*(t.bfloat16().cuda() for t in (q, k, v)))
     errs = {}
     for t in (0, tile):
