@@ -6,7 +6,7 @@ benchmarks/bench_attention.py (CUDA-graph replay, two input sets, medians). Each
 output is compared with cuDNN's first (relative L2), so that a wrong configuration cannot post a
 time.
 
-    python3 scripts/attention_tiles.py [--tiles 0 1 ... 9] [--kinds bf16 fp8] [--quick] [--json out.json]
+    python3 scripts/attention_tiles.py [--tiles N ...] (default: 0 and every alternative) [--kinds bf16 fp8] [--quick] [--json out.json]
 """
 
 import argparse
@@ -17,10 +17,12 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 import ltx_kernels as lk  # noqa: E402
 
 from common import rel_l2, time_graph, write_record  # noqa: E402
+from test_attention import SM90_TILES  # noqa: E402  (the tile alternatives the build has)
 
 SHAPES = [  # name, B, S, H, D
     ("LTX-Video 49x512x768", 2, 2688, 32, 64),
@@ -83,7 +85,7 @@ def bench_shape(name, b, s, h, d, tiles, kinds_run=("bf16", "fp8"), sets=2):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tiles", nargs="+", type=int, default=list(range(10)))
+    ap.add_argument("--tiles", nargs="+", type=int, default=[0] + sorted(set().union(*SM90_TILES.values())))
     ap.add_argument("--quick", action="store_true", help="the 2688-token shapes only")
     ap.add_argument("--kinds", nargs="+", choices=["bf16", "fp8"], default=["bf16", "fp8"])
     ap.add_argument("--json", default=None)
