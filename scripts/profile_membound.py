@@ -1,6 +1,7 @@
-"""One call of each memory-bound op that trails torch.compile, beside the Triton kernel(s)
-torch.compile generates for the same fp32 composition (benchmarks/baselines.py), at the shapes
-of the families' benchmarks, for Nsight Compute (scripts/gpu/profile.sh membound):
+"""One call of each memory-bound op that trails torch.compile or sits far below the copy
+ceiling, beside the Triton kernel(s) torch.compile generates for the same fp32 composition
+(benchmarks/baselines.py), at the shapes of the families' benchmarks, for Nsight Compute
+(scripts/gpu/profile.sh membound):
 
     ncu --clock-control none --profile-from-start off --nvtx --print-nvtx-rename kernel \
         --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
@@ -17,6 +18,7 @@ import sys
 import torch
 
 import ltx_kernels as lk
+from ltx_kernels.attention import KEY_ORDER
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -114,6 +116,19 @@ def calls():
         ("ours adaln_rms_norm per-token", lambda: lk.adaln_rms_norm(xs, sct, sht, None, EPS)),
         ("compiled adaln_rms_norm per-token", lambda: c_adaln16(xs, sct, sht)),
     ]
+    # the FP8 attention operands (29-37% of the copy ceiling in attention_quant.json): its three
+    # launches (statistics, their reduction, the codes) each under the call's NVTX range, at the
+    # LTX-Video and LTX-2 self-attention shapes, factors per 128 keys
+    c_aq = compiled(bl.quantize_attention_fp8)
+    for d in (64, 128):
+        qa, ka, va = (torch.randn(2, 2688, 32, d, device=dev, dtype=bf) for _ in range(3))
+        spad = -(-2688 // 32) * 32
+        order = torch.tensor([(p // 32) * 32 + KEY_ORDER[p % 32] for p in range(spad)], device=dev)
+        out += [
+            (f"ours quantize_attention_fp8 d{d}", lambda qa=qa, ka=ka, va=va: lk.quantize_attention_fp8(qa, ka, va)),
+            (f"compiled quantize_attention_fp8 d{d}",
+             lambda qa=qa, ka=ka, va=va, order=order: c_aq(qa, ka, va, order, 128)),
+        ]
     return out
 
 
