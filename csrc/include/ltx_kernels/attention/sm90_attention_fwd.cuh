@@ -564,7 +564,10 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   // block in turn (0, 1, .., 0, 1, ..), so one warpgroup's softmax runs under the others' GEMMs.
   // Warpgroup w waits on named barrier kTurn + w (256 threads: w syncs, its predecessor arrives)
   // and then arrives on its successor's; the last one opens warpgroup 0's first turn. Every
-  // warpgroup walks the same key blocks, so the turns stay paired.
+  // warpgroup walks the same key blocks, so the turns stay paired. The turns order only when the
+  // GEMMs are issued, never a shared-memory access: no consumer warpgroup writes shared memory
+  // that another reads (its O staging tile is its own, over its own Q tile for 16-bit inputs), and
+  // the K / V stages are ordered by the full / empty mbarriers under either schedule.
   constexpr int kTurn = 1 + Tr::kMmaWG;  // barriers 1 .. kMmaWG are the epilogue's
   const bool pingpong = p.pingpong != 0 && n_blocks > 0;
   auto my_turn = [&] {
