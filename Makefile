@@ -11,6 +11,14 @@ BUILD  ?= build/cmake
 JOBS   ?= $(shell nproc)
 VARIANT = $(shell cat $(BUILD)/variant.txt 2>/dev/null)
 
+# CUDA targets of `make build` / `make test`: TORCH_CUDA_ARCH_LIST when set; else the GPUs of this
+# machine (nvidia-smi's compute capabilities, 9.0 built as 9.0a for the wgmma/TMA kernels); else,
+# on a machine without a GPU, sm_90a alone: one architecture is enough to prove that every kernel
+# (the sm_90a ones included) compiles. Release builds (pip, kernel-builder) list their targets.
+LOCAL_ARCHS := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | \
+	sed 's/^9\.0$$/9.0a/' | sort -u | tr '\n' ' ')
+export TORCH_CUDA_ARCH_LIST ?= $(if $(strip $(LOCAL_ARCHS)),$(strip $(LOCAL_ARCHS)),9.0a)
+
 SAN_BUILD ?= build/sanitize
 # Python is not instrumented: the runtimes are preloaded, those of the compiler that built the
 # extension (read from the CMake cache when the recipe runs). detect_leaks=0: CPython and torch
