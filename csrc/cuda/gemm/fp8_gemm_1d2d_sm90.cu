@@ -8,12 +8,8 @@ namespace gemm {
 namespace sm90 {
 
 cudaError_t run_fp8_1d2d(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream) {
-// cfg.mainloop selects the mainloop (sm90_gemm.cuh, kMainloop; 2 unless forced)
-#define LTX_FP8_TILE(BM, BN)                                                                         \
-  if (cfg.bm == BM && cfg.bn == BN)                                                                  \
-    return cfg.mainloop == 0   ? host::launch<true, BM, BN, 0>(g, cfg, num_sms, stream)              \
-           : cfg.mainloop == 1 ? host::launch<true, BM, BN, 1>(g, cfg, num_sms, stream)              \
-                               : host::launch<true, BM, BN, 2>(g, cfg, num_sms, stream);
+#define LTX_FP8_TILE(BM, BN) \
+  if (cfg.bm == BM && cfg.bn == BN) return host::launch<true, BM, BN>(g, cfg, num_sms, stream);
   LTX_FP8_TILE(128, 128)
   LTX_FP8_TILE(128, 144)
   LTX_FP8_TILE(128, 160)

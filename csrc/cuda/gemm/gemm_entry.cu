@@ -186,7 +186,6 @@ TileConfig sm90_config(const GemmParams& p, const Device& dev) {
   if (f.group_m != 0) c.group_m = f.group_m;
   if (f.sms != 0) c.sms = f.sms;
   if (f.stages != 0) c.stages = f.stages;
-  if (f.mainloop >= 0) c.mainloop = f.mainloop;
   return c;
 }
 

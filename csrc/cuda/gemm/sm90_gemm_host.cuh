@@ -72,7 +72,7 @@ inline int device_smem_optin() {
 
 // Launch one instantiation. cudaErrorNotSupported: this configuration cannot take these
 // arguments (the caller reports or falls back); other errors are real failures.
-template <bool kFp8, int BM, int BN, int kMainloop = 0>
+template <bool kFp8, int BM, int BN>
 cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream) {
   const int smem_max = device_smem_optin();
   heuristics::Problem pr;
@@ -153,7 +153,7 @@ cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cuda
   p.ds_sm = g.ds_stride_m;
   p.ds_sg = g.ds_stride_g;
 
-  auto kernel = gemm_kernel<kFp8, BM, BN, kMainloop>;
+  auto kernel = gemm_kernel<kFp8, BM, BN>;
   // The kernel's dynamic shared memory limit, raised once per device and size (per_device.h)
   static PerDeviceMax smem_limit;
   if (cudaError_t e = raise_dynamic_smem(smem_limit, kernel, int(L.smem_bytes)); e != cudaSuccess) return e;

@@ -48,10 +48,6 @@ struct TileConfig {
   int group_m = 0;
   int sms = 0;
   int stages = 0;
-  // FP8 mainloop (sm90_gemm.cuh, kMainloop): 0 the original, 1 the warp-uniform warpgroup index,
-  // 2 that and the stage release and next-stage probe under the next K block's wgmma group (what
-  // heuristics::choose_tile takes); -1 in a forced configuration: not forced
-  int mainloop = -1;
 };
 
 struct GemmParams {

@@ -110,17 +110,10 @@ inline double tile_cost(const Problem& pr, int bm, int bn, int sms) {
 // 18 shapes (experiments/gemm_fp8_128x192_cluster_ab.json).
 constexpr TileShape kFp8Preferred = {128, 192};
 
-// The FP8 mainloop (sm90_gemm.cuh kMainloop) every choice runs: 2 measured 1.097x the original
-// mainloop (0) in geometric mean over the 16 LTX shapes at 128x192:c2 (0.96-1.27x per shape) and
-// 1.03x the warp-uniform index alone (1) on the H200, same run
-// (benchmarks/results/h200/experiments/gemm_mainloop_ab_e04ebcc.json).
-constexpr int kFp8Mainloop = 2;
-
 // The configuration "auto" launches on an sm_90a device with `sms` SMs. Ties go to the larger
 // tile (fewer bytes per FLOP). group_m: 16 M tiles per raster group (8 when bm = 256).
 inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {
   TileConfig best;
-  best.mainloop = kFp8Mainloop;  // (bf16 has one mainloop and ignores it)
   double best_cost = 0;
   if (pr.ops == Operands::kFp8Blockwise && tile_ok(pr, kFp8Preferred.bm, kFp8Preferred.bn, smem_max) &&
       cdiv(pr.M, kFp8Preferred.bm) * cdiv(pr.N, kFp8Preferred.bn) >= int64_t(sms > 0 ? sms : 1)) {

@@ -318,20 +318,15 @@ __device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint
   }
 }
 
-// kMainloop: the FP8 mainloop. 2 is what heuristics::choose_tile runs (measured fastest); 0 and 1
-// stay selectable (LTX_KERNELS_GEMM_CONFIG ':m0' / ':m1') for A/B runs.
-//   0: the original mainloop.
-//   1: the consumers read their warpgroup index through a warp shuffle, which tells the compiler
-//      that it is warp-uniform, so the mainloop's shared-memory descriptors are computed in
-//      uniform registers (as CUTLASS's canonical_warp_group_idx does).
-//   2: that, and the work that sat between a K block's drain and the next wgmma issue without
-//      needing to (the stage release, the probe of the next stage's full barrier) is done while
-//      the next K block's group runs: a stage is released one K block later; a stage's
-//      descriptors are stage 0's plus an offset.
-//   Instructions per warp from a K block's drain to the next wgmma issue (FP8, ptxas of nvcc
-//   13.0): 128x192 157 / 146 / 125, of which 96 are the promotion's FFMAs; 128x128 120 / 112 / 86
-//   (gemm/README.md).
-template <bool kFp8, int BM, int BN, int kMainloop = 0>
+// The FP8 mainloop keeps the tensor cores' idle gap between two K blocks short: the consumers
+// read their warpgroup index through a warp shuffle, which tells the compiler that it is
+// warp-uniform, so the shared-memory descriptors are computed in uniform registers (as CUTLASS's
+// canonical_warp_group_idx does); the work that need not sit between a K block's drain and the
+// next wgmma issue (the stage release, the probe of the next stage's full barrier) is done while
+// the next K block's group runs: a stage is released one K block later; a stage's descriptors are
+// stage 0's plus an offset. Instructions per warp from a K block's drain to the next wgmma issue
+// (FP8, ptxas of nvcc 13.0): 125 at 128x192 (96 of them the promotion's FFMAs), 86 at 128x128.
+template <bool kFp8, int BM, int BN>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                 const __grid_constant__ CUtensorMap tm_d, const __grid_constant__ CUtensorMap tm_h,
@@ -503,7 +498,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     // ---------------- consumers ----------------
     ptx::reg_alloc<kConsumerRegs>();
-    const int wg = kMainloop >= 1 ? __shfl_sync(0xffffffffu, warp >> 2, 0) : warp >> 2;
+    const int wg = kFp8 ? __shfl_sync(0xffffffffu, warp >> 2, 0) : warp >> 2;
     const int wl = warp & 3, g = lane >> 2;
     const uint32_t a_base = sbase + L.off_a + T::row_off(wg, 0) * kStageK;
     const uint32_t b_base = sbase + L.off_b + T::col_off(wg) * kStageK;
@@ -547,39 +542,32 @@ __global__ void __launch_bounds__(kThreads, 1)
         // full barrier is probed (non-blocking) before the promotion, and a block's wgmma group
         // is issued before its scales are loaded (the loads complete under the group).
         bool ready = false;  // the current stage's full barrier was seen complete in advance
-        // kMainloop 2: the stage whose group completed last, released under the next group
-        constexpr bool kDeferRelease = kMainloop == 2;
-        uint32_t held = ~0u;
-        // kMainloop 2: a stage's descriptors as stage 0's plus the stage offset (the address field
+        uint32_t held = ~0u;  // the stage whose group completed last, released under the next group
+        // A stage's descriptors as stage 0's plus the stage offset (the address field
         // is the shared-memory address / 16, and no stage reaches past 2^18 bytes). The empty asm
         // makes the two values opaque, so that ptxas keeps them instead of recomputing the
         // shared-memory base inside the loop, which it did at 128x192 (12 instructions on the
         // path from a K block's drain to the next issue).
         uint64_t bdesc0 = ptx::desc_sw128(b_base), adesc0 = ptx::desc_sw128(a_base);
-        if constexpr (kDeferRelease) asm volatile("" : "+l"(bdesc0), "+l"(adesc0));
+        asm volatile("" : "+l"(bdesc0), "+l"(adesc0));
         for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
           if (!ready) ptx::mbar_wait(full_bar(stage), phase);
-          const uint64_t bdesc = kDeferRelease ? bdesc0 + uint64_t(stage * (kBStage >> 4))
-                                               : ptx::desc_sw128(b_base + stage * kBStage);
+          const uint64_t bdesc = bdesc0 + uint64_t(stage * (kBStage >> 4));
           const uint32_t sfa = sbase + L.off_sfa + stage * uint32_t(BM) * 4u;
           float sa0 = 0.f, sa1 = 0.f, sb0 = 0.f, sb1 = 0.f;
 #pragma unroll
           for (int v = 0; v < T::kWaves; ++v) {
-            const uint64_t adesc =
-                kDeferRelease ? adesc0 + uint64_t((stage * kAStage + uint32_t(v) * 128u * kStageK) >> 4)
-                              : ptx::desc_sw128(a_base + stage * kAStage + uint32_t(v) * 128u * kStageK);
+            const uint64_t adesc = adesc0 + uint64_t((stage * kAStage + uint32_t(v) * 128u * kStageK) >> 4);
             ptx::fence_regs(acc);
             ptx::wgmma_fence();
 #pragma unroll
             for (int k = 0; k < 4; ++k) Mma::mma(acc, adesc + uint64_t(2 * k), bdesc + uint64_t(2 * k), k);
             ptx::wgmma_commit();
             ptx::fence_regs(acc);
-            if constexpr (kDeferRelease) {
-              if (v == 0) {
-                if (held != ~0u) release(held);
-                const bool wrap = stage + 1u == S;
-                ready = kb + 1 < p.num_kb && ptx::mbar_test_wait(full_bar(wrap ? 0u : stage + 1u), wrap ? phase ^ 1u : phase);
-              }
+            if (v == 0) {
+              if (held != ~0u) release(held);
+              const bool wrap = stage + 1u == S;
+              ready = kb + 1 < p.num_kb && ptx::mbar_test_wait(full_bar(wrap ? 0u : stage + 1u), wrap ? phase ^ 1u : phase);
             }
             // this wave's scales (sa from the stage: before it is released below)
             const uint32_t r = T::row_off(wg, v) + uint32_t(16 * wl + g);
@@ -592,16 +580,11 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::wgmma_wait<0>();
             ptx::fence_regs(acc);
             if (v == T::kWaves - 1) {
-              if constexpr (kDeferRelease) {
-                held = stage;
-              } else {
-                release(stage);
-              }
+              held = stage;
               if (++stage == S) {
                 stage = 0;
                 phase ^= 1u;
               }
-              if constexpr (!kDeferRelease) ready = kb + 1 < p.num_kb && ptx::mbar_test_wait(full_bar(stage), phase);
             }
             const float s00 = sa0 * sb0, s01 = sa0 * sb1, s10 = sa1 * sb0, s11 = sa1 * sb1;
             if constexpr (kOneBlock) {
@@ -611,7 +594,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
           }
         }
-        if constexpr (kDeferRelease) release(held);  // the tile's last K block
+        release(held);  // the tile's last K block
       } else {
         // bf16: accumulate across the whole K range. With >= 4 stages one wgmma group stays in
         // flight (the stage of the previous K block is released once its group has completed);
