@@ -1,17 +1,16 @@
-// sm_90a attention kernels for fp16 inputs (see attention_sm90_launch.cuh).
+// sm_90a attention kernels for fp16 inputs: the configurations of attention/heuristics.h.
 #include "attention_sm90_launch.cuh"
 
 namespace ltx_kernels {
 namespace attention_sm90 {
 
-// d 64: 192 x 128 tiles (three consumer warpgroups), 4 stages; d 128: 128 x 128, 3 stages (the
-// O tiles reuse Q's shared memory). Measured fastest of the alternatives at the LTX shapes
-// (scripts/attention_tiles.py).
-cudaError_t forward_fp16(const AttentionParams& a, cudaStream_t stream) {
+cudaError_t forward_fp16(const AttentionParams& a, Kernel k, cudaStream_t stream) {
   using E = cutlass::half_t;
-  if (a.tile != 0) return cudaErrorInvalidValue;  // alternatives are built for bf16 only
-  if (a.head_dim == 64) return launch<Traits<E, E, 64, 128, 4, false, 3>>(a, stream);
-  return launch<Traits<E, E, 128, 128, 3, false, 2>>(a, stream);
+  switch (k) {
+    case Kernel::kHalf64: return launch<Traits<E, E, Half64>>(a, stream);
+    case Kernel::kHalf128: return launch<Traits<E, E, Half128>>(a, stream);
+    default: return cudaErrorNotSupported;
+  }
 }
 
 }  // namespace attention_sm90

@@ -1,6 +1,8 @@
-// sm_90a dense attention: the envelope (attention_sm90_why_not) and the dtype dispatch. The
-// kernels are instantiated in attention_{bf16,fp16,e4m3}_sm90.cu; the launcher is
-// attention_sm90_launch.cuh and the kernel csrc/include/ltx_kernels/attention/sm90_attention_fwd.cuh.
+// sm_90a dense attention: the envelope (attention_sm90_why_not), the configuration
+// (attention/heuristics.h) and the dtype dispatch. The kernels are instantiated in
+// attention_{bf16,fp16,e4m3}_sm90.cu (and the configurations under study in
+// attention_tuning_sm90.cu); the launcher is attention_sm90_launch.cuh and the kernel
+// csrc/include/ltx_kernels/attention/sm90_attention_fwd.cuh.
 #include "attention_sm90_launch.cuh"
 
 namespace ltx_kernels {
@@ -40,16 +42,35 @@ const char* attention_sm90_why_not(const AttentionParams& a, int cc) {
       return "FP8 per-key k_descale needs a 16-byte aligned base, contiguous heads and positive key and batch "
              "strides that are multiples of 4";
   }
+  if (a.tile != 0) {
+#if defined(LTX_KERNELS_TUNING)
+    if (a.tile < 1 || a.tile > 4 || a.dtype != AttnDtype::kE4M3 || a.k_block != 128 || a.out_dtype != AttnDtype::kBF16)
+      return "the attention configurations under study (LTX_KERNELS_ATTENTION_TILE 1..4) take FP8 inputs with "
+             "K factors per 128 keys and bf16 output";
+#else
+    return "LTX_KERNELS_ATTENTION_TILE selects configurations under study, built only with -DLTX_KERNELS_TUNING=ON";
+#endif
+  }
   return nullptr;
 }
 
 cudaError_t attention_forward_sm90(const AttentionParams& a, cudaStream_t stream) {
   if (attention_sm90_why_not(a, 90) != nullptr) return cudaErrorNotSupported;
   if (a.batch == 0 || a.seqlen_q == 0 || a.heads == 0) return cudaSuccess;
+  using attention_sm90::Kernel;
+  const bool fp8 = a.dtype == AttnDtype::kE4M3;
+  if (a.tile != 0) {
+#if defined(LTX_KERNELS_TUNING)
+    return attention_sm90::forward_e4m3_tile(a, stream);
+#else
+    return cudaErrorInvalidValue;
+#endif
+  }
+  const Kernel k = attention_sm90::choose_kernel(fp8, int(a.head_dim), fp8 && a.k_block == 1);
   switch (a.dtype) {
-    case AttnDtype::kBF16: return attention_sm90::forward_bf16(a, stream);
-    case AttnDtype::kFP16: return attention_sm90::forward_fp16(a, stream);
-    case AttnDtype::kE4M3: return attention_sm90::forward_e4m3(a, stream);
+    case AttnDtype::kBF16: return attention_sm90::forward_bf16(a, k, stream);
+    case AttnDtype::kFP16: return attention_sm90::forward_fp16(a, k, stream);
+    case AttnDtype::kE4M3: return attention_sm90::forward_e4m3(a, k, stream);
     default: return cudaErrorNotSupported;
   }
 }

@@ -116,9 +116,7 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
       a.k_descale_stride,
       a.v_descale_stride,
       a.k_block > 0 ? a.k_block : 1,
-      // default: on for 16-bit inputs and FP8 at d 128 (where the GEMMs are long enough to hide
-      // the other warpgroup's softmax), off for FP8 at d 64
-      a.pingpong >= 0 ? a.pingpong : ((Tr::kFp8 && D == 64) ? 0 : 1),
+      a.pingpong >= 0 ? a.pingpong : (Tr::kPingPong ? 1 : 0),  // the configuration's default
   };
   auto kernel = attention_fwd_kernel<Tr>;
   static PerDeviceMax smem_limit;  // per device: common/per_device.h
@@ -129,14 +127,16 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// Per-dtype dispatch (one translation unit each).
-cudaError_t forward_bf16(const AttentionParams& a, cudaStream_t stream);
-cudaError_t forward_fp16(const AttentionParams& a, cudaStream_t stream);
-cudaError_t forward_e4m3(const AttentionParams& a, cudaStream_t stream);
-// The alternative tile configurations (AttentionParams::tile > 0; bf16 output only), in their own
-// translation unit: cudaErrorInvalidValue for a tile number that does not exist.
-cudaError_t forward_bf16_tile(const AttentionParams& a, cudaStream_t stream);
+// Per-dtype dispatch of the configuration heuristics::choose_kernel names (one translation unit
+// each, compiled in parallel).
+cudaError_t forward_bf16(const AttentionParams& a, Kernel k, cudaStream_t stream);
+cudaError_t forward_fp16(const AttentionParams& a, Kernel k, cudaStream_t stream);
+cudaError_t forward_e4m3(const AttentionParams& a, Kernel k, cudaStream_t stream);
+#if defined(LTX_KERNELS_TUNING)
+// Configurations under study (AttentionParams::tile > 0; FP8 with 128-key K factors, bf16 output),
+// built only with -DLTX_KERNELS_TUNING=ON: cudaErrorInvalidValue for a tile that does not exist.
 cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream);
+#endif
 
 }  // namespace attention_sm90
 }  // namespace ltx_kernels

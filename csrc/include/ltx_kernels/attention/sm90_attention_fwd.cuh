@@ -56,6 +56,7 @@
 
 #include "ltx_kernels/attention/attention.h"
 #include "ltx_kernels/attention/exp2_poly.h"
+#include "ltx_kernels/attention/heuristics.h"
 
 namespace ltx_kernels {
 namespace attention_sm90 {
@@ -92,23 +93,18 @@ struct PvRowSumOp<136> {
 using GShape = Shape<int32_t, int32_t, int32_t, int32_t>;   // (rows, cols, head, batch)
 using GStride = Stride<int64_t, _1, int64_t, int64_t>;      // cols contiguous
 
-template <class Element_, class Out_, int kHeadDim_, int kBlockN_, int kStages_, bool kKPerToken_, int kMmaWG_ = 2,
-          bool kPvInO_ = false, bool kLazyRescale_ = false, bool kSkipRescale_ = false, bool kLeanLoop_ = false,
-          bool kRowSumInPv_ = false, int kExp2PolyEvery_ = 0>
+// Element and Out types with a configuration of attention/heuristics.h (Config and its named
+// configurations), from which everything else follows.
+template <class Element_, class Out_, class Cfg>
 struct Traits {
   using Element = Element_;  // cutlass::bfloat16_t, cutlass::half_t or cutlass::float_e4m3_t
   using Out = Out_;          // cutlass::bfloat16_t or cutlass::half_t
   static constexpr bool kFp8 = sizeof(Element) == 1;
-  static constexpr bool kKPerToken = kKPerToken_;  // FP8: one K factor per key (else per block)
+  static constexpr bool kKPerToken = Cfg::kKPerToken;  // FP8: one K factor per key (else per block)
   // FP8: P V accumulated by the tensor core into O itself, as for 16-bit inputs (else into a
   // fresh fragment per key block, added to O in fp32): D / 2 fewer registers per thread and one
   // FADD less per O element and block, at the cost of the FP8 accumulator's shorter sums.
-  static constexpr bool kPvInO = kFp8 && kPvInO_;
-  // FP8 with P V in a fresh fragment: O kept at the previous key block's scale, so that adding
-  // the block is one FFMA per element, O <- O alpha_{j-1} + (P V)_{j-1}, instead of
-  // O <- (O + (P V)_{j-1}) alpha_j (an FADD and an FMUL); the last block's rescale happens at the
-  // end. The same sum, one rounding per element and block instead of two.
-  static constexpr bool kLazyRescale = kFp8 && !kPvInO && kLazyRescale_;
+  static constexpr bool kPvInO = kFp8 && Cfg::kPvInO;
   // 16-bit: a row keeps its running maximum while a block raises it by at most kRescaleSlack (in
   // log2 units), so that its P values stay <= 2^kRescaleSlack (exact in the final O / l, since
   // O and l use the same maximum), and O is rescaled only when some row of the warp moved its
@@ -116,7 +112,7 @@ struct Traits {
   // scaled to E4M3's largest value): the slack is 0, so O is rescaled unless no row of the warp
   // raised its maximum, and only with P V in O and the row sums in O too (kRowSumInPv), where
   // skipping the multiply skips it for O and l alike.
-  static constexpr bool kSkipRescale = kSkipRescale_ && (!kFp8 || (kPvInO && kRowSumInPv_));
+  static constexpr bool kSkipRescale = Cfg::kSkipRescale && (!kFp8 || (kPvInO && Cfg::kRowSumInPv));
   static constexpr float kRescaleSlack = kFp8 ? 0.f : 8.f;
   // Two code-shape changes with the same arithmetic:
   // - the main loop runs one copy of a key block's softmax, O update and P conversion per kind of
@@ -127,8 +123,7 @@ struct Traits {
   // - the consumers read their warpgroup index through a warp shuffle, which tells the compiler
   //   that it is warp-uniform, so descriptors and addresses that depend on it stay in uniform
   //   registers.
-  // Instructions per key block on the hot path (scripts/sass_hotpath.py): in the tile files.
-  static constexpr bool kLeanLoop = kLeanLoop_;
+  static constexpr bool kLeanLoop = Cfg::kLeanLoop;
   // FP8: the row sums of P come from the P V wgmma instead of an FADD per score. V^T gets 8 more
   // rows of ones in shared memory (rows kHeadDim .. kHeadDim + 7 of every stage, written once;
   // TMA fills only rows 0 .. kHeadDim - 1), so output columns kHeadDim .. + 7 of P V hold
@@ -138,17 +133,18 @@ struct Traits {
   // at d 64, a sixteenth at d 128), 4 more accumulator registers per thread, 8 kBlockN bytes of
   // shared memory per stage. Key blocks of at most 128 keys (one swizzle atom wide, so that the ones
   // rows follow a stage's kHeadDim rows).
-  static constexpr bool kRowSumInPv = kFp8 && kRowSumInPv_;
+  static constexpr bool kRowSumInPv = kFp8 && Cfg::kRowSumInPv;
   // FP8: one in kExp2PolyEvery of a block's exponentials (0: none) computed on the FMA pipe
   // (exp2_poly: a quadratic and an exponent add, 7 instructions instead of one MUFU.EX2, relative
   // error <= 1.73e-3 against E4M3's 2^-4 rounding of P), so that the issue slots and the MUFU
   // (16 exponentials per SM and cycle, the pace of head dim 64) share the work.
-  static constexpr int kExp2PolyEvery = kFp8 ? kExp2PolyEvery_ : 0;
-  static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kMmaWG = kMmaWG_;  // consumer warpgroups, 64 query rows each
+  static constexpr int kExp2PolyEvery = kFp8 ? Cfg::kExp2PolyEvery : 0;
+  static constexpr bool kPingPong = Cfg::kPingPong;  // the consumers' GEMM turns by default
+  static constexpr int kHeadDim = Cfg::kHeadDim;
+  static constexpr int kMmaWG = Cfg::kMmaWG;  // consumer warpgroups, 64 query rows each
   static constexpr int kBlockM = 64 * kMmaWG;
-  static constexpr int kBlockN = kBlockN_;
-  static constexpr int kStages = kStages_;
+  static constexpr int kBlockN = Cfg::kBlockN;
+  static constexpr int kStages = Cfg::kStages;
   static constexpr int kThreads = 128 * (kMmaWG + 1);
   // setmaxnreg: the producer gives its registers to the consumers (24 x 128 + kMmaWG x 128 x
   // kConsumerRegs <= 65536)
@@ -601,9 +597,6 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       st.sum[1] = tmp.sum[1];
       convert_p<Tr>(tSrS, tOrP);
     }
-    // Traits::kLazyRescale: O is at the scale of block j - 2 until block j - 1's P V is added with
-    // that block's alpha (alpha_prev); the last block's is applied after the loop.
-    float alpha_prev[2] = {alpha[0], alpha[1]};
     for (int j = 1; j < n_blocks; ++j) {
       const int s = j % kStages, sp = (j - 1) % kStages;
       Barrier::wait(&ss.full_k[s], (j / kStages) & 1);
@@ -640,17 +633,13 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
         if (!Tr::kSkipRescale || rescale) {
           CUTE_UNROLL
           for (int i = 0; i < size(tOrO); ++i) {
-            if constexpr (Tr::kLazyRescale) {
-              tOrO(i) = fmaf(tOrO(i), alpha_prev[(i / 2) % 2], tOrT(i));
-            } else if constexpr (Tr::kFp8 && !Tr::kPvInO) {
+            if constexpr (Tr::kFp8 && !Tr::kPvInO) {
               tOrO(i) = (tOrO(i) + tOrT(i)) * alpha[(i / 2) % 2];
             } else {
               tOrO(i) *= alpha[(i / 2) % 2];
             }
           }
         }
-        alpha_prev[0] = alpha[0];
-        alpha_prev[1] = alpha[1];
         convert_p<Tr>(tSrS, tOrP);
       };
       if constexpr (Tr::kLeanLoop) {
@@ -676,10 +665,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       }
       warpgroup_wait<0>();
       if (lane == 0) cutlass::arch::ClusterBarrier::arrive(&ss.empty[sl]);
-      if constexpr (Tr::kLazyRescale) {
-        CUTE_UNROLL
-        for (int i = 0; i < size(tOrO); ++i) tOrO(i) = fmaf(tOrO(i), alpha_prev[(i / 2) % 2], tOrT(i));
-      } else if constexpr (Tr::kFp8 && !Tr::kPvInO) {
+      if constexpr (Tr::kFp8 && !Tr::kPvInO) {
         CUTE_UNROLL
         for (int i = 0; i < size(tOrO); ++i) tOrO(i) += tOrT(i);
       }

@@ -1,0 +1,100 @@
+// Attention heuristics: which sm_90a kernel configuration runs a call. Pure (no CUDA, no torch),
+// unit-tested on the CPU (tests/cpp/test_attention_heuristics.cpp); the sm_90a dispatch
+// (csrc/cuda/attention/attention_sm90.cu) instantiates exactly the configurations named here.
+//
+// A configuration is a struct of compile-time constants read by the kernel's Traits
+// (sm90_attention_fwd.cuh): Config holds the plain kernel, each named configuration overrides
+// what differs. One default per (input class, head dim, K factor granularity):
+//
+//   input      head dim  K factors   configuration   query x key tile  stages  consumer WGs
+//   bf16/fp16  64        -           Half64          192 x 128         4       3
+//   bf16/fp16  128       -           Half128         128 x 128         3       2
+//   e4m3       64        per 128     Fp8D64          192 x 128         6       3
+//   e4m3       128       per 128     Fp8D128         128 x 128         4       2
+//   e4m3       64        per key     Fp8PerKeyD64    128 x 128         4       2
+//   e4m3       128       per key     Fp8PerKeyD128   128 x 64          4       2
+//
+// Why these (docs/design/attention.md has the measurements that decide them):
+// - three consumer warpgroups at head dim 64 (160 registers each) keep more query rows in flight
+//   per K / V stage, which pays where the GEMMs are short; at head dim 128 two warpgroups of 240
+//   registers are needed for S, P and O;
+// - the stage count is what fits in 227 KB of shared memory next to Q (which 16-bit O reuses;
+//   FP8 O has its own tiles);
+// - per-key K factors cost a multiply per score and kBlockN / 4 more registers per thread, so the
+//   per-key kernels run two warpgroups and, at head dim 128, 64-key blocks;
+// - the FP8 defaults with 128-key factors accumulate P V in O by the tensor core (kPvInO) and run
+//   one copy of the softmax per kind of key block (kLeanLoop); the 16-bit head-dim-128 kernel
+//   also skips O's rescale while no row's maximum moves by more than 2^8 (kSkipRescale).
+#pragma once
+
+namespace ltx_kernels {
+namespace attention_sm90 {
+
+// The plain kernel. Every field is read by Traits; a named configuration overrides some.
+struct Config {
+  static constexpr int kHeadDim = 64;       // 64 or 128
+  static constexpr int kBlockN = 128;       // keys per block
+  static constexpr int kStages = 2;         // K / V pipeline depth
+  static constexpr int kMmaWG = 2;          // consumer warpgroups, 64 query rows each (2 or 3)
+  static constexpr bool kKPerToken = false; // FP8: one K factor per key (else per 128 keys)
+  static constexpr bool kPvInO = false;     // FP8: P V accumulated in O by the tensor core
+  static constexpr bool kSkipRescale = false;  // O rescaled only when a row's maximum moved
+  static constexpr bool kLeanLoop = false;  // one copy of a block's softmax per kind of block
+  static constexpr bool kRowSumInPv = false;   // FP8: row sums from the P V wgmma
+  static constexpr int kExp2PolyEvery = 0;  // FP8: one in n exponentials on the FMA pipe (0: none)
+  // The two consumer warpgroups take turns issuing their GEMMs (FA3's ping-pong). Off for FP8 at
+  // head dim 64, whose GEMMs are too short to hide the other warpgroup's softmax.
+  static constexpr bool kPingPong = true;
+};
+
+struct Half64 : Config {
+  static constexpr int kHeadDim = 64, kBlockN = 128, kStages = 4, kMmaWG = 3;
+};
+struct Half128 : Config {
+  static constexpr int kHeadDim = 128, kBlockN = 128, kStages = 3, kMmaWG = 2;
+  static constexpr bool kSkipRescale = true, kLeanLoop = true;
+};
+struct Fp8D64 : Config {
+  static constexpr int kHeadDim = 64, kBlockN = 128, kStages = 6, kMmaWG = 3;
+  static constexpr bool kPvInO = true, kLeanLoop = true, kPingPong = false;
+};
+struct Fp8D128 : Config {
+  static constexpr int kHeadDim = 128, kBlockN = 128, kStages = 4, kMmaWG = 2;
+  static constexpr bool kPvInO = true, kLeanLoop = true;
+};
+struct Fp8PerKeyD64 : Config {
+  static constexpr int kHeadDim = 64, kBlockN = 128, kStages = 4, kMmaWG = 2;
+  static constexpr bool kKPerToken = true, kPingPong = false;
+};
+struct Fp8PerKeyD128 : Config {
+  static constexpr int kHeadDim = 128, kBlockN = 64, kStages = 4, kMmaWG = 2;
+  static constexpr bool kKPerToken = true;
+};
+
+enum class Kernel { kHalf64, kHalf128, kFp8D64, kFp8D128, kFp8PerKeyD64, kFp8PerKeyD128, kNone };
+
+inline const char* kernel_name(Kernel k) {
+  switch (k) {
+    case Kernel::kHalf64: return "half64";
+    case Kernel::kHalf128: return "half128";
+    case Kernel::kFp8D64: return "fp8_d64";
+    case Kernel::kFp8D128: return "fp8_d128";
+    case Kernel::kFp8PerKeyD64: return "fp8_per_key_d64";
+    case Kernel::kFp8PerKeyD128: return "fp8_per_key_d128";
+    default: return "none";
+  }
+}
+
+// The configuration for a call: FP8 (e4m3) or 16-bit inputs, the head dim, and for FP8 whether K
+// has one factor per key (k_block 1) or per 128 keys. kNone where no sm_90a kernel exists (the
+// envelope, attention_sm90_why_not, says why).
+inline Kernel choose_kernel(bool fp8, int head_dim, bool k_per_key) {
+  if (head_dim != 64 && head_dim != 128) return Kernel::kNone;
+  const bool d64 = head_dim == 64;
+  if (!fp8) return d64 ? Kernel::kHalf64 : Kernel::kHalf128;
+  if (k_per_key) return d64 ? Kernel::kFp8PerKeyD64 : Kernel::kFp8PerKeyD128;
+  return d64 ? Kernel::kFp8D64 : Kernel::kFp8D128;
+}
+
+}  // namespace attention_sm90
+}  // namespace ltx_kernels
