@@ -224,6 +224,11 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.impl("gemm_plan", c10::DeviceType::CUDA, &gemm_plan);
   ops.impl("fp6_blockwise_gemm", c10::DeviceType::CUDA, &fp6_blockwise_gemm);
 #endif
+
+  // ---- developer settings (ltx_kernels/common/dev_config.h): overrides of the kernels' own
+  // choices for tests, sweeps and profiling, named as their environment variables (docs/knobs.md)
+  ops.def("set_developer_setting(str name, str value) -> bool", &set_developer_setting);
+  ops.def("developer_setting(str name) -> str", &developer_setting);
 }
 
 REGISTER_EXTENSION(TORCH_EXTENSION_NAME)

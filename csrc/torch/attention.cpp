@@ -171,11 +171,11 @@ Problem prepare(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const
   p.out_dtype = attn_dtype(out.scalar_type());
   p.scale = float(scale);
   p.k_block = k_block;
-  // LTX_KERNELS_ATTENTION_PINGPONG=0/1 overrides the sm_90 kernel's warpgroup scheduling
-  // (benchmarks compare both); read per call so it can change between calls.
-  if (const char* e = std::getenv("LTX_KERNELS_ATTENTION_PINGPONG")) p.pingpong = std::atoi(e) != 0 ? 1 : 0;
-  // LTX_KERNELS_ATTENTION_TILE=k runs the k-th alternative tile configuration (benchmarks sweep them).
-  if (const char* e = std::getenv("LTX_KERNELS_ATTENTION_TILE")) p.tile = std::atoi(e);
+  // developer settings (common/dev_config.h): the sm_90 kernel's warpgroup schedule forced (0 / 1),
+  // a configuration under study (tuning builds)
+  if (const std::string e = dev_setting("LTX_KERNELS_ATTENTION_PINGPONG"); !e.empty())
+    p.pingpong = std::atoi(e.c_str()) != 0 ? 1 : 0;
+  if (const std::string e = dev_setting("LTX_KERNELS_ATTENTION_TILE"); !e.empty()) p.tile = std::atoi(e.c_str());
   // every backend reads rows of D contiguous elements (FP8 V^T: rows of keys, checked above)
   auto rows = [](const at::Tensor& t) { return t.size(3) <= 1 || t.stride(3) == 1 ? t : t.contiguous(); };
   pr.q = rows(q);

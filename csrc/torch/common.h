@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "ltx_kernels/common/dev_config.h"
 #include "ltx_kernels/common/dtype.h"
 #include "ltx_kernels/common/host_types.h"
 #include "ltx_kernels/common/rows.h"
@@ -203,9 +204,8 @@ void set_rows(Prepared<P>& pr, Params& p, const at::Tensor& out, const at::Tenso
 // operands preloaded), or "loop". A shape that cannot run the call's row is refused by the core.
 inline NormShape env_norm_shape(const char* op) {
   NormShape s;
-  const char* env = std::getenv("LTX_KERNELS_NORM_SHAPE");
-  if (env == nullptr || *env == 0) return s;
-  std::string v(env);
+  std::string v = dev_setting("LTX_KERNELS_NORM_SHAPE");  // common/dev_config.h
+  if (v.empty()) return s;
   if (v == "auto") return s;
   if (v == "loop") {
     s.kind = NormShape::kLoop;
@@ -227,7 +227,7 @@ inline NormShape env_norm_shape(const char* op) {
     }
   }
   LTX_CHECK(ok, op, "LTX_KERNELS_NORM_SHAPE must be 'auto', 'loop', or 'w' / 'b' followed by 1, 2, 4, 8 or 16 and "
-            "optionally 'p' (got '", env, "')");
+            "optionally 'p' (got '", dev_setting("LTX_KERNELS_NORM_SHAPE"), "')");
   s.kind = v[0] == 'w' ? NormShape::kWarp : NormShape::kBlock;
   s.nv = nv;
   return s;
@@ -286,7 +286,7 @@ void run_norm_cuda(const Prepared<P>& pr, const at::Tensor& on, const char* op,
   const CudaScope scope(on, op);
   const cudaError_t err = core(*pr.params, scope.stream);
   LTX_CHECK(err != cudaErrorInvalidConfiguration || pr.params->shape.kind == NormShape::kAuto, op,
-            "LTX_KERNELS_NORM_SHAPE=", std::getenv("LTX_KERNELS_NORM_SHAPE"), " cannot run rows of ",
+            "LTX_KERNELS_NORM_SHAPE=", dev_setting("LTX_KERNELS_NORM_SHAPE"), " cannot run rows of ",
             pr.params->x.layout.cols, " elements here (threads per CTA over the limit, or a shape the scalar "
             "path of unaligned rows does not compile)");
   check_cuda(err, op);

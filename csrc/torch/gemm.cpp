@@ -112,12 +112,11 @@ Epilogue parse_epilogue(c10::string_view s, const char* op) {
 // LTX_KERNELS_GEMM_CONFIG -> the forced part of the sm_90a tile configuration.
 gemm::TileConfig env_config(const char* op) {
   gemm::TileConfig c;
-  const char* env = std::getenv("LTX_KERNELS_GEMM_CONFIG");
-  if (env == nullptr || *env == 0) return c;
-  const std::string s(env);
+  const std::string s = dev_setting("LTX_KERNELS_GEMM_CONFIG");  // common/dev_config.h
+  if (s.empty()) return c;
   auto bad = [&](const std::string& why) {
     LTX_CHECK(false, op, "LTX_KERNELS_GEMM_CONFIG must be 'auto' or '<bm>x<bn>', optionally followed by ':c<1|2>', "
-              "':g<n>', ':s<n>', ':p<2..8>', ':m<0|1|2>' (", why, "; got '", s, "')");
+              "':g<n>', ':s<n>', ':p<2..8>' (", why, "; got '", s, "')");
   };
   size_t pos = s.find(':');
   const std::string tile = s.substr(0, pos);
@@ -146,7 +145,6 @@ gemm::TileConfig env_config(const char* op) {
     else if (f[0] == 'g' && v > 0 && v <= 1024) c.group_m = v;
     else if (f[0] == 's' && v > 0) c.sms = v;
     else if (f[0] == 'p' && v >= 2 && v <= 8) c.stages = v;
-    else if (f[0] == 'm' && v >= 0 && v <= 2) c.mainloop = v;
     else bad("bad field '" + f + "'");
     pos = next;
   }

@@ -49,14 +49,13 @@ bool cuda_friendly(const at::Tensor& t) {
 }
 
 int tile_knob() {
-  const char* s = std::getenv("LTX_KERNELS_NATTEN_TILE");
-  if (s == nullptr || *s == '\0') return -1;
-  return std::atoi(s);
+  const std::string s = dev_setting("LTX_KERNELS_NATTEN_TILE");  // common/dev_config.h
+  if (s.empty()) return -1;
+  return std::atoi(s.c_str());
 }
 
 bool sm90_knob() {
-  const char* s = std::getenv("LTX_KERNELS_NATTEN_SM90");
-  return s == nullptr || std::string(s) != "0";
+  return dev_setting("LTX_KERNELS_NATTEN_SM90") != "0";
 }
 
 // The params, and on CUDA the output the kernels write when `out` is not addressable by them

@@ -33,6 +33,8 @@ from .attention import *  # noqa: F401,F403
 from .attention import __all__ as _attention_all
 from .quantization import *  # noqa: F401,F403
 from .quantization import __all__ as _quantization_all
+from .developer import *  # noqa: F401,F403
+from .developer import __all__ as _developer_all
 from . import layers
 
 __all__ = ["ops", "add_op_namespace_prefix", "layers", "reference", *_norm_all]
@@ -45,3 +47,4 @@ __all__ += _fused_fp8_all
 __all__ += _natten_all
 __all__ += _distributed_all
 __all__ += _gemm_all + _quantization_all + _attention_all
+__all__ += _developer_all

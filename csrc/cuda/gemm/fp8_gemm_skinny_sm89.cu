@@ -13,6 +13,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "ltx_kernels/common/dev_config.h"
 #include "ltx_kernels/common/device.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
 #include "ltx_kernels/gemm/fp8_gemm_skinny.cuh"
@@ -62,10 +63,8 @@ int device_cc() {
 
 // wgmma variant on compute capability 9.0 when built (LTX_KERNELS_SKINNY_WGMMA=0 turns it off).
 bool use_wgmma(int cc) {
-  static const bool off = [] {
-    const char* s = std::getenv("LTX_KERNELS_SKINNY_WGMMA");
-    return s && s[0] == '0';
-  }();
+  const std::string s = dev_setting("LTX_KERNELS_SKINNY_WGMMA");  // common/dev_config.h
+  const bool off = !s.empty() && s[0] == '0';
   return kBuildHasWgmma && cc == 90 && !off;
 }
 
@@ -155,12 +154,9 @@ const int* cluster_table(int nt) {
 }
 
 int forced_splits() {
-  static const int v = [] {
-    const char* s = std::getenv("LTX_KERNELS_SKINNY_SPLITK");
-    const int n = s ? std::atoi(s) : 0;
-    return n > 0 ? n : 0;
-  }();
-  return v;
+  const std::string s = dev_setting("LTX_KERNELS_SKINNY_SPLITK");  // common/dev_config.h
+  const int n = s.empty() ? 0 : std::atoi(s.c_str());
+  return n > 0 ? n : 0;
 }
 
 int choose_splits(const Fp8BlockwiseGemmArgs& p, int num_sms, bool wg) {

@@ -33,7 +33,7 @@
 // multicast for the largest M*N, stream-K for the tail wave at large M (t128x128sk already is
 // one: force it to measure), 64x128 tiles with a 2x1 cluster for mid M.
 //
-// Forcing a configuration (read once per process, for benchmarking):
+// Forcing a configuration (developer settings, common/dev_config.h):
 //   LTX_KERNELS_SM90_CUTLASS_CONFIG = auto | t128x128 | t64x128 | t128x128sk | t128x128rs
 //     (a kernel that cannot take the call -- output dtype, sa layout -- falls back to auto);
 //   LTX_KERNELS_SM90_GEMM_RASTER = auto | m | n   (persistent scheduler raster order);
@@ -54,9 +54,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <limits>
 
 #include "cutlass/arch/config.h"
+#include "ltx_kernels/common/dev_config.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
 #include "ltx_kernels/gemm/fp8_gemm_sm90_configs.cuh"
 #include "ltx_kernels/gemm/gemm_host.h"
@@ -75,10 +77,11 @@ struct EnvChoice {
   Sm90RunOptions opts;
 };
 
-const EnvChoice& env_choice() {
-  static const EnvChoice choice = [] {
+EnvChoice env_choice() {
+  return [] {
     EnvChoice c;
-    if (const char* s = std::getenv("LTX_KERNELS_SM90_CUTLASS_CONFIG")) {
+    if (const std::string cfg = dev_setting("LTX_KERNELS_SM90_CUTLASS_CONFIG"); !cfg.empty()) {
+      const char* s = cfg.c_str();
       if (!std::strcmp(s, "t128x128")) { c.forced = true; c.kernel = Sm90Kernel::kT128x128; }
       else if (!std::strcmp(s, "t64x128")) { c.forced = true; c.kernel = Sm90Kernel::kT64x128; }
       else if (!std::strcmp(s, "t128x128rs")) { c.forced = true; c.kernel = Sm90Kernel::kT128x128RS; }
@@ -88,17 +91,16 @@ const EnvChoice& env_choice() {
                              "t128x128sk, t128x128rs)\n", s);
       }
     }
-    if (const char* s = std::getenv("LTX_KERNELS_SM90_GEMM_RASTER")) {
-      if (!std::strcmp(s, "m")) c.opts.raster = 1;
-      else if (!std::strcmp(s, "n")) c.opts.raster = 2;
+    if (const std::string s = dev_setting("LTX_KERNELS_SM90_GEMM_RASTER"); !s.empty()) {
+      if (s == "m") c.opts.raster = 1;
+      else if (s == "n") c.opts.raster = 2;
     }
-    if (const char* s = std::getenv("LTX_KERNELS_SM90_GEMM_SWIZZLE")) {
-      const int v = std::atoi(s);
+    if (const std::string s = dev_setting("LTX_KERNELS_SM90_GEMM_SWIZZLE"); !s.empty()) {
+      const int v = std::atoi(s.c_str());
       if (v == 1 || v == 2 || v == 4 || v == 8) c.opts.swizzle = v;
     }
     return c;
   }();
-  return choice;
 }
 
 bool has_fp16(Sm90Kernel k) { return k == Sm90Kernel::kT128x128 || k == Sm90Kernel::kT64x128; }
@@ -133,7 +135,7 @@ double wave_efficiency(int64_t tiles, int64_t slots) {
 }
 
 Sm90Kernel select_kernel(const Fp8BlockwiseGemmArgs& p, int num_sms) {
-  const EnvChoice& env = env_choice();
+  const EnvChoice env = env_choice();
   const bool fp16 = p.out == GemmOut::kFP16;
   const bool m_major = sa_m_major(p);
   if (env.forced) {
