@@ -30,7 +30,7 @@ SAN_ENV = LD_PRELOAD="$$($(SAN_CXX) -print-file-name=libasan.so):$$($(SAN_CXX) -
 .PHONY: deps build test sanitize bench gpu-check install clean
 
 deps:
-	bash scripts/install_deps.sh
+	bash tools/install_deps.sh
 
 build:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -56,7 +56,7 @@ bench: deps build
 
 # Everything on a GPU machine: build for its GPU, all tests on CUDA, benchmarks, results.
 gpu-check:
-	bash scripts/gpu_check.sh
+	bash tools/gpu/full_check.sh
 
 install:
 	$(PYTHON) -m pip install --no-build-isolation .
