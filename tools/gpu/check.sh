@@ -3,7 +3,7 @@
 # from the nvidia-cutlass wheel), then run the selected steps, each under its own time limit,
 # and print a short summary last. Logs and JSON go to $OUT (default build/gpu-out).
 #   bash tools/gpu/check.sh [steps...]
-# steps (in the order given): build, crash, attn-tests, attn-bench, gemm (tools/gpu/gemm.sh), gemm-tests,
+# steps (in the order given): build (build-tuning: with -DLTX_KERNELS_TUNING=ON), crash, attn-tests, attn-bench, gemm (tools/gpu/gemm.sh), gemm-tests,
 #   suite (every test file, CUDA cases only), suite-xdist (everything, 8 workers), suite-list (listed ids),
 #   gemm-smoke, sanitize-attn (memcheck-attn: memcheck of every attention kernel and the quantizer, then
 #   racecheck-attn: racecheck of the defaults and of the FP8 tiles in $RACECHECK_FP8_TILES; either alone by name),
@@ -11,9 +11,9 @@
 #   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench),
 #   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged),
 #   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2),
-#   gemm-mainloop-ab (tools/tune/gemm_ab.py: FP8 128x192 with the mainloop alternatives ':m1' / ':m2', JSON into $OUT),
 #   e2e-compare (benchmarks/e2e_ltx_video.py --compare --quantization fp8: every variant, JSON into $OUT),
-#   attn-tiles (tools/tune/attention_tiles.py $ATTN_TILES_ARGS: tile alternatives beside cuDNN, JSON into $OUT)
+#   attn-tiles (tools/tune/attention_tiles.py $ATTN_TILES_ARGS: the configurations under study beside cuDNN,
+#     after build-tuning; JSON into $OUT)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
 # of the tree may carry a stale git HEAD, which the build would otherwise take).
@@ -44,8 +44,9 @@ step() {  # name, limit (s), command...
 for s in "${@:-build attn-tests attn-bench}"; do
   for st in $s; do
     case "$st" in
-      build)
-        step build 420 bash -c "cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_KERNELS_TESTS=OFF ${GIT_SHA:+-DLTX_KERNELS_SHA=$GIT_SHA} && cmake --build build/gpu -j $(nproc)" \
+      build|build-tuning)  # build-tuning: also the configurations under study (-DLTX_KERNELS_TUNING=ON)
+        tuning=OFF; [ "$st" = build-tuning ] && tuning=ON
+        step build 420 bash -c "cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_KERNELS_TESTS=OFF -DLTX_KERNELS_TUNING=$tuning ${GIT_SHA:+-DLTX_KERNELS_SHA=$GIT_SHA} && cmake --build build/gpu -j $(nproc)" \
           || { tail -30 "$OUT/build.log"; exit 1; }
         VARIANT=$(cat build/gpu/variant.txt) ;;
       crash)
@@ -117,10 +118,6 @@ for s in "${@:-build attn-tests attn-bench}"; do
         step attn-tiles 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 tools/tune/attention_tiles.py \
           ${ATTN_TILES_ARGS:-} --json "$OUT/attention_tiles.json"
         tail -30 "$OUT/attn-tiles.log" > "$OUT/attn_tiles_tail.log" ;;
-      gemm-mainloop-ab)  # the FP8 mainloop alternatives (':m1', ':m2') against the default, same run
-        step gemm-mainloop-ab 280 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 tools/tune/gemm_ab.py \
-          --configs 128x192:c2 128x192:c2:m1 128x192:c2:m2 128x128:m2 --json "$OUT/gemm_mainloop_ab.json"
-        tail -25 "$OUT/gemm-mainloop-ab.log" | tee -a "$SUMMARY" ;;
       multi-device)
         step multi-device 180 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -v -p no:cacheprovider -rfEs \
           tests/test_multi_device.py ;;

@@ -33,11 +33,8 @@ def main():
 
     def ours(cfg):
         def run():
-            os.environ["LTX_KERNELS_GEMM_CONFIG"] = cfg
-            try:
+            with lk.developer_config(LTX_KERNELS_GEMM_CONFIG=cfg):
                 lk.fp8_blockwise_gemm(a, sa, b, sb, out=y, backend="sm90")
-            finally:
-                os.environ.pop("LTX_KERNELS_GEMM_CONFIG", None)
         return run
 
     calls = [(f"ours {c}", ours(c)) for c in args.configs]

@@ -25,7 +25,7 @@ import ltx_kernels as lk  # noqa: E402
 from ltx_kernels import reference as ref  # noqa: E402
 
 from common import rel_l2  # noqa: E402
-from test_attention import SM90_TILES as TILES  # noqa: E402  (the tile alternatives the build has)
+from test_attention import SM90_TILES as TILES, tuning_build  # noqa: E402  (the configurations under study)
 
 
 def main():
@@ -37,6 +37,7 @@ def main():
         raise SystemExit("sanitize_attention: needs compute capability 9.0")
     torch.manual_seed(0)
     dev = "cuda"
+    tuning = tuning_build()  # the configurations under study exist only in a -DLTX_KERNELS_TUNING=ON build
     # 8 heads over 4 KV heads: the per-key K factors' TMA reads them in place (2 KV heads: from a
     # copy with the heads padded to 4)
     shapes = [(2, 77, 300, 4, 2), (1, 77, 300, 8, 4)]
@@ -55,22 +56,24 @@ def main():
                 mask = torch.rand(b, skv, device=dev) > 0.2
                 bias = torch.zeros(b, skv, device=dev).masked_fill(~mask, float("-inf"))
                 runs = []
-                # 16-bit: bf16 and fp16, every tile, both schedules
+                # 16-bit: bf16 and fp16, both schedules
                 for dt in (torch.bfloat16, torch.float16):
                     qq, kk, vv = q.to(dt), k.to(dt), v.to(dt)
                     want = ref.attention(qq, kk, vv, kv_lengths=lengths, key_bias=bias, layout=layout)
-                    tiles = [0] + ([] if args.quick or dt != torch.bfloat16 else TILES[("bf16", d)])
+                    tiles = [0]
                     for tile in tiles:
                         runs.append((f"{dt} tile {tile}", tile, want,
                                      lambda qq=qq, kk=kk, vv=vv: lk.attention(qq, kk, vv, kv_lengths=lengths,
                                                                               attn_mask=mask, layout=layout,
                                                                               backend="sm90")))
-                # FP8: K factors per 128 keys (every tile) and per key (the default kernel)
+                # FP8: K factors per 128 keys (and in a tuning build the configurations under study)
+                # and per key
                 for k_block in (128, 1):
                     ops8 = lk.quantize_attention_fp8(q, k, v, layout=layout, k_block=k_block)
                     qd, kd, vd = ref.attention_fp8_dequantize(*ops8, layout=layout)
                     want = ref.attention(qd, kd, vd, kv_lengths=lengths, layout=layout)
                     alt = [t for t in args.fp8_tiles if t in TILES[("fp8", d)]] if args.quick else TILES[("fp8", d)]
+                    alt = alt if tuning else []
                     tiles = [0] + ([] if k_block == 1 or skv < 2 else alt)
                     for tile in tiles:
                         runs.append((f"fp8 k_block {k_block} tile {tile}", tile, want,
@@ -84,9 +87,8 @@ def main():
                                                                         layout=layout, backend="sm90")))
                 for what, tile, want, fn in runs:
                     for pp in ("0", "1"):  # both warpgroup schedules (FP8 d 64 runs without ping-pong by default)
-                        os.environ["LTX_KERNELS_ATTENTION_TILE"] = str(tile)
-                        os.environ["LTX_KERNELS_ATTENTION_PINGPONG"] = pp
-                        out = fn()
+                        with lk.developer_config(LTX_KERNELS_ATTENTION_TILE=tile, LTX_KERNELS_ATTENTION_PINGPONG=pp):
+                            out = fn()
                         torch.cuda.synchronize()
                         err = rel_l2(out.cpu(), want.cpu())
                         n += 1
@@ -95,8 +97,6 @@ def main():
                         tol = 0.1 if "fp8" in what else 1e-2
                         if not err < tol or torch.isnan(out).any():
                             failures.append(f"d{d} {(b, sq, skv, h, hk)} {layout} {what} pp {pp}: rel L2 {err:.2e}")
-    os.environ.pop("LTX_KERNELS_ATTENTION_TILE", None)
-    os.environ.pop("LTX_KERNELS_ATTENTION_PINGPONG", None)
     for f in failures:
         print("WRONG", f)
     print(f"sanitize_attention: {n} calls, {len(failures)} wrong")

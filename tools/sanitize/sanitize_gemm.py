@@ -21,7 +21,7 @@ if torch.cuda.get_device_capability() != (9, 0):
 for op, tiles in (("fp8", FP8_TILES), ("bf16", BF16_TILES)):
     for bm, bn in tiles:
         for c in (1, 2):
-            os.environ["LTX_KERNELS_GEMM_CONFIG"] = f"{bm}x{bn}:c{c}"
+            lk.set_developer_setting("LTX_KERNELS_GEMM_CONFIG", f"{bm}x{bn}:c{c}")
             B, tokens = 2, bm + 9
             n = bn + 40
             k = 256 if op == "fp8" else 200
@@ -63,5 +63,5 @@ for op, tiles in (("fp8", FP8_TILES), ("bf16", BF16_TILES)):
                     b3 = (torch.randn(384, k, device=dev) * 0.05).to(torch.bfloat16)
                     lk.bf16_gemm(a, b3, backend="sm90", epilogue="gelu_tanh", out_dtype=F8, scale_layout="row")
             torch.cuda.synchronize()
-os.environ.pop("LTX_KERNELS_GEMM_CONFIG", None)
+lk.set_developer_setting("LTX_KERNELS_GEMM_CONFIG", "")
 print("sanitize_gemm: done")

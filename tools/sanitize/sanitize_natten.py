@@ -4,8 +4,6 @@
 6-8, d 64, both staged row widths), fp16/bf16, partial boxes at ragged borders, causal and dilated
 axes, a strided out."""
 
-import os as _os
-
 import torch
 
 import ltx_kernels as lk
@@ -15,7 +13,7 @@ dev = "cuda"
 # tiles 6-8: the sm_90 TMA kernel's boxes (head dim 64 only)
 _sm90 = torch.cuda.get_device_capability() == (9, 0)
 for _tile in range(9 if _sm90 else 6):
-    _os.environ["LTX_KERNELS_NATTEN_TILE"] = str(_tile)
+    lk.set_developer_setting("LTX_KERNELS_NATTEN_TILE", _tile)
     _dims = [(32, torch.float16), (64, torch.bfloat16), (128, torch.bfloat16)] if _tile < 6 else [
         (64, torch.bfloat16), (64, torch.float16)]
     for _d, _dt in _dims:
@@ -27,5 +25,5 @@ for _tile in range(9 if _sm90 else 6):
         _q1 = torch.randn(2, 70, 1, _d, device=dev, dtype=_dt)
         lk.na1d(_q1, _q1, _q1, 9)
         lk.na1d(_q1, _q1, _q1, 21)  # sm_90 kernel: 32-wide staged rows
-del _os.environ["LTX_KERNELS_NATTEN_TILE"]
+lk.set_developer_setting("LTX_KERNELS_NATTEN_TILE", "")
 torch.cuda.synchronize()

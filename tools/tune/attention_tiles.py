@@ -1,5 +1,6 @@
-"""A/B of the sm_90a attention kernel's tile configurations: each LTX_KERNELS_ATTENTION_TILE value
-(0 the default, k > 0 the alternatives of csrc/cuda/attention/attention_tiles_{bf16,e4m3}_sm90.cu) with both
+"""A/B of the sm_90a attention kernel's configurations: each LTX_KERNELS_ATTENTION_TILE value (0 the
+default, k > 0 the FP8 configurations under study of csrc/cuda/attention/attention_tuning_sm90.cu,
+which exist only in a build configured with -DLTX_KERNELS_TUNING=ON) with both
 warpgroup schedules (LTX_KERNELS_ATTENTION_PINGPONG 0 / 1), bf16 and FP8 (k factors per 128
 keys), beside cuDNN's SDPA (bf16, [B, H, S, D]) at the LTX shapes. Same timing as
 benchmarks/bench_attention.py (CUDA-graph replay, two input sets, medians). Each configuration's
@@ -22,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import ltx_kernels as lk  # noqa: E402
 
 from common import rel_l2, time_graph, write_record  # noqa: E402
-from test_attention import SM90_TILES  # noqa: E402  (the tile alternatives the build has)
+from test_attention import SM90_TILES  # noqa: E402  (the configurations under study)
 
 SHAPES = [  # name, B, S, H, D
     ("LTX-Video 49x512x768", 2, 2688, 32, 64),
@@ -34,17 +35,13 @@ SHAPES = [  # name, B, S, H, D
 
 
 def run(fn, tile, pingpong, sets):
-    os.environ["LTX_KERNELS_ATTENTION_TILE"] = str(tile)
-    os.environ["LTX_KERNELS_ATTENTION_PINGPONG"] = pingpong
-    try:
-        out = fn(0).clone()
-        torch.cuda.synchronize()
-        return out, time_graph(fn, sets, trials=9)
-    except RuntimeError as e:
-        return str(e).splitlines()[0][:120], None
-    finally:
-        os.environ.pop("LTX_KERNELS_ATTENTION_TILE", None)
-        os.environ.pop("LTX_KERNELS_ATTENTION_PINGPONG", None)
+    with lk.developer_config(LTX_KERNELS_ATTENTION_TILE=tile, LTX_KERNELS_ATTENTION_PINGPONG=pingpong):
+        try:
+            out = fn(0).clone()
+            torch.cuda.synchronize()
+            return out, time_graph(fn, sets, trials=9)
+        except RuntimeError as e:
+            return str(e).splitlines()[0][:120], None
 
 
 def bench_shape(name, b, s, h, d, tiles, kinds_run=("bf16", "fp8"), sets=2):
