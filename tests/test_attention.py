@@ -511,7 +511,7 @@ def test_errors(device):
         (lambda: lk.attention(q, q.float(), q), "k and q must have the same dtype"),
         (lambda: lk.attention(q, q[:, :, :1].repeat(1, 1, 3, 1), q[:, :, :1].repeat(1, 1, 3, 1)), "multiple of k's heads"),
         (lambda: lk.attention(q, q, q[:, :4]), "v must have k's shape"),
-        (lambda: lk.attention(q[0], q[0], q[0]), "q must be 4-D"),
+        (lambda: lk.attention(q[0], q[0], q[0]), "q, k and v must be 4-D"),
         (lambda: lk.attention(q, q, q, layout="sbhd"), "layout must be"),
         (lambda: lk.attention(q, q, q, scale=-1.0), "scale must be finite and > 0"),
         (lambda: lk.attention(q, q, q, kv_lengths=torch.tensor([1.0], device=device)), "kv_lengths must be int32"),
