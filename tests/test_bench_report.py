@@ -285,3 +285,63 @@ def test_imports_take_meta_from_the_run_not_from_arguments(tmp_path):
     (tmp_path / "raw.json").write_text(json.dumps({"rows": []}))
     with pytest.raises(SystemExit, match="carries no record meta"):
         att.main([str(tmp_path / "raw.json"), "--out", str(tmp_path / "a.json")])
+
+
+# ---- docs generated from records (benchmarks/report.py blocks, benchmarks/check_docs.py) --------
+
+
+def test_docs_figures_come_from_the_records():
+    """Every generated block of README.md and docs/ is what the generator makes of the committed
+    records, no performance number or history is typed outside them, and the compile / attention
+    policy agrees with the records (benchmarks/check_docs.py; after a run:
+    `python3 benchmarks/report.py --readme`)."""
+    assert load_bench("check_docs").main([]) == 0
+
+
+def test_generated_blocks_are_rewritten_and_stale_ones_found(tmp_path, report):
+    """A block is rewritten from the records in its own form (block or inline); an edited figure
+    makes the block stale; an unknown name is an error."""
+    doc = tmp_path / "doc.md"
+    doc.write_text("Intro.\n\n<!-- generated: noise -->\nold\n<!-- /generated -->\n\n"
+                   "inline <!-- generated: noise -->9%<!-- /generated --> here\n")
+    new = report.render_blocks(doc.read_text())
+    figures = load_bench("figures")
+    want = f"{100 * figures.NOISE:g}%"
+    assert new == (f"Intro.\n\n<!-- generated: noise -->\n{want}\n<!-- /generated -->\n\n"
+                   f"inline <!-- generated: noise -->{want}<!-- /generated --> here\n")
+    assert [name for _, name in report.stale_blocks([doc])] == ["noise", "noise"]
+    doc.write_text(new)
+    assert report.stale_blocks([doc]) == []
+    doc.write_text("<!-- generated: no-such-block -->x<!-- /generated -->")
+    with pytest.raises(SystemExit, match="unknown generated block 'no-such-block'"):
+        report.render_blocks(doc.read_text())
+
+
+def test_check_docs_finds_typed_numbers_and_history(tmp_path):
+    check = load_bench("check_docs")
+    doc = tmp_path / "README.md"
+    doc.write_text("Fast: 1.23x cuDNN, 0.8-0.9x below, 1078 TFLOP/s, 4.2 GB/s, 45.7 ms/step, 80 us, 92% of copy.\n"
+                   "Shapes 32 x 64 and 128x192, `0.5 x (1 + erf(x))`, 2^23 elements, 30 steps, e4m3.\n"
+                   "<!-- generated: noise -->2.5x faster<!-- /generated -->\n"
+                   "The former default, tried in 1a2b3c4d and measured on 7698fd2.\n")
+    check.ROOT = tmp_path  # report paths relative to the temp folder
+    perf = [h.split("'")[1] for h in check.scan(doc, check.PERF)]
+    assert perf == ["1.23x", "0.8-0.9x", "1078 TFLOP/s", "4.2 GB/s", "45.7 ms/step", "80 us", "92%"]
+    hist = [h.split("'")[1].lower() for h in check.scan(doc, check.HISTORY)]
+    assert hist == ["former", "tried", "1a2b3c4d", "measured on 7698fd2"]
+
+
+def test_attention_routing_points_from_the_records():
+    """figures.attention_points: our time over SDPA as the processors call attention, FP8 with its
+    quantization pass added (parsed from the row's note), from the committed attention record."""
+    figures = load_bench("figures")
+    assert figures.quantize_pass_us({"note": "x; quantize pass 80 us not included"}) == 80.0
+    rec = figures.Records()
+    rows = {tuple(e["shape"]): e for e in figures.attention_rows(rec)}
+    e = rows[(2, 2688, 2688, 32, 64)]
+    raw = {r["op"]: r for r in rec.rows("attention") if r["shape"] == [2, 2688, 2688, 32, 64]}
+    sdpa = min(v for k, v in raw["attention bf16_bshd"]["baselines"].items() if k.startswith("sdpa_"))
+    assert e["bf16"] == pytest.approx(sdpa / raw["attention bf16_bshd"]["ours_us"])
+    fp8 = raw["attention fp8_kblock128"]
+    assert e["fp8_128_with_pass"] == pytest.approx(sdpa / (fp8["ours_us"] + figures.quantize_pass_us(fp8)))
+    assert e["fp8_128_with_pass"] < e["fp8_128"]
