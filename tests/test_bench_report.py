@@ -345,3 +345,38 @@ def test_attention_routing_points_from_the_records():
     fp8 = raw["attention fp8_kblock128"]
     assert e["fp8_128_with_pass"] == pytest.approx(sdpa / (fp8["ours_us"] + figures.quantize_pass_us(fp8)))
     assert e["fp8_128_with_pass"] < e["fp8_128"]
+
+
+def test_check_policy_fails_where_a_record_disagrees(tmp_path):
+    """check_policy on records made to contradict the code: our bf16 attention clearly slower at a
+    shape the rule sends to our kernel, and a gated MLP op left to Inductor although our kernel
+    is clearly faster in every row, are each reported; the committed records are not."""
+    import shutil
+
+    check = load_bench("check_policy")
+    figures = load_bench("figures")
+    pol = figures.load_policy()
+    committed = figures.Records()
+    errors, notes = [], []
+    check.check_attention(committed, pol, errors, notes)
+    check.check_left_to_inductor(committed, pol, errors, notes)
+    assert errors == []
+    for name in ("attention.json", "activation.json", "fused_norm.json"):
+        shutil.copy(figures.DEFAULT_RESULTS / name, tmp_path / name)
+    att = json.loads((tmp_path / "attention.json").read_text())
+    for r in att["rows"]:
+        if r["op"] == "attention bf16_bshd" and r["shape"] == [1, 14080, 14080, 32, 64]:
+            r["ours_us"] = 1.2 * min(v for k, v in r["baselines"].items() if k.startswith("sdpa_"))
+    (tmp_path / "attention.json").write_text(json.dumps(att))
+    act = json.loads((tmp_path / "activation.json").read_text())
+    for r in act["rows"]:
+        if r["op"] == "silu_and_mul":
+            r["ours_us"] = r["baselines"]["torch.compile"] / 1.2
+    (tmp_path / "activation.json").write_text(json.dumps(act))
+    errors = []
+    check.check_attention(figures.Records(tmp_path), pol, errors, notes)
+    assert any("14080 keys" in e and "runs our kernel there" in e for e in errors), errors
+    assert any(e.startswith("MIN_KERNEL_ATTENTION_KEYS['bf16'] = 2048 is outside") for e in errors), errors
+    errors = []
+    check.check_left_to_inductor(figures.Records(tmp_path), pol, errors, notes)
+    assert len(errors) == 1 and errors[0].startswith("silu_and_mul is in LEFT_TO_INDUCTOR")
