@@ -30,8 +30,8 @@ kernel when asked for, the FP8-output norms, the FP8 GEMMs). The policy names th
 `gelu_and_mul` "gelu_and_mul(tanh)", as the benchmark tables do.
 
 benchmarks/check_policy.py re-derives every decision here (and the attention thresholds below)
-from the records named beside it and fails where one disagrees; the docs' tables of these
-measurements are generated from the same records (docs/integrations.md, "Under torch.compile").
+out of the records named beside it and fails where one disagrees; the docs' tables of these
+measurements are generated out of the same records (docs/integrations.md, "Under torch.compile").
 
 Knobs (read at import): `LTX_KERNELS_COMPILE_ALL_KERNELS=1` keeps every kernel under compile (to
 measure the difference or to trace our ops' fake implementations);
@@ -90,7 +90,7 @@ def rms_norm_wins_compiled(x: torch.Tensor) -> bool:
     (benchmarks/results/h200/norm.json): 16-bit rows of <= 4096 columns and more than 2^23
     elements (LTX shapes, long LLM prompts). Elsewhere Inductor's was faster: few rows (launch
     and latency bound), 8192 columns and fp32. benchmarks/check_policy.py re-derives both bounds
-    from norm.json."""
+    out of norm.json."""
     return (x.dtype in _HALF and x.shape[-1] <= RMS_NORM_MAX_COLS
             and x.numel() > RMS_NORM_MIN_NUMEL)
 
