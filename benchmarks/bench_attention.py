@@ -20,7 +20,7 @@ import torch.nn.functional as F
 import ltx_kernels as lk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import attention_row, sdpa_baselines, time_graph, write_record  # noqa: E402
+from common import add_record_arguments, attention_row, check_record, graph_timing, sdpa_baselines, time_graph, write_record  # noqa: E402
 
 # name, B, Sq, Skv, H, D, cross (text keys with a padding mask)
 SHAPES = [
@@ -136,10 +136,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None, help="JSON file to write")
+    add_record_arguments(ap)
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("bench_attention: needs a CUDA GPU")
         return
+    check_record(a.out, a.allow_dirty)
     rows = []
     for i, s in enumerate(SHAPES):
         if a.quick and i not in QUICK:
@@ -147,8 +149,8 @@ def main():
         rows.append(bench_shape(*s))
         print(json.dumps({k: rows[-1][k] for k in ("shape", "backend", "us")}), flush=True)
     print(table(rows))
-    if a.out:  # with the commit, build and command (benchmarks/common.py run_meta)
-        write_record(a.out, rows, "benchmarks/bench_attention.py", sys.argv[1:])
+    if a.out:  # with the commit, build, command, GPU and timing (benchmarks/common.py record_meta)
+        write_record(a.out, rows, "benchmarks/bench_attention.py", sys.argv[1:], graph_timing(), a.allow_dirty)
 
 
 if __name__ == "__main__":

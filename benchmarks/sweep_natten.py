@@ -3,18 +3,19 @@
 0-5, the sm_90 kernel's 6-8) and extra environment settings given as NAME=VALUE, each timed by
 CUDA-graph replay over rotated inputs (benchmarks/common.py). Prints one line per (shape,
 setting) and, with --json, writes them.
-  python3 benchmarks/sweep_natten.py [--tiles 6,7,8] [--env LTX_KERNELS_NATTEN_SM90=0 ...] [--json F]"""
+  python3 benchmarks/sweep_natten.py [--tiles 6,7,8] [--env LTX_KERNELS_NATTEN_SM90=0 ...] [--json F]
+      [--allow-dirty]"""
 
 import argparse
-import json
 import os
+import sys
 
 import torch
 
 import ltx_kernels as lk
 
 from bench_natten import SHAPES
-from common import n_copies, time_graph
+from common import add_record_arguments, check_record, graph_timing, n_copies, time_graph, write_record
 
 
 def main():
@@ -23,7 +24,9 @@ def main():
     ap.add_argument("--env", nargs="*", default=[], help="extra settings NAME=VALUE, each swept alone")
     ap.add_argument("--shapes", default="1,2,3,4", help="indices into bench_natten.SHAPES")
     ap.add_argument("--json", default=None)
+    add_record_arguments(ap)
     args = ap.parse_args()
+    check_record(args.json, args.allow_dirty)
     settings = [("auto", {})] + [(f"tile {t}", {"LTX_KERNELS_NATTEN_TILE": t}) for t in args.tiles.split(",") if t]
     settings += [(e, dict([e.split("=", 1)])) for e in args.env]
     rows = []
@@ -48,8 +51,7 @@ def main():
         del sets, outs
         torch.cuda.empty_cache()
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        write_record(args.json, rows, "benchmarks/sweep_natten.py", sys.argv[1:], graph_timing(), args.allow_dirty)
 
 
 if __name__ == "__main__":
