@@ -78,14 +78,11 @@ def bench_shape(name, b, sq, skv, h, d, cross, sets=2):
         row["us"][f"ours_fp8_kblock{kb}"] = time_graph(lambda i: lk.attention(*ops8[i], attn_mask=mask, out=outs), sets)
     # the other warpgroup scheduling of the sm_90 kernel (ping-pong on / off), for the record
     for pp in ("0", "1"):
-        os.environ["LTX_KERNELS_ATTENTION_PINGPONG"] = pp
-        try:
+        with lk.developer_config(LTX_KERNELS_ATTENTION_PINGPONG=pp):
             row["us"][f"ours_bf16_bshd_pingpong{pp}"] = time_graph(
                 lambda i: lk.attention(qs[i], ks[i], vs[i], attn_mask=mask, out=outs), sets)
             row["us"][f"ours_fp8_kblock128_pingpong{pp}"] = time_graph(
                 lambda i: lk.attention(*ops8[i], attn_mask=mask, out=outs), sets)
-        finally:
-            del os.environ["LTX_KERNELS_ATTENTION_PINGPONG"]
     row["us"]["fp8 quantize"] = time_graph(lambda i: lk.quantize_attention_fp8(qs[i], ks[i], vs[i]), sets)
     row["tflops"] = {k: (flops / (v * 1e-6) / 1e12 if v else None) for k, v in row["us"].items() if k != "fp8 quantize"}
     sd = [v for k, v in row["us"].items() if k.startswith("sdpa_") and v]

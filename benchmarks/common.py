@@ -33,21 +33,13 @@ torch._dynamo.config.recompile_limit = 256
 
 @contextlib.contextmanager
 def env_var(name: str, value: Optional[str]):
-    """Sets environment variable `name` to `value` (None: unsets it) for the block, then restores
-    what it was. The library reads its forcing knobs (LTX_KERNELS_GEMM_CONFIG,
-    LTX_KERNELS_NORM_SHAPE, ...) per call, so a sweep times each forced choice inside one."""
-    old = os.environ.get(name)
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
-    try:
+    """Sets the library's developer setting `name` (LTX_KERNELS_GEMM_CONFIG, LTX_KERNELS_NORM_SHAPE,
+    ...: docs/knobs.md) to `value` (None: the kernels' own choice) for the block, then restores it,
+    so that a sweep times each forced choice inside one process."""
+    import ltx_kernels as lk
+
+    with lk.developer_config(**{name: "" if value is None else value}):
         yield
-    finally:
-        if old is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = old
 
 
 def l2_bytes() -> int:

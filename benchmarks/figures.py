@@ -13,7 +13,7 @@ the records, and when prose outside the blocks carries a performance number.
 Records: the `<family>.json` files of benchmarks/results/<gpu>/ (benchmarks/run.py), the
 end-to-end records `e2e_ltx_video.json`, `e2e_ltx2.json` and `e2e_cache_*.json` there
 (benchmarks/e2e_ltx_video.py / e2e_ltx2.py), and the attention key-count sweep named by
-ATTENTION_SWEEP (scripts' attention_kv_sweep). Standard library only, except the blocks that
+ATTENTION_SWEEP (tools/tune/attention_kv_sweep.py). Standard library only, except the blocks that
 apply the compile policy's own rules (they load integrations/_compile_policy.py, which needs
 torch).
 """
@@ -36,7 +36,7 @@ DEFAULT_RESULTS = HERE / "results" / "h200"
 POLICY_FILE = ROOT / "torch-ext" / "ltx_kernels" / "integrations" / "_compile_policy.py"
 # The attention processors' key-count sweep (128-2688 keys, with and without a key mask): the
 # measurements below 2688 keys behind use_kernel_attention. Relative to the results folder.
-ATTENTION_SWEEP = "experiments/attention_kv_sweep_8e9b199.json"
+ATTENTION_SWEEP = "attention_kv_sweep.json"
 # Differences smaller than this fraction count as a tie: repeated runs of one benchmark row move
 # by about this much (every decision checked by benchmarks/check_policy.py uses it too).
 NOISE = 0.02

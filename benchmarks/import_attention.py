@@ -1,4 +1,4 @@
-"""Turn the raw JSON of `benchmarks/bench_attention.py --out raw.json` (what scripts/gpu/check.sh's
+"""Turn the raw JSON of `benchmarks/bench_attention.py --out raw.json` (what tools/gpu/check.sh's
 attn-bench step writes) into the family JSON that benchmarks/report.py reads
 (benchmarks/results/<gpu>/attention.json). `meta` is the raw file's own (benchmarks/common.py
 record_meta: the build's commit, compilers, GPU, clocks, command, timing); a raw file without it

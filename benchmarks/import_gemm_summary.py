@@ -1,4 +1,4 @@
-"""Turn the summary that benchmarks/bench_gemm.py prints (the lines scripts/gpu/gemm.sh keeps in its
+"""Turn the summary that benchmarks/bench_gemm.py prints (the lines tools/gpu/gemm.sh keeps in its
 log) into the family JSON that benchmarks/report.py reads, when the device run could not bring its
 own JSON back. Every number comes from the printed summary (TFLOP/s and microseconds as printed;
 times are 2 M N K / rate); `meta` is the `record meta: {...}` line bench_gemm.py printed before

@@ -1,13 +1,12 @@
 """Sweep of the neighborhood-attention kernels' configurations on LTX-2 decoder stage shapes
 (d = 64, bf16): the automatic choice, each forced box (LTX_KERNELS_NATTEN_TILE: the portable kernel's
-0-5, the sm_90 kernel's 6-8) and extra environment settings given as NAME=VALUE, each timed by
+0-5, the sm_90 kernel's 6-8) and extra developer settings (docs/knobs.md) given as NAME=VALUE, each timed by
 CUDA-graph replay over rotated inputs (benchmarks/common.py). Prints one line per (shape,
 setting) and, with --json, writes them.
   python3 benchmarks/sweep_natten.py [--tiles 6,7,8] [--env LTX_KERNELS_NATTEN_SM90=0 ...] [--json F]
       [--allow-dirty]"""
 
 import argparse
-import os
 import sys
 
 import torch
@@ -36,15 +35,12 @@ def main():
         sets = [[torch.randn(shape, device="cuda", dtype=torch.bfloat16) for _ in range(3)] for _ in range(nsets)]
         outs = [torch.empty(shape, device="cuda", dtype=torch.bfloat16) for _ in range(nsets)]
         for name, env in settings:
-            os.environ.update(env)
-            try:
-                us = time_graph(lambda i: lk.na3d(*sets[i], kernel, out=outs[i]), nsets)
-            except RuntimeError as e:  # a forced box outside the kernel's envelope
-                us = None
-                print(f"{shape} {kernel} {name}: {str(e).splitlines()[0][:80]}")
-            finally:
-                for k in env:
-                    del os.environ[k]
+            with lk.developer_config(**env):
+                try:
+                    us = time_graph(lambda i: lk.na3d(*sets[i], kernel, out=outs[i]), nsets)
+                except RuntimeError as e:  # a forced box outside the kernel's envelope
+                    us = None
+                    print(f"{shape} {kernel} {name}: {str(e).splitlines()[0][:80]}")
             if us is not None:
                 print(f"{shape} {kernel} {name}: {us:.1f} us")
             rows.append({"shape": list(shape), "kernel": list(kernel), "setting": name, "us": us})

@@ -70,7 +70,7 @@ def test_run_finds_every_family():
 
 def test_user_text_has_no_work_history():
     files = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "benchmarks").glob("*.py"),
-             *(ROOT / "scripts" / "gpu").glob("*"), *(ROOT / "torch-ext" / "ltx_kernels" / "integrations").rglob("*.py")]
+             *(ROOT / "tools").rglob("*"), *(ROOT / "torch-ext" / "ltx_kernels" / "integrations").rglob("*.py")]
     bad = re.compile(r"REFERENCE\.md|\.\./shared|\bsession \d|\bsessions? [0-9]|\bissue #?\d|\brun \d+\b|#\d+\b",
                      re.IGNORECASE)
     hits = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in files if p.is_file()

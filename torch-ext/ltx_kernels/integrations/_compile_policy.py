@@ -133,7 +133,7 @@ def use_kernel(op: str, x: Optional[torch.Tensor] = None) -> bool:
 # ltx_kernels.attention against PyTorch's SDPA (cuDNN on the H200), each as the attention
 # processors call it. Records: benchmarks/results/h200/attention.json (benchmarks/bench_attention.py:
 # the LTX shapes, FP8 with its quantization pass timed beside it) and
-# benchmarks/results/h200/experiments/attention_kv_sweep_8e9b199.json (scripts/attention_kv_sweep.py:
+# benchmarks/results/h200/attention_kv_sweep.json (tools/tune/attention_kv_sweep.py:
 # B 2, 2688 queries, 32 heads against 128 to 2688 keys, with and without a key mask):
 # - with a key mask (a prompt's padding) ours is slower at every key count, head dim 64 and 128,
 #   in bf16 and more so in FP8 with its quantization pass;
