@@ -20,7 +20,7 @@ import torch.nn.functional as F
 import ltx_kernels as lk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import attention_row, sdpa_baselines, time_graph, write_record  # noqa: E402
+from common import add_record_arguments, attention_row, check_record, graph_timing, sdpa_baselines, time_graph, write_record  # noqa: E402
 
 # name, B, Sq, Skv, H, D, cross (text keys with a padding mask)
 SHAPES = [
@@ -78,14 +78,11 @@ def bench_shape(name, b, sq, skv, h, d, cross, sets=2):
         row["us"][f"ours_fp8_kblock{kb}"] = time_graph(lambda i: lk.attention(*ops8[i], attn_mask=mask, out=outs), sets)
     # the other warpgroup scheduling of the sm_90 kernel (ping-pong on / off), for the record
     for pp in ("0", "1"):
-        os.environ["LTX_KERNELS_ATTENTION_PINGPONG"] = pp
-        try:
+        with lk.developer_config(LTX_KERNELS_ATTENTION_PINGPONG=pp):
             row["us"][f"ours_bf16_bshd_pingpong{pp}"] = time_graph(
                 lambda i: lk.attention(qs[i], ks[i], vs[i], attn_mask=mask, out=outs), sets)
             row["us"][f"ours_fp8_kblock128_pingpong{pp}"] = time_graph(
                 lambda i: lk.attention(*ops8[i], attn_mask=mask, out=outs), sets)
-        finally:
-            del os.environ["LTX_KERNELS_ATTENTION_PINGPONG"]
     row["us"]["fp8 quantize"] = time_graph(lambda i: lk.quantize_attention_fp8(qs[i], ks[i], vs[i]), sets)
     row["tflops"] = {k: (flops / (v * 1e-6) / 1e12 if v else None) for k, v in row["us"].items() if k != "fp8 quantize"}
     sd = [v for k, v in row["us"].items() if k.startswith("sdpa_") and v]
@@ -136,10 +133,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None, help="JSON file to write")
+    add_record_arguments(ap)
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("bench_attention: needs a CUDA GPU")
         return
+    check_record(a.out, a.allow_dirty)
     rows = []
     for i, s in enumerate(SHAPES):
         if a.quick and i not in QUICK:
@@ -147,8 +146,8 @@ def main():
         rows.append(bench_shape(*s))
         print(json.dumps({k: rows[-1][k] for k in ("shape", "backend", "us")}), flush=True)
     print(table(rows))
-    if a.out:  # with the commit, build and command (benchmarks/common.py run_meta)
-        write_record(a.out, rows, "benchmarks/bench_attention.py", sys.argv[1:])
+    if a.out:  # with the commit, build, command, GPU and timing (benchmarks/common.py record_meta)
+        write_record(a.out, rows, "benchmarks/bench_attention.py", sys.argv[1:], graph_timing(), a.allow_dirty)
 
 
 if __name__ == "__main__":
