@@ -113,12 +113,7 @@ Problem make_problem(const at::Tensor& out, const at::Tensor& q, const at::Tenso
   LTX_CHECK(!bytes_overlap(out, k) && !bytes_overlap(out, v), op, "out must not overlap k or v");
 
   AttentionParams& p = pr.p;
-  p.batch = B;
-  p.seqlen_q = Sq;
-  p.seqlen_kv = Skv;
-  p.heads = H;
-  p.heads_kv = Hk;
-  p.head_dim = D;
+  set_sizes(p, s);
   p.dtype = attn_dtype(q.scalar_type());
   p.out_dtype = attn_dtype(out.scalar_type());
   p.scale = float(scale);

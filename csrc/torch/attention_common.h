@@ -88,5 +88,16 @@ inline QkvSizes check_qkv(const at::Tensor& q, const at::Tensor& k, const at::Te
   return s;
 }
 
+// The sizes into the params of either op (AttentionParams, AttnQuantParams).
+template <class P>
+void set_sizes(P& p, const QkvSizes& s) {
+  p.batch = s.B;
+  p.seqlen_q = s.Sq;
+  p.seqlen_kv = s.Skv;
+  p.heads = s.H;
+  p.heads_kv = s.Hk;
+  p.head_dim = s.D;
+}
+
 }  // namespace torch_adapter
 }  // namespace ltx_kernels

@@ -62,12 +62,7 @@ Prepared<AttnQuantParams> make_quantize_attention_fp8_params(
   const at::Tensor& qi = input(q);
   const at::Tensor& ki = input(k);
   const at::Tensor& vi = input(v);
-  p.batch = B;
-  p.seqlen_q = Sq;
-  p.seqlen_kv = Skv;
-  p.heads = H;
-  p.heads_kv = Hk;
-  p.head_dim = D;
+  set_sizes(p, s);
   p.dtype = attn_dtype(q.scalar_type());
   p.q = qi.data_ptr();
   p.k = ki.data_ptr();
