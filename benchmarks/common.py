@@ -423,7 +423,7 @@ def attention_row(variant: str, shape: List[int], us: float, base: Dict[str, flo
                   tflop: float, flops: int, note: str, copy_gbps: float) -> Row:
     """The Row of one variant of ours ("ours_<kind>") on one attention shape of `tflop` TFLOP: SDPA's
     backends as baselines and the best of them (`best` us) as the ceiling ("SDPA")."""
-    row = Row(op=f"attention {variant[5:]}", shape=shape, dtype="bf16" if "bf16" in variant else "e4m3",
+    row = Row(op=f"attention {variant[5:]}", shape=shape, dtype="bf16" if "bf16" in variant else ("fp16" if "fp16" in variant else "e4m3"),
               ours_us=us, baselines=base, flops=flops, note=note).finish(copy_gbps)
     if best:
         sdpa = tflop / (best * 1e-6)

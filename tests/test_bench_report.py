@@ -70,7 +70,7 @@ def test_run_finds_every_family():
 
 def test_user_text_has_no_work_history():
     files = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "benchmarks").glob("*.py"),
-             *(ROOT / "tools").rglob("*"), *(ROOT / "torch-ext" / "ltx_kernels" / "integrations").rglob("*.py")]
+             *(p for p in (ROOT / "tools").rglob("*") if p.suffix in (".py", ".sh", ".md")), *(ROOT / "torch-ext" / "ltx_kernels" / "integrations").rglob("*.py")]
     bad = re.compile(r"REFERENCE\.md|\.\./shared|\bsession \d|\bsessions? [0-9]|\bissue #?\d|\brun \d+\b|#\d+\b",
                      re.IGNORECASE)
     hits = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in files if p.is_file()
@@ -78,25 +78,33 @@ def test_user_text_has_no_work_history():
     assert hits == []
 
 
-def test_env_var_sets_unsets_and_restores(monkeypatch):
-    """common.env_var, which the sweeps force the library's knobs with: the value inside the
-    block, unset for None, and whatever was there before afterwards (also after an error)."""
-    import os
+def test_env_var_sets_and_restores_developer_settings():
+    """common.env_var, which the sweeps force the library's developer settings with: the value
+    inside the block, the kernels' own choice ("") for None, and whatever was set before afterwards
+    (also after an error)."""
+    import ltx_kernels as lk
 
     env_var = load_bench("common").env_var
-    name = "LTX_KERNELS_TEST_KNOB"
-    monkeypatch.delenv(name, raising=False)
-    with env_var(name, "b4"):
-        assert os.environ[name] == "b4"
-    assert name not in os.environ
-    monkeypatch.setenv(name, "w2")
-    with env_var(name, None):
-        assert name not in os.environ
-    assert os.environ[name] == "w2"
-    with pytest.raises(RuntimeError):
-        with env_var(name, "loop"):
-            raise RuntimeError("refused")
-    assert os.environ[name] == "w2"
+    name = "LTX_KERNELS_NORM_SHAPE"
+    before = lk.developer_setting(name)
+    try:
+        lk.set_developer_setting(name, "")
+        with env_var(name, "b4"):
+            assert lk.developer_setting(name) == "b4"
+        assert lk.developer_setting(name) == ""
+        lk.set_developer_setting(name, "w2")
+        with env_var(name, None):
+            assert lk.developer_setting(name) == ""
+        assert lk.developer_setting(name) == "w2"
+        with pytest.raises(RuntimeError):
+            with env_var(name, "loop"):
+                raise RuntimeError("refused")
+        assert lk.developer_setting(name) == "w2"
+        with pytest.raises(RuntimeError, match="unknown setting"):
+            with env_var("LTX_KERNELS_NO_SUCH_KNOB", "1"):
+                pass
+    finally:
+        lk.set_developer_setting(name, before)
 
 
 # ---- records prove their commit (benchmarks/common.py provenance / record_meta) ------------------
