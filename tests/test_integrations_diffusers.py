@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import ltx_kernels  # noqa: F401
+from ltx_kernels import quantization
 
 from conftest import ALL_DEVICES, load_bench, needs_cuda
 
@@ -380,19 +381,10 @@ def test_compile_fullgraph_optimized_block(device):
 # ---- FP8 ------------------------------------------------------------------------------------
 
 
-def _quantization_or_skip():
-    try:
-        from ltx_kernels import quantization  # noqa: F401
-    except ImportError:
-        pytest.skip("ltx_kernels.quantization is not in this build (quantization='fp8' cannot be tested)")
-    return quantization
-
-
 @pytest.mark.parametrize("device", ALL_DEVICES)
 @pytest.mark.parametrize("model", ["ltx_video", "ltx2"])
 def test_fp8_quantization_close(device, model):
     needs_cuda(device)
-    _quantization_or_skip()
     dtype = torch.bfloat16
     if model == "ltx_video":  # hidden 128 = one FP8 group of 128
         m = ltx_video(heads=2, head_dim=64).to(device, dtype)
@@ -426,7 +418,6 @@ def _fp8_ltx_video_calls(device, monkeypatch, names, model="ltx_video"):
     FP8BlockwiseLinear calls are recorded for the layers names(block) maps to a label:
     returns (want, optimized, kw, calls) with calls a list of (label, x is a (q, scales) pair,
     residual given)."""
-    quantization = _quantization_or_skip()
     dtype = torch.bfloat16
     if model == "ltx_video":
         m, kw = ltx_video(heads=2, head_dim=64).to(device, dtype), video_inputs(device, dtype)

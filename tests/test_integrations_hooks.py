@@ -373,10 +373,6 @@ def test_group_offload_with_quantization(offload_type, poisoned_offload):
     # quantize first, then offload: the FP8 layers (their codes and scales, the FP8 hand-offs
     # between the fused norm, the up GEMM's epilogue and the down GEMM) under offloading hooks;
     # the other order is refused (the quantized layers would be built from offloaded weights)
-    try:
-        from ltx_kernels import quantization  # noqa: F401
-    except ImportError:
-        pytest.skip("ltx_kernels.quantization is not in this build")
     cpu = torch.device("cpu")
     base = build("ltx_video", affine=True, heads=2, head_dim=64).to(torch.bfloat16)  # hidden 128: one FP8 group
     loop = Loop("ltx_video", dtype=torch.bfloat16, steps=2)
@@ -443,10 +439,6 @@ def test_whole_model_layerwise_casting_after_quantization_fails_loudly():
     # one casting hook on the root casts every floating tensor, the FP8 codes included: the FP8
     # GEMM then rejects its operand (an error, not a wrong result); diffusers' default patterns
     # leave the quantized layers alone
-    try:
-        from ltx_kernels import quantization  # noqa: F401
-    except ImportError:
-        pytest.skip("ltx_kernels.quantization is not in this build")
     base = build("ltx_video", heads=2, head_dim=64).to(torch.bfloat16)
     kw = Loop("ltx_video", dtype=torch.bfloat16).inputs()
     m = copy.deepcopy(base)
@@ -486,10 +478,6 @@ def test_fp8_handoff_skipped_for_hooked_attention():
     # with FP8 linears the fused norm hands (q, scales) to the attention; FasterCache's hook on
     # that attention reads hidden_states as a tensor, so the block quantizes in the projection
     # instead. bf16 (the FP8 paths need it), hidden 128 (one FP8 group)
-    try:
-        from ltx_kernels import quantization  # noqa: F401
-    except ImportError:
-        pytest.skip("ltx_kernels.quantization is not in this build")
     base = build("ltx_video", heads=2, head_dim=64).to(torch.bfloat16)
     loop = Loop("ltx_video", dtype=torch.bfloat16, steps=4)
     ref = copy.deepcopy(base)
