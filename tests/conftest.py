@@ -169,6 +169,19 @@ SANITIZE_SUBSET = {
     "test_distributed.py": ["test_pack_heads_matches_permute", "test_strided_inputs_and_outputs", "test_empty"],
     "test_attention_quant.py": ["test_strided_inputs", "test_zero_groups_and_signed_zeros", "test_empty",
                                 "test_sentinel_outputs_and_inputs_untouched", "test_other_head_dims"],
+    # dense attention: bf16 and fp16 (both layouts, both CPU backends, GQA, a ragged last key
+    # block at d 128, one key), fp32, kv_lengths + boolean and additive masks + all-masked rows,
+    # strided / misaligned / expanded inputs and a sentinel out, a scale with GQA; FP8 with K
+    # factors per key and per 128 keys (both layouts, masked, expanded factors, the per-key
+    # factor layouts on the smallest shape), the quantizer's rule; every error path; empty
+    # inputs (~2 s without the sanitizers)
+    "test_attention.py": ["test_matches_reference[1x1x1x1x1x64", "test_matches_reference[2x37x70x4x2x64",
+                          "test_matches_reference[1x129x257x2x2x128", "test_fp32_cpu_is_tight",
+                          "test_kv_lengths_mask_and_empty_rows", "test_strided_inputs_and_sentinel_out",
+                          "test_expanded_inputs", "test_scale_and_gqa", "test_fp8_matches_dequantized_reference[1x1x1x1x1x64",
+                          "test_fp8_matches_dequantized_reference[2x70x300x4x2x64", "test_fp8_expanded_factors",
+                          "test_fp8_per_key_factor_layouts[1x70x97x6x3x64", "test_fp8_key_mask[64",
+                          "test_fp8_quantizer_follows_its_rule", "test_errors", "test_empty"],
 }
 
 
