@@ -141,11 +141,12 @@ def _dequant_tokens(q, s):
     return (x * s.to(x.device).double().unsqueeze(-1)).reshape(q.shape)
 
 
-def fp8_linear_oracle(layer, weight, x, residual, gate):
-    """(ref, err_scale) in float64: what an FP8BlockwiseLinear call computes, from the reference
-    quantization of `weight` (the original nn.Linear's) and of x (or x's own (q, scales)), and
-    L S, the accumulation error's scale (see the module docstring); on the CPU."""
-    x, weight, residual, gate = _cpu(x), _cpu(weight), _cpu(residual), _cpu(gate)
+def fp8_linear_oracle(epilogue, weight, bias, x, residual, gate):
+    """(ref, err_scale) in float64: what an FP8BlockwiseLinear call with `epilogue` computes,
+    from the reference quantization of `weight` (the original nn.Linear's, with its `bias`) and of
+    x (or x's own (q, scales)), and L S, the accumulation error's scale (see the module
+    docstring); on the CPU."""
+    x, weight, bias, residual, gate = _cpu(x), _cpu(weight), _cpu(bias), _cpu(residual), _cpu(gate)
     if isinstance(x, (tuple, list)):
         q, s = x
     else:
@@ -156,11 +157,10 @@ def fp8_linear_oracle(layer, weight, x, residual, gate):
     ws = ws.double().to(a.device).repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)[:, :k]
     w = ref.fp8_decode(wq).double().to(a.device) * ws
     y = a @ w.t()
-    if layer.bias is not None:
-        y = y + layer.bias.cpu().double()
+    if bias is not None:
+        y = y + bias.double()
     y = y.reshape(*q.shape[:-1], n)
     big_s = (a.abs() @ w.abs().t()).reshape(y.shape)  # sum_k |a_k w_k|
-    epilogue = layer.epilogue
     if epilogue == "none" and residual is not None:
         epilogue = "gated_residual"  # the per-call form (forward(x, residual, gate))
     if epilogue == "gated_residual":  # |gate| broadcast to y's shape (per sample or per token)
@@ -172,39 +172,48 @@ def fp8_linear_oracle(layer, weight, x, residual, gate):
 
 
 @contextlib.contextmanager
-def recording_fp8_linears(monkeypatch, model_untouched, model_optimized):
+def recording_fp8_linears(model_untouched, model_optimized):
     """Within the block, every FP8BlockwiseLinear call of `model_optimized` is checked against
     fp8_linear_oracle with the weight of the same-named nn.Linear of `model_untouched`; yields the
-    list of (what, error, bound) it fills."""
+    list of (what, error, bound) it fills. Module hooks (not a patched class): they also see
+    layers whose forward diffusers' hooks (leaf-level offloading) have wrapped."""
     from ltx_kernels import quantization
 
-    names = {}
-    for name, mod in model_optimized.named_modules():
-        if type(mod) is quantization.FP8BlockwiseLinear:
-            names[id(mod)] = (name, model_untouched.get_submodule(name).weight.detach())
-    assert names, "no FP8BlockwiseLinear in the optimized model"
+    layers = {name: mod for name, mod in model_optimized.named_modules() if type(mod) is quantization.FP8BlockwiseLinear}
+    assert layers, "no FP8BlockwiseLinear in the optimized model"
     calls: List[Tuple[str, float, float]] = []
-    real = quantization.FP8BlockwiseLinear.forward
+    handles = []
 
-    def checked(self, x, residual=None, gate=None, out=None):
-        res_in = None if residual is None else residual.detach().clone()  # out may be residual
-        r = real(self, x, residual=residual, gate=gate, out=out)
-        if id(self) in names:
-            name, w = names[id(self)]
-            want, e_scale = fp8_linear_oracle(self, w, x, res_in, gate)
-            c = 2.0**-12 if self.weight_q.is_cuda else 2.0**-16
+    def watch(name, layer, linear):
+        given = {}
+
+        def pre(mod, args, kwargs):
+            arg = dict(zip(("x", "residual", "gate", "out"), args), **kwargs)
+            res = arg.get("residual")
+            given.update(x=_cpu(arg["x"]), residual=None if res is None else _cpu(res).clone(), gate=_cpu(arg.get("gate")))
+
+        def post(mod, args, kwargs, r):
+            # the original linear's weight and bias (the layer's own buffers may be offloaded by now)
+            want, e_scale = fp8_linear_oracle(mod.epilogue, linear.weight, linear.bias, given["x"], given["residual"],
+                                              given["gate"])
+            c = 2.0**-12 if mod.weight_q.is_cuda else 2.0**-16
             if isinstance(r, tuple):  # FP8 output: dequantized, E4M3's own rounding
-                got, u = _dequant_tokens(*r), 2.0**-4
+                got, u = _dequant_tokens(*_cpu(r)), 2.0**-4
             else:
-                got, u = r, UNIT[self.out_dtype]
-            e = c * e_scale
-            bound = (u * want.abs() + e).norm().item() / want.norm().clamp_min(1e-300).item()
+                got, u = r, UNIT[mod.out_dtype]
+            bound = (u * want.abs() + c * e_scale).norm().item() / want.norm().clamp_min(1e-300).item()
             calls.append((name, rel_l2(got, want), bound))
-        return r
 
-    monkeypatch.setattr(quantization.FP8BlockwiseLinear, "forward", checked)
-    yield calls
-    monkeypatch.setattr(quantization.FP8BlockwiseLinear, "forward", real)
+        handles.append(layer.register_forward_pre_hook(pre, with_kwargs=True))
+        handles.append(layer.register_forward_hook(post, with_kwargs=True))
+
+    for name, layer in layers.items():
+        watch(name, layer, model_untouched.get_submodule(name))
+    try:
+        yield calls
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def worst(calls):

@@ -284,7 +284,7 @@ def test_fp8_quantization_with_fp8_attention(device, model, monkeypatch):
     o = optimized_copy(m, quantization="fp8", attention="fp8")
     calls = _every_attention(monkeypatch)
     want = run(m, kw)
-    with recording_fp8_linears(monkeypatch, m, o) as lin, recording_fp8_attention(monkeypatch) as att:
+    with recording_fp8_linears(m, o) as lin, recording_fp8_attention(monkeypatch) as att:
         got = run(o, kw)
     assert len(calls) == (4 if model == "ltx_video" else 12) and all(c == torch.float8_e4m3fn for c in calls)
     assert len(att) == len(calls)

@@ -3,7 +3,7 @@
 The oracle is the untouched diffusers model evaluated in float64 (a deep copy with the same
 random weights, on the same inputs): a model's error has no closed-form bound, so the optimized
 copy must be no worse than the untouched model in the test's dtype (relative L2 error against the
-float64 output at most twice the untouched model's, plus 2^-20 in fp32 / 2^-8 in bf16). The
+float64 output at most twice the untouched model's, plus 2^-24 in fp32 / 2^-8 in bf16). The
 fused kernels differ from eager only in summation orders and in not rounding some
 intermediates; a wrong formula or wiring gives errors orders of magnitude larger. Every
 integration path is reached by some config: RMSNorm with and without weight, per-sample and
@@ -68,7 +68,10 @@ def exact_run(model, kw):
 def assert_no_worse(got, want, exact, dtype=torch.float32, what=""):
     """got (optimized) and want (untouched, same dtype) against the float64 output `exact`."""
     e_ours, e_eager = rel_err(got, exact), rel_err(want, exact)
-    floor = 2.0**-20 if dtype == torch.float32 else 2.0**-8
+    # measured on the CPU (fp32): ours 1.5e-7 - 3.6e-7, the untouched model's 1.6e-7 - 4.2e-7, the
+    # limit 1.8x - 2.9x ours; bf16 (the same configs run on the CPU): ours 5.1e-3 - 1.0e-2 against
+    # 5.4e-3 - 1.2e-2, the limit 2.3x - 3.4x ours
+    floor = 2.0**-24 if dtype == torch.float32 else 2.0**-8
     assert e_ours <= 2 * e_eager + floor, f"{what}: relative L2 error {e_ours:.3g}, the untouched model's {e_eager:.3g}"
 
 
@@ -408,7 +411,7 @@ def fp8_linear_errors(m, o, kw, monkeypatch):
     model's relative L2 error against the untouched `m` per output, the calls' (what, error,
     bound))."""
     want = run(m, kw)
-    with recording_fp8_linears(monkeypatch, m, o) as calls:
+    with recording_fp8_linears(m, o) as calls:
         got = run(o, kw)
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype and not torch.isnan(g).any()
