@@ -2,8 +2,9 @@
 run `transformer.enable_parallelism(config=ContextParallelConfig(ulysses_degree=2))` on tiny
 LTX-Video / LTX-2 models, with optimize(attention=...) applied before or after it; our
 processors then run our attention between our all-to-alls (integrations/diffusers/processors.py,
-`_ulysses`). Each rank's output is checked against the float64 unsharded model under the bound
-of the untouched unsharded model (test_integrations_diffusers.assert_no_worse).
+`_ulysses`). Each rank's output is checked against the float64 unsharded model: no worse than
+twice the error of the unsharded reference (the untouched model; for FP8 attention, the same
+optimization unsharded).
 
 diffusers builds its device mesh on the accelerator and divides by the accelerator count; on a
 machine without one the test hands it a CPU mesh and reports one device."""
@@ -130,8 +131,11 @@ def test_optimize_under_ulysses(results, case):
         assert not isinstance(r, str), f"rank {rank}:\n{r}"
         e_ours, e_ref = r
         # float32 (FP8 attention: the same quantization unsharded) on 2 ranks: no worse than twice
-        # the unsharded reference, plus a floor for fp32 rounding
-        assert e_ours <= 2 * e_ref + 2.0**-20, f"rank {rank}: relative L2 {e_ours:.3g} vs unsharded {e_ref:.3g}"
+        # the unsharded reference. Measured: 2.35e-7 - 2.43e-7 against 2.23e-7 - 2.41e-7 (the
+        # fp32 summation orders of the fused ops and the attention), FP8 0.0109 against the same
+        # 0.0109 (the sharded FP8 run equals the unsharded one: each head's quantization and
+        # attention see the same rows)
+        assert e_ours <= 2 * e_ref, f"rank {rank}: relative L2 {e_ours:.3g} vs unsharded {e_ref:.3g}"
 
 
 def test_ulysses_comm_only_for_ulysses():

@@ -4,10 +4,11 @@ all together, after model.to(dtype), under torch.compile, and the modules it mus
 
 Tolerances. A model's error has no closed-form bound, so the oracle is the same model in float64
 (its definition evaluated precisely) and the optimized model must be no worse than the
-unmodified one: fp32, within twice the original fp32 model's largest error plus 2^-16 of the
-largest logit (conftest.assert_no_worse); the last bits of either side's kernels (summation
-orders, which cuBLAS kernel the fused gate_up GEMM picks) move these errors by a fraction of
-themselves. bf16 (CUDA, and CPU after model.to(bfloat16)): the original rounds to bf16 after
+unmodified one: fp32, within twice the original fp32 model's largest error plus 2^-22 of the
+largest logit (conftest.assert_no_worse with FP32_FLOOR); the last bits of either side's kernels
+(summation orders, which cuBLAS kernel the fused gate_up GEMM picks) move these errors by a
+fraction of themselves. Measured on the CPU: ours 2.0e-7 - 4.4e-7 of the largest logit, the
+original's 2.1e-7 - 4.2e-7; the limit is 1.7x - 3.2x ours. bf16 (CUDA, and CPU after model.to(bfloat16)): the original rounds to bf16 after
 every step (normed row, then weight product; act(gate), then * up) where the fused ops round
 once; the optimized model must be no further from the float64 model than the original bf16
 model is (times 1.5, plus one bf16 ulp of the largest logit), and the direct difference is
@@ -28,6 +29,12 @@ from bounds import U, norm_rel
 from conftest import ALL_DEVICES, TINY_LLAMA, UNIT, assert_no_worse, assert_within, needs_cuda
 
 transformers = pytest.importorskip("transformers")
+FP32_FLOOR = 2.0**-22  # of the largest logit (see the module docstring)
+
+
+def no_worse(got, eager, exact, what=""):
+    """fp32: conftest.assert_no_worse with this file's floor."""
+    assert_no_worse(got, eager, exact, factor=2.0, floor=FP32_FLOOR, what=what)
 
 VOCAB = TINY_LLAMA["vocab_size"]
 
@@ -126,12 +133,12 @@ def test_logits_match_fp32(device, arch, flags):
     opt = lk_tf.optimize(copy.deepcopy(model), **FLAGS[flags])
     _check_replaced(opt, FLAGS[flags])
     got = _logits(opt, ids)
-    assert_no_worse(got, want, _exact(model, ids))
+    no_worse(got, want, _exact(model, ids))
     # and with an attention mask (left padding), which goes through **kwargs-free paths too
     mask = torch.ones_like(ids)
     mask[0, :4] = 0
-    assert_no_worse(_logits(opt, ids, attention_mask=mask), _logits(model, ids, attention_mask=mask),
-                    _exact(model, ids, attention_mask=mask), what="masked")
+    no_worse(_logits(opt, ids, attention_mask=mask), _logits(model, ids, attention_mask=mask),
+             _exact(model, ids, attention_mask=mask), what="masked")
 
 
 @pytest.mark.parametrize("flags", ["all", "fuse_residual", "fuse_mlp"])
@@ -203,7 +210,7 @@ def test_gemma_norms_left_untouched_and_correct(device, caplog):
     assert _count(opt, lk_tf._fused_decoder_forward) == 0
     # its MLP (gelu_pytorch_tanh) is fused with gelu_and_mul(tanh)
     assert _count(opt, lk_tf._mlp_forward_gelu_tanh) == 2
-    assert_no_worse(_logits(opt, ids), want, _exact(model, ids))
+    no_worse(_logits(opt, ids), want, _exact(model, ids))
     text = caplog.text
     assert "GemmaRMSNorm module(s) untouched: Gemma-style" in text
     assert "GemmaDecoderLayer module(s) untouched" in text
@@ -248,7 +255,7 @@ def test_hidden_states_and_hooks_still_work():
         got = opt(ids, output_hidden_states=True).hidden_states
     assert len(got) == len(want) == 3
     for g, w, e in zip(got, want, exact):
-        assert_no_worse(g, w, e)
+        no_worse(g, w, e)
     assert seen == [torch.Size([2, 13, 64])]
 
 
@@ -286,7 +293,7 @@ def test_unknown_rmsnorm_variant_and_torch_rmsnorm(caplog):
     assert _is_ours(net.b, lk_tf._torch_rms_forward) and _is_ours(net.c, lk_tf._torch_rms_forward)
     assert "left 1 ShiftedRMSNorm module(s) untouched: forward is not a known RMSNorm formula" in caplog.text
     with torch.no_grad():
-        assert_no_worse(net(x), want, exact)
+        no_worse(net(x), want, exact)
 
 
 def test_rms_weight_dtype_differs_from_input():
@@ -324,7 +331,7 @@ def test_fused_mlp_weights_are_gate_then_up():
     torch.testing.assert_close(mlp.gate_up_proj.weight, torch.cat([gate_w, up_w]), rtol=0, atol=0)
     torch.testing.assert_close(mlp.gate_up_proj.bias, torch.cat([gate_b, up_b]), rtol=0, atol=0)
     with torch.no_grad():
-        assert_no_worse(mlp(x), want, exact)
+        no_worse(mlp(x), want, exact)
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)
@@ -341,9 +348,9 @@ def test_torch_compile_optimized_model(device):
     compiled = torch.compile(opt, fullgraph=False, backend="aot_eager" if device == "cpu" else "inductor")
     got = _logits(compiled, ids)
     exact = _exact(model, ids)
-    assert_no_worse(got, want, exact)
+    no_worse(got, want, exact)
     got2 = _logits(compiled, ids)  # second call runs the cached graph
-    assert_no_worse(got2, want, exact)
+    no_worse(got2, want, exact)
 
 
 def test_optimize_rejects_non_module():
