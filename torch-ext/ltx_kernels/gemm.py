@@ -26,14 +26,13 @@ q, k, v = out[..., :h], out[..., h:2h], out[..., 2h:] (views, no copy).
 backend: "auto" picks per call (CUDA compute capability 9.0: for FP8 with <= 64 tokens and no
 fused epilogue the few-token kernel "skinny"; for a plain FP8 GEMM (a bf16 bias at most, bf16
 out, M-major activation scales as FP8BlockwiseLinear makes them) cuBLASLt's blockwise GEMM
-"cublaslt", which measured faster than our kernels at every LTX linear shape on the H200
-(benchmarks/results/h200/gemm.json); else the sm_90a persistent TMA + wgmma kernel "sm90" (or
-for other plain GEMMs the CUTLASS kernel "sm90_cutlass"); other GPUs >= 8.9: the mma.sync kernel
-"sm89" for the plain epilogue; else "torch"), or one of "sm90", "skinny", "sm89",
-"sm90_cutlass", "cublaslt" (torch._scaled_mm with 1x128 / 128x128 scales), "torch"
-(operands dequantized exactly in fp32, fp32 matmul, epilogue in fp32; any device) and "cpu" (the
-C++ backend; what "auto" means on the CPU). A forced backend that cannot run a call raises
-instead of falling back.
+"cublaslt" (the rules and their records: docs/design/gemm.md, benchmarks/results/h200/gemm.json);
+else the sm_90a persistent TMA + wgmma kernel "sm90" (or for other plain GEMMs the CUTLASS kernel
+"sm90_cutlass"); other GPUs >= 8.9: the mma.sync kernel "sm89" for the plain epilogue; else
+"torch"), or one of "sm90", "skinny", "sm89", "sm90_cutlass", "cublaslt" (torch._scaled_mm with
+1x128 / 128x128 scales), "torch" (operands dequantized exactly in fp32, fp32 matmul, epilogue in
+fp32; any device) and "cpu" (the C++ backend; what "auto" means on the CPU). A forced backend
+that cannot run a call raises instead of falling back.
 """
 
 from typing import Optional, Tuple, Union

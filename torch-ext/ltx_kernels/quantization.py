@@ -19,8 +19,8 @@ Output dtype: the original linear's dtype. The GEMMs write bf16 or fp16, so an f
 computes in bf16 (same exponent range as fp32, no overflow risk) and its output is cast back to
 fp32; its precision is that of the FP8 operands (~2^-4 relative per element) anyway.
 The bias stays fp32 and is added inside the GEMM before the single rounding.
-Under torch.compile an FP8BlockwiseLinear keeps our quantizer kernel (end to end it measured
-faster than Inductor's code for the same rule, integrations/_compile_policy.py);
+Under torch.compile an FP8BlockwiseLinear keeps our quantizer kernel (end to end it is faster
+than Inductor's code for the same rule, integrations/_compile_policy.py);
 LTX_KERNELS_COMPILE_LEAVE=quantize_fp8_per_token_group writes the quantization as PyTorch ops
 (the same rule) for Inductor to generate instead. The GEMM stays ours either way.
 

@@ -77,8 +77,9 @@ cudaError_t gated_attention_typed(T* out, int64_t out_stride, const T* x, int64_
                    (rows == 1 || (out_stride % V == 0 && x_stride % V == 0));
   const bool dense = rows == 1 || (out_stride == cols && x_stride == cols && gate_stride == heads);
   if (vec && dense && rows * (cols / V) < (int64_t(1) << 31)) {
-    // one flat pass, as torch.compile's pointwise kernel (the row kernel's per-row loop and
-    // 64-bit offsets measured 0.76-0.86x of it on the H200)
+    // one flat pass, as torch.compile's pointwise kernel: the row kernel's per-row loop and 64-bit
+    // offsets are instructions this kernel, at the copy rate, cannot spare (the gated_attention
+    // rows of benchmarks/results/h200/activation.json time it beside torch.compile's)
     const uint32_t nvec = uint32_t(rows * (cols / V));
     gated_attention_flat<T, V, U><<<unsigned(flat_grid(nvec, U)), kThreads, 0, stream>>>(
         out, x, gate, nvec, make_fast_div32(uint32_t(head_dim / V)));

@@ -1,16 +1,11 @@
-// sm_90a attention kernels for bf16 inputs: the configurations of attention/heuristics.h.
+// sm_90a attention kernels for bf16 inputs (attention_sm90_launch.cuh, forward_half).
 #include "attention_sm90_launch.cuh"
 
 namespace ltx_kernels {
 namespace attention_sm90 {
 
 cudaError_t forward_bf16(const AttentionParams& a, Kernel k, cudaStream_t stream) {
-  using E = cutlass::bfloat16_t;
-  switch (k) {
-    case Kernel::kHalf64: return launch<Traits<E, E, Half64>>(a, stream);
-    case Kernel::kHalf128: return launch<Traits<E, E, Half128>>(a, stream);
-    default: return cudaErrorNotSupported;
-  }
+  return forward_half<cutlass::bfloat16_t>(a, k, stream);
 }
 
 }  // namespace attention_sm90

@@ -127,6 +127,16 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// 16-bit inputs (bf16, fp16): the configurations of attention/heuristics.h.
+template <class E>
+cudaError_t forward_half(const AttentionParams& a, Kernel k, cudaStream_t stream) {
+  switch (k) {
+    case Kernel::kHalf64: return launch<Traits<E, E, Half64>>(a, stream);
+    case Kernel::kHalf128: return launch<Traits<E, E, Half128>>(a, stream);
+    default: return cudaErrorNotSupported;
+  }
+}
+
 // Per-dtype dispatch of the configuration heuristics::choose_kernel names (one translation unit
 // each, compiled in parallel).
 cudaError_t forward_bf16(const AttentionParams& a, Kernel k, cudaStream_t stream);

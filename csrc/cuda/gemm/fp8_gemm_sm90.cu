@@ -39,10 +39,11 @@
 //   LTX_KERNELS_SM90_GEMM_RASTER = auto | m | n   (persistent scheduler raster order);
 //   LTX_KERNELS_SM90_GEMM_SWIZZLE = 1 | 2 | 4 | 8 (scheduler max swizzle size, default 1).
 //
-// Measured (H200, bench_gemm.py beside cuBLASLt's blockwise GEMM through torch._scaled_mm):
-// 0.85-0.95x cuBLASLt at LTX-Video shapes (M = 5376; N, K in 2048, 8192) and 945 TFLOP/s at
-// 8192^3; no raster / swizzle setting moved it by more than 2%. That ceiling is why the sm_90a
-// kernel of sm90_gemm.cuh exists.
+// Performance: benchmarks/results/h200/gemm.json times it (baseline "sm90_cutlass") beside our
+// sm_90a kernel and cuBLASLt's blockwise GEMM. The collective's mainloop bounds its rate (the
+// raster order and swizzle size barely move it); that bound, and the fused epilogues and FP8
+// output it does not express, are why the sm_90a kernel of sm90_gemm.cuh exists
+// (docs/design/gemm.md).
 //
 // Scale layouts taken (anything else: supported() is false and the caller falls back):
 //   sa: M-major, sa_stride_m == 1 (or M == 1), sa_stride_k % 4 == 0 and >= M (or K == 128),

@@ -92,9 +92,10 @@ std::string cublaslt_why_not(const GemmParams& p, const Device& dev) {
   if (p.out != OutKind::kBF16) return name + " writes bf16 here (no fp16 or FP8 output)";
   if (p.bias != nullptr && !p.bias_is_out_dtype) return name + " takes a bf16 bias only (got an fp32 one)";
   const int64_t G = p.K / 128, Nb = (p.N + 127) / 128;
-  // K / 128 scale blocks a multiple of 4: on the H200 with torch 2.11 (cuBLASLt of CUDA 13.0)
-  // every K of 128, 256, 384 or 640 probed gave wrong results (no error) at some M and N, and
-  // every K of 512, 1024 and 2048 right ones (N 128 to 2064, ragged included; M 68 and 1000).
+  // K / 128 scale blocks a multiple of 4: through torch 2.11's _scaled_mm (cuBLASLt of CUDA 13.0)
+  // a K of 128, 256, 384 or 640 returns wrong results without an error at some M and N, a K of
+  // 512, 1024 or 2048 right ones (N 128 to 2064, ragged included); docs/design/gemm.md names the
+  // probe to rerun after a torch or CUDA upgrade.
   if (G % 4 != 0) return name + " needs K % 512 == 0 (got K=" + std::to_string(p.K) + ")";
   if (p.N % 16 != 0) return name + " needs N % 16 == 0 (got N=" + std::to_string(p.N) + ")";
   if (p.lda % 16 != 0 || p.ldb % 16 != 0 || !aligned16(p.a) || !aligned16(p.b) || !aligned16(p.d))

@@ -88,10 +88,10 @@ cudaError_t dispatch(T* out, int64_t os, const T* x, int64_t xs, const T* w, boo
       shape.cols % shape.head_dim != 0)
     return cudaErrorInvalidValue;
   // Batch-broadcast tables: visit the B rows of one position together so that each table row
-  // comes from DRAM once, when the tables are too large to stay in L2 across the batch
-  // (measured on the H200, LTX-Video [2, 6144, 4096] with 201 MB of fp32 tables: 145.6 -> 114.6
-  // us). When they fit in L2, row order stays batch-major, which measured faster there
-  // ([2, 2688, 2048], 44 MB of tables in a 60 MB L2: 32.8 us vs 38.3 us).
+  // comes from DRAM once, when the tables are too large to stay in L2 across the batch (LTX-Video
+  // [2, 6144, 4096] with fp32 tables: 201 MB). When they fit in L2 (LTX-Video [2, 2688, 2048]:
+  // 44 MB in a 60 MB L2), row order stays batch-major, the faster order there. The rms_norm_rope
+  // rows of benchmarks/results/h200/rope.json run both cases.
   bool s_major = false;
   if (shape.batch > 1 && cs.b == 0 && ss.b == 0) {
     const int l2 = current_device_props().l2_bytes;

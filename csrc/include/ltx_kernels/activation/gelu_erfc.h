@@ -65,8 +65,8 @@ LTX_GELU_HD float gelu_erfc_f32(float x) {
 //
 // the form of the classical Chebyshev fit of erfc (Numerical Recipes' erfcc), with our own fit:
 // P is the degree-9 polynomial closest in the max norm to ln(erfc(z) / t) + z^2 on
-// t in [1 / 6.25, 1] (z in [0, 10.5], all that is used), 0.8u from it (u = 2^-24), 2.5u after its
-// constant term was moved by one ulp so that the fp32 evaluation at t = 1 (z = 0) is exactly 0
+// t in [1 / 6.25, 1] (z in [0, 10.5], all that is used), 0.8u from it (u = 2^-24), 2.5u with its
+// constant term moved by one ulp so that the fp32 evaluation at t = 1 (z = 0) is exactly 0
 // (erfc(0) = 1, so gelu(x) = x / 2 exactly for tiny x). For x > 0, erfc(-z) = 2 - erfc(z), written as
 // x - (x / 2) erfc(z) (>= x / 2: no cancellation).
 //

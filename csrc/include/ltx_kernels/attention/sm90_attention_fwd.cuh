@@ -520,8 +520,8 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   // Per-key K factors (FP8, one per key): this thread's kBlockN / 4 columns of key block j, read
   // from the stage that holds K_j (the producer loads them with it) while S_j is computed; keys
   // past kv_len are masked before their factor is used. Loaded from global memory by the
-  // consumers instead, they cost 3.5x the per-block path even one block ahead (2.3x): a strided
-  // 4-byte load per column and thread.
+  // consumers instead, they cost several times the per-block path, even loaded one block ahead: a
+  // strided 4-byte load per column and thread.
   constexpr int kKCols = Tr::kKPerToken ? kBlockN / 4 : 1;
   float kf[kKCols];
   auto load_kf = [&](int s) {

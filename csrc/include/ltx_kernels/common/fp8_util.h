@@ -8,9 +8,9 @@
 //                       an Inf element makes its group's amax, hence s, Inf (others -> +-0)
 //     so a group holding only zeros and NaNs gets scale 0, zero codes and NaN codes, never inf.
 //   - fp8_encode_fast: an integer formulation of minifloat_encode (round to nearest even,
-//     saturating, NaN keeps its sign), bit-identical to it for all 2^32 float inputs (checked
-//     exhaustively when it was written); GPUs before sm_89 use it because it is cheaper than the
-//     frexp/ldexp formulation, sm_89+ the hardware conversion (fp8_encode_device).
+//     saturating, NaN keeps its sign), bit-identical to it for all 2^32 float inputs (an
+//     exhaustive check the test suite does not repeat); GPUs before sm_89 use it because it is
+//     cheaper than the frexp/ldexp formulation, sm_89+ the hardware conversion (fp8_encode_device).
 #pragma once
 
 #include <cstdint>
@@ -149,7 +149,7 @@ __device__ __forceinline__ void fp8_quantize_bounded(const float (&x)[V], const 
   if (!d.ieee) {
 #pragma unroll
     for (int j = 0; j < V; j += 2) {
-      // fp8_markstein_div of both, written pairwise (the order the measured kernels were built with)
+      // fp8_markstein_div of both, written out pairwise (the form the benchmark records time)
       const float q0a = x[j] * d.r, q0b = x[j + 1] * d.r;
       const float qa = fmaf(fmaf(-q0a, d.s, x[j]), d.r, q0a);
       const float qb = fmaf(fmaf(-q0b, d.s, x[j + 1]), d.r, q0b);

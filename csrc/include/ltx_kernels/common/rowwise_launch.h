@@ -167,19 +167,17 @@ inline int norm_spread_nv(int64_t nvec) {
 // the vector path, vec16; elements on the scalar path); x_bytes: bytes of the row input x over
 // all rows.
 //
-// Measured on the H200 by benchmarks/sweep_norm.py (every shape of every op at the benchmarks'
-// LTX and LLM sizes, bf16, CUDA-graph replay; benchmarks/results/h200/experiments/
-// norm_shapes_eb30d0d.json and norm_shapes_1a05cb2.json, the same kernels): the pick is within
-// 3% of the best shape at every size but rms_norm [32, 4096] (7% behind the looping kernel) and
-// the per-sample AdaLN RMSNorm at [2, 6144, 4096] (5% behind 4 accesses per thread, 3% ahead at
-// [1, 32760, 4096]):
+// The rules come from benchmarks/sweep_norm.py, which times every shape of every op at the
+// benchmarks' LTX and LLM sizes beside this pick (docs/design/norm.md); the pick is within a few
+// percent of the best shape at every size but rms_norm [32, 4096] (where the looping kernel is
+// ahead) and the per-sample AdaLN RMSNorm at [2, 6144, 4096] (where 4 accesses per thread are):
 //  - residual ops (add_rms_norm, the gated residual): one access per thread (512 threads for a
 //    4096-wide bf16 row), the most loads in flight per row; the residual add with its epilogue
 //    operands preloaded; the gated residual with per-sample tables past 32 MB of x in the
-//    looping kernel (its rows re-read from L2; 1-4% faster than one access per thread there);
+//    looping kernel (its rows re-read from L2; faster than one access per thread there);
 //  - layer norms and AdaLN: 4 accesses per thread with per-token tables, else 8 from rows of
 //    512 accesses (4 below); but the AdaLN RMSNorm with per-token tables up to 32 MB of x at one
-//    access per thread, preloaded (8% faster than 4 at [2, 2688, 2048]);
+//    access per thread, preloaded (faster than 4 at [2, 2688, 2048]);
 //  - plain RMS: one access per thread (preloaded) up to 8 MB, else two.
 // Rows of <= 32 accesses run a warp each (4 rows per CTA). The scalar path (unaligned or odd
 // sizes) keeps 4-16 elements per thread.

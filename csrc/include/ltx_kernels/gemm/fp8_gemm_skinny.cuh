@@ -20,9 +20,9 @@
 // in flight x CTAs per SM = 64-96 KB of weights per SM, above what HBM needs to stream at full
 // rate (~4.8 TB/s x ~1 us / 132 SMs ~ 36 KB per SM). Streaming the weights straight into
 // registers two steps ahead instead costs 168 registers even at M <= 8 (1 CTA per SM, too few
-// bytes in flight). What limits it (ncu on an H200): latency,
-// not bandwidth: 16 warps per SM, every thread issues its own copies and address arithmetic per
-// stage, one barrier per step; DRAM at 32-66% of peak. A TMA producer warp is the next step.
+// bytes in flight). What limits it is latency, not bandwidth: 16 warps per SM, every thread issues
+// its own copies and address arithmetic per stage, one barrier per step (Nsight Compute shows
+// DRAM well below its peak). A TMA producer warp is the next step.
 //
 // The k permutation. mma.m16n8k32 gives lane (g = lane/4, t = lane%4) the k slots
 // {4t..4t+3} (a0/a2 low, b0) and {16+4t..16+4t+3} (a2/a3, b1) of each 32-wide k step. A dot
@@ -40,8 +40,8 @@
 // Two variants of the inner product (template flag WG):
 //   * mma.sync (sm_89+): per warp, 16 rows x M_pad tokens with m16n8k32 and the k permutation
 //     above (conflict-free 16-byte shared loads, swizzle q ^ ((r & 1) << 2)). On Hopper the
-//     FP8 mma.sync rate caps it near ~170 TFLOP/s (measured on an H200: M = 64 at 16384 x 4096 took 50 us,
-//     compute bound), enough for M <= 16 only.
+//     FP8 mma.sync rate, a fraction of wgmma's, makes it compute bound at M = 64: enough for
+//     M <= 16 only.
 //   * wgmma (sm_90a builds on compute capability 9.0): per warpgroup (= one K group), one
 //     wgmma.m64nNk32 per 32-wide k step with N = M_pad, both operands K-major from shared memory
 //     in the canonical 128B swizzle (chunk q ^ (r % 8), 1024-byte atoms), and split-K reduced in

@@ -53,8 +53,8 @@
 //   => lane l points at row n0 + (l & 7) + 8 * (l >> 4), chunk 2ks + ((l >> 3) & 1).
 // The static_asserts in `layout_check` below enumerate every (lane, reg, byte) and compare the
 // element ldmatrix delivers under these address formulas with the element the PTX ISA says the
-// mma expects. The ptx_* tables themselves were also compared, for all 32 lanes, with CuTe's
-// MMA_Traits<SM89_16x8x32_F32E4M3E4M3F32_TN> A/B/C layouts (CUTLASS 4.2): identical.
+// mma expects. The ptx_* tables themselves match CuTe's MMA_Traits<SM89_16x8x32_F32E4M3E4M3F32_TN>
+// A/B/C layouts (CUTLASS 4.2) for all 32 lanes.
 // ---------------------------------------------------------------------------------------------
 #pragma once
 

@@ -6,7 +6,7 @@
 //   tile_ok(...)                 whether a configuration can run a problem (FP8 output needs
 //                                whole 128-column groups per warpgroup; shared memory must fit)
 //   choose_tile(...)             the configuration "auto" launches: FP8 128x192 where it fills
-//                                the GPU (measured), else the smallest modelled time
+//                                the GPU (an empirical rule), else the smallest modelled time
 //   prefer_skinny(...)           whether "auto" takes the few-token kernel over the sm_90a one
 //   prefer_cublaslt(...)         whether "auto" hands a plain FP8 GEMM to cuBLASLt's blockwise one
 //
@@ -99,15 +99,12 @@ inline double tile_cost(const Problem& pr, int bm, int bn, int sms) {
 // FP8: the tile "auto" takes whenever it can run the problem and makes at least one full wave.
 // The FP8 mainloop pays a fixed cost per K block (drain, stage release, the promotion's ~bn / 2
 // FMA per thread), which the time model below leaves out and which the widest tile amortises
-// best: on the H200 128x192 measured the fastest of the compiled FP8 tiles at all 18 LTX-Video /
-// LTX-2 / peak shapes of benchmarks/bench_gemm.py (scripts/gemm_ab.py; 10-30% ahead of the
-// model's 128x144 / 128x160 / 256x128 / 128x128 picks where they differed,
-// benchmarks/results/h200/experiments/gemm_turns_completion_ab.json), wave quantization included.
-// Adding that cost to tile_cost instead (~600 cycles per K block and 64-row slice, from Nsight
-// Compute at 8192^3) reproduces 17 of the 18 picks; it takes 128x160 at 4096 x 7168 x 16384,
-// where 128x192 measured 8% faster, so the measured rule stays explicit.
-// It runs as a 2-CTA cluster (B multicast): 0.96-1.17x the single-CTA rate, higher at 16 of the
-// 18 shapes (experiments/gemm_fp8_128x192_cluster_ab.json).
+// best: 128x192 is the fastest compiled FP8 tile at every LTX-Video / LTX-2 / peak shape of
+// benchmarks/bench_gemm.py, wave quantization included, ahead of the model's picks where they
+// differ. Adding that cost to tile_cost instead (~600 cycles per K block and 64-row slice, from
+// Nsight Compute at 8192^3) still picks 128x160 at 4096 x 7168 x 16384, so the empirical rule
+// stays explicit. It runs as a 2-CTA cluster (B multicast), faster than single CTAs at most of
+// those shapes. docs/design/gemm.md names the records behind both.
 constexpr TileShape kFp8Preferred = {128, 192};
 
 // The configuration "auto" launches on an sm_90a device with `sms` SMs. Ties go to the larger
@@ -140,20 +137,18 @@ inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {
   }
   if (best.bm == 0) return best;
   best.group_m = best.bm == 256 ? 8 : 16;
-  // The 2-CTA cluster (B multicast) measured slower than single CTAs at every swept LTX shape on
-  // the H200 (1.09-1.78x the time, FP8 and bf16) while the remote stage release still carried a
-  // GPU-scope fence (sm90_ptx.cuh, mbar_arrive_cluster); for the FP8 128x192 tile it now wins
-  // (above), the model's tiles were not re-measured. Forced through LTX_KERNELS_GEMM_CONFIG=<tile>:c2.
+  // The model's tiles run as single CTAs: only the FP8 128x192 tile (above) has records showing
+  // that the 2-CTA cluster pays; for the others LTX_KERNELS_GEMM_CONFIG=<tile>:c2 forces it, and
+  // benchmarks/sweep_gemm.py times it.
   best.cluster = 1;
   return best;
 }
 
 // Whether "auto" runs the CUTLASS-collective FP8 kernel ("sm90_cutlass") rather than ours for a
 // plain FP8 GEMM that cuBLASLt does not take (no epilogue beyond the bias, 16-bit output, more than
-// 64 rows): on the H200 the
-// two are level (ours at 128x192: 1.00x this one in geometric mean over the 18 LTX / peak shapes,
-// 0.94-1.10x per shape, and 0.87-0.95x cuBLASLt's blockwise GEMM; gemm/README.md), so the CUTLASS
-// kernel keeps the plain GEMMs and ours runs what it cannot: the fused epilogues and FP8 output.
+// 64 rows): the CUTLASS kernel keeps the plain GEMMs and ours runs what it cannot, the fused
+// epilogues and FP8 output. benchmarks/results/h200/gemm.json times both at every LTX / peak shape
+// ("ours" is the sm_90a kernel, baseline "sm90_cutlass"); docs/design/gemm.md has the rule's records.
 inline bool prefer_cutlass(const Problem& pr) {
   return pr.ops == Operands::kFp8Blockwise && pr.epilogue == Epilogue::kNone && pr.out != OutKind::kFP8 &&
          pr.M > 64;
@@ -161,14 +156,10 @@ inline bool prefer_cutlass(const Problem& pr) {
 
 // Whether "auto" runs cuBLASLt's blockwise FP8 GEMM (1x128 activation and 128x128 weight scales,
 // through PyTorch's _scaled_mm) for a plain FP8 GEMM: no epilogue beyond a bias, bf16 output, more
-// than 64 rows. Measured on the H200 (benchmarks/results/h200/gemm.json, and for the bias the run
-// in experiments/gemm_cublaslt_bias_5d21efb.json, whose "auto" column is cuBLASLt):
-//   - without a bias, cuBLASLt was faster than our sm_90a kernel at 17 of the 18 LTX / peak shapes
-//     and level at the last (0.996-1.28x), and faster than the CUTLASS kernel at 16 (0.96-1.20x);
-//   - with a bf16 bias (cuBLASLt's bias epilogue) it was 0.86-1.08x the CUTLASS kernel with an
-//     fp32 bias at the LTX-Video shapes (faster at one of eight; 0.94-1.04x in gemm.json) and
-//     1.00-1.14x for the large weights of LTX-2 (N x K >= 12288 x 4096, six shapes; 0.98-1.19x in
-//     gemm.json), so with a bias it takes those only.
+// than 64 rows; with a (bf16) bias only for the large weights of LTX-2 (N x K >= 12288 x 4096),
+// where cuBLASLt's bias epilogue pays against the CUTLASS kernel's fp32 bias. The records:
+// benchmarks/results/h200/gemm.json (the fp8_blockwise_gemm rows without and with [bias], each
+// backend beside the others) and docs/design/gemm.md.
 // Our kernels keep what cuBLASLt cannot do: fused epilogues, FP8 output, few tokens, fp16 output.
 inline bool prefer_cublaslt(const Problem& pr) {
   if (pr.ops != Operands::kFp8Blockwise || pr.epilogue != Epilogue::kNone || pr.out != OutKind::kBF16 || pr.M <= 64)

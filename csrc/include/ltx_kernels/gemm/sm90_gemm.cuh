@@ -1,8 +1,8 @@
 // Persistent, warp-specialized sm_90a GEMM (TMA + wgmma, raw PTX), one skeleton for two operand
 // recipes: blockwise-scaled FP8 ("1D2D": per-token 1x128 scales on A, per-128x128-block scales on
 // B, fp32 promotion once per 128-wide K block) and bf16 x bf16 (fp32 accumulation). The math and
-// the epilogues are specified in gemm_params.h; the design is summarised in README.md beside this
-// file. Device code only; the launchers are csrc/cuda/gemm/*_sm90.cu.
+// the epilogues are specified in gemm_params.h; the design is summarised in docs/design/gemm.md.
+// Device code only; the launchers are csrc/cuda/gemm/*_sm90.cu.
 //
 // Roles (384 threads, one CTA per SM, persistent over the tiles of sm90_plan.h's tile order):
 //   warps 0-7  two consumer warpgroups (setmaxnreg 232). Each owns a 64-row slice of the CTA tile
@@ -15,7 +15,7 @@
 //              issuing the stage; otherwise by 4-byte cp.async from all 32 lanes (any sa strides),
 //              each lane's cp.async.mbarrier.arrive.noinc counting on the "full" barrier.
 //              A loader issues for the whole CTA, so what it spends per stage delays every stage:
-//              a single loader of ~200 instructions per stage (at ~6 cycles each) once capped the
+//              a single loader of ~200 instructions per stage (at ~6 cycles each) would cap the
 //              kernel at one stage per ~1,300 cycles, against 512-768 cycles of wgmma. Hence
 //              two loader warps of a few instructions per stage each, and the weight scales sb
 //              (two per consumer warpgroup and K block) read by the consumers themselves from
@@ -40,7 +40,7 @@
 // FP8 promotion: per K block, each consumer warpgroup issues 4 wgmma k32 steps into a fresh fp32
 // accumulator, waits, releases the stage, then adds acc * sa[row] * sb[block] into its fp32
 // total. Both warpgroups wait on the same stage and issue their groups together (taking turns on
-// the tensor cores measured slower: gemm/README.md). A warpgroup's columns can straddle two
+// the tensor cores is slower: docs/design/gemm.md). A warpgroup's columns can straddle two
 // 128-row scale blocks of B (bn = 144, 160, 192); each 8-column accumulator group lies in one
 // block, and the promotion is compiled once per position of the block boundary in the slice
 // (promote_dispatch), so no group chooses its scale at run time (exact, no approximation); tile

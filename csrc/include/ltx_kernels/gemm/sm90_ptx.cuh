@@ -54,8 +54,8 @@ __device__ __forceinline__ void cp_async_mbar_arrive_noinc(uint32_t bar) {
 // time until the phase completes (mbarrier.try_wait); kTest never suspends (test_wait); kTrySleep
 // asks to stay suspended up to 20 us (try_wait with a suspend-time hint), for a warp that is not
 // on the critical path, so that it does not spin through issue slots the warps that share its SM
-// sub-partition need (the GEMM's storer waiting a whole tile once issued ~15% of the kernel's
-// instructions).
+// sub-partition need (a storer spinning through a whole tile issues a large share of the GEMM
+// kernel's instructions).
 enum class Probe { kTry, kTest, kTrySleep };
 template <Probe kProbe>
 __device__ __forceinline__ bool mbar_probe(uint32_t bar, uint32_t parity) {

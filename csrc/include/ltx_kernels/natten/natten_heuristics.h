@@ -1,7 +1,7 @@
 // Which neighborhood-attention kernel and which query box run a (dilation-1) problem: pure
-// functions of the problem and the device, host only, no CUDA and no torch. The choices were
-// measured on the H200 (benchmarks/sweep_natten.py sweeps them); the kernels' headers
-// (natten.cuh, natten_sm90.cuh) explain the work each box stages.
+// functions of the problem and the device, host only, no CUDA and no torch.
+// benchmarks/sweep_natten.py times every box beside these choices (docs/design/natten.md); the
+// kernels' headers (natten.cuh, natten_sm90.cuh) explain the work each box stages.
 #pragma once
 
 #include <algorithm>
@@ -97,9 +97,9 @@ inline double natten_sm90_box_cost(const NattenProblem& p, int i, int w8) {
 }
 
 // The box the automatic choice runs on the sm_90 kernel, or -1 for the portable kernel. 32-wide
-// rows (w windows 10-25) stay on the portable kernel: measured slower there on the H200 (window
-// (11, 11, 11), 16x32x48, 4 heads: 638 vs 589 us), since half of each staged row lies outside
-// every window. Forcing a box still runs them.
+// rows (w windows 10-25) stay on the portable kernel, the faster one there since half of each
+// staged row lies outside every window (benchmarks/sweep_natten.py times the sm_90 boxes at such
+// windows too; docs/design/natten.md). Forcing a box still runs them.
 inline int natten_sm90_pick(const NattenProblem& p) {
   if (!natten_sm90_takes(p)) return -1;
   const int w8 = natten_sm90_row_width(p);

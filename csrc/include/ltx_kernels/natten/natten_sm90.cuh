@@ -29,9 +29,9 @@
 // Work per query, window (3, 7, 7), W8 = 16: a warp computes 3 slices x 8 rows x 16 keys = 384
 // keys for its 147 attended ones (38%); the CTA stages U0 x ceil(U1/4) x 4 x 16 keys for its
 // 128 queries (box 2 x 8 x 8: 4 x 16 x 16 = 8 keys per query).
-// Measured on the H200 (benchmarks/results/h200/): 63.5 attended TFLOP/s at (3, 7, 7)
-// (~167 TFLOP/s of mma work, 2.25x the portable kernel); issue/latency bound at 4 warps per
-// scheduler (128 registers), ~130-200 non-mma instructions per 16 mma (mask, max, exp2, sums).
+// Rates beside the portable kernel's: benchmarks/results/h200/natten.json. The kernel is
+// issue/latency bound at 4 warps per scheduler (128 registers): mask, max, exp2 and sums cost
+// many more instructions than the mma they surround.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap (type only; the map is encoded on the host)
@@ -205,8 +205,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int rr = 0; rr < KR; ++rr) rows |= uint32_t(ch + rr >= hmin && ch + rr < hmax) << rr;
     }
     mbar_wait(bar_full + 8 * s, parity);
-    // (A copy of this body specialised for whole chunks, where the row tests fold away, measured
-    // 4-9% slower on the H200: it brought spills back.)
+    // (One body for whole and partial chunks: a copy specialised for whole chunks, where the row
+    // tests fold away, brings spills back and is slower.)
     if (rows != 0u) {
       const uint32_t ks = smem0 + s * kStageBytes;
       const uint32_t vs = ks + kTileBytes;

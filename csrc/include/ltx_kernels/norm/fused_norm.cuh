@@ -199,10 +199,10 @@ __device__ __forceinline__ void epilogue_with(const Args<T>& a, const RowPtrs<T>
 }
 
 // Accesses whose epilogue operands the row kernel loads at once when they are not preloaded:
-// 4 for the weight alone (plain RMS: one load per store had made rms_norm [16384, 8192] 1.28x
-// slower on the H200); one for the layer norms and the modulated norms, whose 4- and 8-access
-// shapes need the registers (with batches of 2: layer_norm [2, 6144, 4096] 64.8 us against 55.9,
-// adaln_layer_norm per sample 74.2 against 64.0).
+// 4 for the weight alone (plain RMS: one load per store leaves a dependent L2 round trip per
+// store, see below); one for the layer norms and the modulated norms, whose 4- and 8-access
+// shapes need the registers (batches of 2 slow layer_norm and adaln_layer_norm down at
+// [2, 6144, 4096]; benchmarks/sweep_norm.py times the shapes, docs/design/norm.md).
 template <class P>
 constexpr int kEpiBatch = P::kModulate || P::kLayerNorm ? 1 : 4;
 
@@ -279,7 +279,7 @@ __global__ void __launch_bounds__(kNormMaxThreadsOf<WARP_ROWS, NV>)
     // Without PRELOAD the epilogue's operands are loaded here, a batch of accesses at a time, all
     // of a batch before its first store: the outputs may alias the inputs (no __restrict__), so
     // the compiler cannot move a load above an earlier store, and one load per store would make
-    // NV dependent L2 round trips per row (measured: rms_norm [16384, 8192] 1.28x slower).
+    // NV dependent L2 round trips per row (a large slowdown at rms_norm [16384, 8192]).
     constexpr int kBatch = PRELOAD ? NV : (NV < kEpiBatch<P> ? NV : kEpiBatch<P>);
 #pragma unroll
     for (int k0 = 0; k0 < NV; k0 += kBatch) {

@@ -213,7 +213,7 @@ __device__ __forceinline__ void encode_chunk_words(const uint4& c, const Fp8Divi
       chunk_quad<T>(c, j, f, sg);
       float qv[4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {  // fp8_markstein_div, as the measured kernels were built
+      for (int e = 0; e < 4; ++e) {  // fp8_markstein_div written out (the form the records time)
         const float q0 = f[e] * dv.r;
         qv[e] = fmaf(fmaf(-q0, dv.s, f[e]), dv.r, q0);
       }
@@ -346,8 +346,8 @@ __global__ void __launch_bounds__(kRowwiseThreads, 3)
 
 // x: [rows, gpr * group] (row stride xs); q likewise (row stride qs); sc[r*s_row + g*s_col].
 // Grid-stride over warp-sized batches of groups with the next batch's loads issued before the
-// current batch is encoded (ncu on the H200: without that overlap the kernel was latency bound,
-// 38% of DRAM bandwidth at 43% occupancy with neither memory nor issue saturated).
+// current batch is encoded (without that overlap the kernel is latency bound: well under half of
+// DRAM bandwidth, with neither memory nor issue saturated).
 template <typename T, class F, int VEC, int NV, int TPG>
 __global__ void __launch_bounds__(256)
     quant_group_regs(uint8_t* __restrict__ q, int64_t qs, float* __restrict__ sc, int64_t s_row,
@@ -474,7 +474,7 @@ __device__ __forceinline__ BlockTile block_tile(const BlockArgs& a, int64_t tile
 
 // One CTA per tile (grid-stride over tiles, CTA-uniform), the tile in registers.
 // (256, 3): a 128 x 128 tile is 256 threads x 8 (bf16) or 16 (fp32) accesses; at 3 CTAs per SM
-// (ncu: the (512, 1) build used 111 registers, 2 CTAs, 21% of DRAM bandwidth). A thread's
+// (a (512, 1) build takes over 100 registers, so 2 CTAs, too few loads in flight). A thread's
 // chunks are one column chunk in rows rr0, rr0 + rstep, ... whenever blockDim.x is a multiple of
 // the chunks per tile row (no division per chunk).
 template <typename T, class F, int VEC, int NV>
@@ -715,7 +715,7 @@ __device__ __forceinline__ bool decode_chunk_hw(const Packed<uint8_t, VEC>& cq, 
 // out[r, c] = decode(q[r, c]) * sc[(r / br) * s_row + (c / bc) * s_col]; VEC divides bc.
 // Rows on grid.y (grid-stride), CPT VEC-wide column chunks per thread (all their code loads
 // issued before any is decoded: more bytes in flight), no 64-bit division per element
-// (ncu: the one-chunk-per-thread version spent 82% of the SM on index arithmetic).
+// (with one chunk per thread, index arithmetic takes most of the SM's issue slots).
 // bc_shift: log2(bc) when bc is a power of two, else -1.
 template <typename T, class F, int VEC, int CPT>
 __global__ void __launch_bounds__(256)

@@ -283,7 +283,7 @@ struct NormRopeOp : NormRopeBase<T, TT, 64, 64> {
 // partner chunk d/2 away (the other half of its pairs) is another thread's own chunk of the same
 // row, read from the row the kernel stages in shared memory (kStageRow): x is read from DRAM
 // once and each thread holds only its own chunks (a partner load from global memory through L1
-// reached DRAM: x read 1.5 times, at 126 registers and 24% occupancy; ncu.md).
+// sends part of those loads to DRAM again, at low occupancy; docs/design/rope.md).
 template <typename T, typename TT>
 struct NormSplitRopeOp : NormRopeBase<T, TT, 64, 0> {
   using NormRopeBase<T, TT, 64, 0>::a;
@@ -353,8 +353,8 @@ __device__ __forceinline__ void store_code_words(uint8_t* p, const uint32_t (&w)
 // block, a multiple of 32, <= 256). cols % V == 0, (cols / V) <= NV * tpr.
 // Register caps of the 4-access shapes (0: none), asked for as 65536 / (threads * cap) resident
 // CTAs: Op::kRegCap for the block-per-row shape, Op::kWarpRowsRegCap for the warp-per-row one;
-// the 16-access shape is never capped. 64 (ncu, rms_norm -> fp8 at [12288, 4096] bf16: 74
-// registers, 37.5% occupancy, 23% of DRAM bandwidth: the row's loads need more warps in flight).
+// the 16-access shape is never capped. 64: uncapped, rms_norm -> fp8 takes 74 registers, too few
+// warps in flight for the row's loads (docs/design/quant.md).
 // Ops that would spill more than a few words under 64 (ptxas -v: bf16 *_and_mul, the gated
 // residual) keep the compiler's choice, but for a block-per-row cap that keeps their CTAs per SM:
 // the gated residual 80 (3 CTAs of 256 threads). Their warp-per-row kernels are uncapped (the

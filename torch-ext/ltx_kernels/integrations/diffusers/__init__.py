@@ -72,20 +72,20 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
     attention: None (diffusers' attention dispatcher, SDPA by default), "bf16"
     (`ltx_kernels.attention` in the model's dtype: the sm_90 kernel on H100/H200) or "fp8"
     (`quantize_attention_fp8` + the FP8 kernel; ~1e-2 relative error per attention call).
-    Measured on the H200 (LTX-Video, 8 steps, under torch.compile; benchmarks/results/h200/
-    e2e_ltx_video.json): "bf16" is a small gain over SDPA (45.4 against 46.0 ms/step); "fp8" ran
-    46.4, i.e. SDPA: at 2688 tokens its rule (_compile_policy.use_kernel_attention: >= 8192 keys,
-    since the quantization pass costs more than the kernel saves below that) leaves every call to
-    the dispatcher. Considered for the self- and cross-attention of every LTX attention module whose mask is per key
-    (padding of the prompt); others keep the dispatcher. Under diffusers' context parallelism in
+    End to end (LTX-Video under torch.compile, benchmarks/results/h200/e2e_ltx_video.json) "bf16"
+    is a small gain over SDPA; "fp8" is SDPA there: at 2688 tokens its rule
+    (_compile_policy.use_kernel_attention: >= 8192 keys, since the quantization pass costs more
+    than the kernel saves below that) leaves every call to the dispatcher. Considered for the
+    self- and cross-attention of every LTX attention module whose mask is per key (padding of the
+    prompt); others keep the dispatcher. Under diffusers' context parallelism in
     its Ulysses form (`enable_parallelism(config=ContextParallelConfig(ulysses_degree=N))`, before
     or after optimize()) the processors run Ulysses with our all-to-all around the kernel; ring
     attention stays with diffusers (docs/integrations.md, "Context parallelism").
 
     fuse_gemm_epilogues: apply the feed-forward's tanh-GELU (and, with FP8 linears, the down
     projection's input quantization) in the up projection's GEMM epilogue (our sm_90a GEMM). Off by
-    default: on the H200 that GEMM is still slower than cuBLAS / the CUTLASS FP8 kernel followed by
-    the separate activation."""
+    default: at LTX-Video's feed-forward shape that GEMM is slower than the plain GEMM followed by
+    the separate activation (the fp8_gemm+gelu rows of benchmarks/results/h200/gemm.json)."""
     if quantization in ("none", ""):
         quantization = None
     if attention in ("none", ""):

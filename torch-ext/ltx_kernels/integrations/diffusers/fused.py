@@ -93,9 +93,10 @@ def _bf16_gemm_ok(x: torch.Tensor, lin) -> bool:
 def ff_configure(ff, fuse_epilogue: bool = False) -> None:
     """With `fuse_epilogue`, the up projection's GEMM applies the tanh-GELU: an FP8BlockwiseLinear
     gets epilogue "gelu_tanh" (and, when the down projection is FP8 too, emits the FP8 (q, scales)
-    the down GEMM reads), a bf16 nn.Linear runs through bf16_gemm on sm_90. Off by default: on the
-    H200 our fused-epilogue GEMM is still slower than cuBLAS / the CUTLASS FP8 kernel followed by
-    the separate activation (benchmarks/results), so optimize() keeps the separate passes."""
+    the down GEMM reads), a bf16 nn.Linear runs through bf16_gemm on sm_90. Off by default: at
+    LTX-Video's feed-forward shape our fused-epilogue GEMM is slower than the plain GEMM followed
+    by the separate activation (the fp8_gemm+gelu rows of benchmarks/results/h200/gemm.json), so
+    optimize() keeps the separate passes."""
     ff._ltx_kernels_gemm_epilogue = bool(fuse_epilogue)
     proj = ff.net[0].proj
     if _is_plain_fp8_linear(proj):
@@ -172,10 +173,10 @@ def gated_linear_ok(lin, x, residual: torch.Tensor, gate: torch.Tensor) -> bool:
     """Whether `lin(x, residual=residual, gate=gate)` computes residual + gate * lin(x) in the FP8
     GEMM's epilogue: a plain FP8BlockwiseLinear without hooks, residual of the layer's output
     dtype and shape, gate of that dtype, per sample ([B, 1.., N]) or per token (residual's shape).
-    Measured on the H200 against the GEMM followed by an eager torch.addcmul: 1.19x at
-    5376 x 2048 x 2048 and 1.10x at 5376 x 2048 x 8192 (LTX-Video's attention output and
-    feed-forward down projections), 1.02-1.20x at LTX-2's (benchmarks/results/h200/gemm.json);
-    used under torch.compile too (_compile_policy: measured faster end to end)."""
+    Faster than the GEMM followed by an eager torch.addcmul at LTX-Video's and LTX-2's attention
+    output and feed-forward down projections (the fp8_gemm+gated rows of
+    benchmarks/results/h200/gemm.json); used under torch.compile too (_compile_policy: faster end
+    to end)."""
     if not _is_plain_fp8_linear(lin) or lin.epilogue != "none" or lin.fp8_output or not no_hooks(lin):
         return False
     if not isinstance(residual, torch.Tensor) or not isinstance(gate, torch.Tensor) or residual.dim() < 2:
@@ -213,9 +214,8 @@ def is_inert_dropout(module) -> bool:
 def _fp8_down(rest, h: torch.Tensor) -> bool:
     """Whether what follows the GELU (`rest`: ff.net after it, inert dropouts left out) is one FP8
     linear without hooks that takes (q, scales), and this build's gelu_tanh can write them for h. In eager mode our
-    GELU with FP8 output replaces the GELU pass and the down projection's quantizer pass; at
-    [12288, 8192] bf16 it measured 118 us, where the two passes take ~190 us (the gelu_tanh and
-    quantizer rows of benchmarks/results/h200/results.md, scaled by element count)."""
+    GELU with FP8 output replaces the GELU pass and the down projection's quantizer pass, and is
+    faster than the two (the gelu_tanh -> fp8 row of benchmarks/results/h200/fused_fp8.json)."""
     if len(rest) != 1 or not is_fp8_linear(rest[0]):
         return False
     # no hook of any kind: a hook would see the tuple where it expects a tensor

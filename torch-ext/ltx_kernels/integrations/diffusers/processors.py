@@ -120,7 +120,7 @@ class _FusedAttnBase:
     def _attend(self, query, key, value, attention_mask, key_mask=None):
         """The one place that picks the attention function: q, k, v [B, S, heads, d] ->
         [B, S, heads, d]. ltx_kernels.attention when optimize() asked for it and it applies
-        (a per-key mask; where it measured faster than SDPA, `_compile_policy.use_kernel_attention`:
+        (a per-key mask; where it is faster than SDPA, `_compile_policy.use_kernel_attention`:
         unmasked attention over many keys; under diffusers' context parallelism only in its
         Ulysses form, with our all-to-all, whatever the key count, since diffusers' Ulysses
         attention fails on a prompt mask: `_ulysses`); otherwise diffusers' dispatcher when the replaced processor's
