@@ -79,7 +79,7 @@ LTX_OP(void, quantize_nvfp4, at::Tensor& packed, at::Tensor& block_scales, const
 LTX_OP(void, dequantize_nvfp4, at::Tensor& out, const at::Tensor& packed, const at::Tensor& block_scales,
        const at::Tensor& per_tensor_scale, bool hi_first);
 
-// fused_fp8 family (csrc/torch/fused_fp8.cpp): ops with FP8 E4M3 per-token-group output
+// fused_fp8 family (csrc/torch/fused_fp8.cpp, fused_fp8_activation.cpp): FP8 E4M3 per-token-group output
 LTX_OP(void, rms_norm_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
        const std::optional<at::Tensor>& weight, double eps, int64_t group_size);
 LTX_OP(void, adaln_rms_norm_fp8, at::Tensor& q, at::Tensor& scales, const at::Tensor& x, const at::Tensor& scale,

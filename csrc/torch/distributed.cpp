@@ -1,14 +1,17 @@
 // Torch adapter for the distributed family: sequence-parallel pack/unpack around an all_to_all
-// or all_gather (one SpHeadsParams / SpTokensParams for the CPU backend or the CUDA core), and
-// the CUDA IPC transport (distributed/sp_ipc.h: the registry and the exchanges live in the core;
-// here, checks and the tensors' layouts). Every copy moves bytes: any dtype of 1, 2, 4 or 8
-// bytes, byte-exact.
+// or all_gather (checks, then one SpHeadsParams / SpTokensParams from distributed/sp_layout.h for
+// the CPU backend or the CUDA core), and the CUDA IPC transport (the registry of
+// distributed/sp_ipc.h; per exchange, the tensors' checks, then one SpIpcParams from the plan of
+// distributed/sp_ipc_plan.h). Every copy moves bytes: any dtype of 1, 2, 4 or 8 bytes, byte-exact.
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "common.h"
+#include "checks.h"
 #include "ltx_kernels/cpu/ops.h"
+#include "ltx_kernels/distributed/sp_layout.h"
+#include "run.h"
+#include "tensor_rows.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
@@ -33,99 +36,61 @@ void check_disjoint(const at::Tensor& out, const at::Tensor& in, const char* op,
   LTX_CHECK(!bytes_overlap(out, in), op, "out must not overlap ", name);
 }
 
-// A [B, T, H, D] tensor whose last dimension is contiguous: the tensor itself, else a copy.
-at::Tensor last_contig(const at::Tensor& t) {
-  return (t.size(-1) <= 1 || t.stride(-1) == 1) ? t : t.contiguous();
-}
-
 void check_4d(const at::Tensor& t, const char* op, const char* name, const char* what) {
-  LTX_CHECK(t.dim() == 4, op, name, " must be 4-D ", what, " (got shape ", shape_str(t.sizes()),
-            ")");
+  LTX_CHECK(t.dim() == 4, op, name, " must be 4-D ", what, " (got shape ", shape_str(t.sizes()), ")");
 }
 
 void check_out_4d(const at::Tensor& out, const char* op) {
-  LTX_CHECK(out.size(3) <= 1 || out.stride(3) == 1, op,
-            "out must have stride 1 in its last dimension (got strides ",
+  LTX_CHECK(out.size(3) <= 1 || out.stride(3) == 1, op, "out must have stride 1 in its last dimension (got strides ",
             shape_str(out.strides()), ")");
 }
 
-void check_world(int64_t world, const char* op) {
-  LTX_CHECK(world >= 1 && world <= kSpMaxWorld, op, "world must be in [1, ", kSpMaxWorld,
-            "] (got ", world, ")");
+// t [B, T, H, D] (a 4-D, byte-typed tensor named `name`) split in `world` head groups.
+void check_heads_split(const at::Tensor& t, int64_t world, const char* op, const char* name) {
+  LTX_CHECK(world >= 1 && world <= kSpMaxWorld, op, "world must be in [1, ", kSpMaxWorld, "] (got ", world, ")");
+  LTX_CHECK(t.size(2) % world == 0, op, "heads H = ", name, ".shape[2] must be divisible by world (got H = ",
+            t.size(2), ", world = ", world, ")");
 }
 
-// Per-rank token counts -> prefix sums; checks them.
-std::vector<int64_t> prefix_of(c10::IntArrayRef tokens, const char* op) {
+// Per-rank token counts -> prefix sums, checked, with t [B, sum(tokens), ...] (named `name`).
+std::vector<int64_t> prefix_of(const at::Tensor& t, c10::IntArrayRef tokens, const char* op, const char* name) {
   LTX_CHECK(tokens.size() >= 1 && int64_t(tokens.size()) <= kSpMaxWorld, op,
-            "tokens must list one count per rank, 1 to ", kSpMaxWorld, " ranks (got ",
-            tokens.size(), ")");
+            "tokens must list one count per rank, 1 to ", kSpMaxWorld, " ranks (got ", tokens.size(), ")");
   std::vector<int64_t> p(tokens.size() + 1, 0);
-  for (size_t s = 0; s < tokens.size(); ++s) {
-    LTX_CHECK(tokens[s] >= 0, op, "token counts must be >= 0 (got ", shape_str(tokens), ")");
-    p[s + 1] = p[s] + tokens[s];
-  }
+  LTX_CHECK(sp_prefix(tokens.data(), int64_t(tokens.size()), p.data()), op, "token counts must be >= 0 (got ",
+            shape_str(tokens), ")");
+  LTX_CHECK(t.size(1) == p.back(), op, name, ".shape[1] must be sum(tokens) = ", p.back(), " (got ", t.size(1), ")");
   return p;
 }
 
-void check_buffer(const at::Tensor& buf, const at::Tensor& ref, int64_t numel, const char* op,
-                  const char* name) {
+void check_buffer(const at::Tensor& buf, const at::Tensor& ref, int64_t numel, const char* op, const char* name) {
   check_same_device(buf, ref, op, name, "x");
   check_same_dtype(buf, ref, op, name, "x");
-  LTX_CHECK(buf.is_contiguous(), op, name, " must be contiguous (got strides ",
-            shape_str(buf.strides()), ")");
-  LTX_CHECK(buf.numel() == numel, op, name, " must have ", numel, " elements (got shape ",
-            shape_str(buf.sizes()), ")");
+  LTX_CHECK(buf.is_contiguous(), op, name, " must be contiguous (got strides ", shape_str(buf.strides()), ")");
+  LTX_CHECK(buf.numel() == numel, op, name, " must have ", numel, " elements (got shape ", shape_str(buf.sizes()),
+            ")");
 }
 
 char* bytes(const at::Tensor& t) { return static_cast<char*>(const_cast<void*>(t.data_ptr())); }
 
-SpHeadsLayout heads_layout(const at::Tensor& x, int64_t world) {
-  SpHeadsLayout l{};
-  const int64_t es = x.element_size();
-  l.B = x.size(0), l.T = x.size(1), l.H = x.size(2), l.D = x.size(3), l.W = world;
-  l.sb = x.stride(0) * es, l.st = x.stride(1) * es, l.sh = x.stride(2) * es;
-  l.buf_T = l.T, l.t0 = 0;
-  return l;
-}
+// A [B, T, H, D] tensor whose last dimension is contiguous: the tensor itself, else a copy.
+at::Tensor last_contig(const at::Tensor& t) { return (t.size(-1) <= 1 || t.stride(-1) == 1) ? t : t.contiguous(); }
 
-SpTokensLayout tokens_layout(const at::Tensor& y, const std::vector<int64_t>& prefix) {
-  SpTokensLayout l{};
-  const int64_t es = y.element_size();
-  l.B = y.size(0), l.T = y.size(1), l.Hl = y.size(2), l.D = y.size(3);
-  l.W = int64_t(prefix.size()) - 1;
-  l.sb = y.stride(0) * es, l.st = y.stride(1) * es, l.sh = y.stride(2) * es;
-  l.seg_hs = l.Hl;
-  for (size_t i = 0; i < prefix.size(); ++i) l.prefix[i] = prefix[i];
-  return l;
-}
-
-// The all_to_all receive buffer `buf` = concat_s [B, tokens[s], Hl, D] as the layout's segments.
-void packed_segments(SpTokensLayout& l, char* buf, const std::vector<int64_t>& prefix, int64_t elem_size) {
-  const int64_t tok_bytes = l.Hl * l.D * elem_size;
-  for (int64_t s = 0; s < l.W; ++s) {
-    l.seg[s] = buf + l.B * prefix[s] * tok_bytes;
-    l.seg_T[s] = prefix[s + 1] - prefix[s];
-  }
+// A 4-D tensor with a contiguous last dimension as sp_layout.h's array.
+SpArray array_of(const at::Tensor& t) {
+  return SpArray{bytes(t), int64_t(t.element_size()), {t.size(0), t.size(1), t.size(2), t.size(3)},
+                 {t.stride(0), t.stride(1), t.stride(2), t.stride(3)}};
 }
 
 Prepared<SpHeadsParams> make_sp_pack_heads_params(at::Tensor& out, const at::Tensor& x, int64_t world) {
   constexpr const char* op = "sp_pack_heads";
   check_4d(x, op, "x", "[B, T, H, D]");
   check_bytes_dtype(x, op, "x");
-  check_world(world, op);
-  LTX_CHECK(x.size(2) % world == 0, op, "heads H = x.shape[2] must be divisible by world (got H = ",
-            x.size(2), ", world = ", world, ")");
+  check_heads_split(x, world, op, "x");
   check_buffer(out, x, x.numel(), op, "out");
   check_disjoint(out, x, op, "x");
   Prepared<SpHeadsParams> pr;
-  if (x.numel() == 0) return pr;
-  const at::Tensor& xc = pr.keep(last_contig(x));
-  SpHeadsParams& p = pr.emplace();
-  p.layout = heads_layout(xc, world);
-  p.x = bytes(xc);
-  p.elem_size = x.element_size();
-  const int64_t group_bytes = p.layout.B * p.layout.T * (p.layout.H / world) * p.layout.D * p.elem_size;
-  for (int64_t w = 0; w < world; ++w) p.layout.group[w] = bytes(out) + w * group_bytes;
+  if (x.numel() > 0) pr.emplace() = sp_heads_params(array_of(pr.keep(last_contig(x))), bytes(out), world);
   return pr;
 }
 
@@ -134,19 +99,12 @@ Prepared<SpTokensParams> make_sp_unpack_heads_params(at::Tensor& out, const at::
   constexpr const char* op = "sp_unpack_heads";
   check_4d(out, op, "out", "[B, T_total, H / world, D]");
   check_bytes_dtype(out, op, "out");
-  const std::vector<int64_t> prefix = prefix_of(tokens, op);
-  LTX_CHECK(out.size(1) == prefix.back(), op, "out.shape[1] must be sum(tokens) = ", prefix.back(),
-            " (got ", out.size(1), ")");
+  const std::vector<int64_t> prefix = prefix_of(out, tokens, op, "out");
   check_out_4d(out, op);
   check_buffer(recv, out, out.numel(), op, "recv");
   check_disjoint(out, recv, op, "recv");
   Prepared<SpTokensParams> pr;
-  if (out.numel() == 0) return pr;
-  SpTokensParams& p = pr.emplace();
-  p.layout = tokens_layout(out, prefix);
-  p.y = bytes(out);
-  p.elem_size = out.element_size();
-  packed_segments(p.layout, bytes(pr.keep(recv)), prefix, p.elem_size);
+  if (out.numel() > 0) pr.emplace() = sp_tokens_params(array_of(out), bytes(recv), prefix.data(), tokens.size());
   return pr;
 }
 
@@ -154,19 +112,12 @@ Prepared<SpTokensParams> make_sp_pack_tokens_params(at::Tensor& out, const at::T
   constexpr const char* op = "sp_pack_tokens";
   check_4d(y, op, "y", "[B, T_total, H / world, D]");
   check_bytes_dtype(y, op, "y");
-  const std::vector<int64_t> prefix = prefix_of(tokens, op);
-  LTX_CHECK(y.size(1) == prefix.back(), op, "y.shape[1] must be sum(tokens) = ", prefix.back(),
-            " (got ", y.size(1), ")");
+  const std::vector<int64_t> prefix = prefix_of(y, tokens, op, "y");
   check_buffer(out, y, y.numel(), op, "out");
   check_disjoint(out, y, op, "y");
   Prepared<SpTokensParams> pr;
-  if (y.numel() == 0) return pr;
-  const at::Tensor& yc = pr.keep(last_contig(y));
-  SpTokensParams& p = pr.emplace();
-  p.layout = tokens_layout(yc, prefix);
-  p.y = bytes(yc);
-  p.elem_size = y.element_size();
-  packed_segments(p.layout, bytes(out), prefix, p.elem_size);
+  if (y.numel() > 0) pr.emplace() = sp_tokens_params(array_of(pr.keep(last_contig(y))), bytes(out), prefix.data(),
+                                                     tokens.size());
   return pr;
 }
 
@@ -174,65 +125,31 @@ Prepared<SpHeadsParams> make_sp_unpack_tokens_params(at::Tensor& out, const at::
   constexpr const char* op = "sp_unpack_tokens";
   check_4d(out, op, "out", "[B, T, H, D]");
   check_bytes_dtype(out, op, "out");
-  check_world(world, op);
-  LTX_CHECK(out.size(2) % world == 0, op,
-            "heads H = out.shape[2] must be divisible by world (got H = ", out.size(2),
-            ", world = ", world, ")");
+  check_heads_split(out, world, op, "out");
   check_out_4d(out, op);
   check_buffer(recv, out, out.numel(), op, "recv");
   check_disjoint(out, recv, op, "recv");
   Prepared<SpHeadsParams> pr;
-  if (out.numel() == 0) return pr;
-  SpHeadsParams& p = pr.emplace();
-  p.layout = heads_layout(out, world);
-  p.x = bytes(out);
-  p.elem_size = out.element_size();
-  const int64_t group_bytes = p.layout.B * p.layout.T * (p.layout.H / world) * p.layout.D * p.elem_size;
-  for (int64_t w = 0; w < world; ++w) p.layout.group[w] = bytes(pr.keep(recv)) + w * group_bytes;
+  if (out.numel() > 0) pr.emplace() = sp_heads_params(array_of(out), bytes(recv), world);
   return pr;
 }
 
 Prepared<SpTokensParams> make_sp_unpack_gather_params(at::Tensor& out, const at::Tensor& recv,
                                                       c10::IntArrayRef tokens) {
   constexpr const char* op = "sp_unpack_gather";
-  LTX_CHECK(out.dim() >= 2, op, "out must be [B, T_total, ...] (got shape ", shape_str(out.sizes()),
-            ")");
+  LTX_CHECK(out.dim() >= 2, op, "out must be [B, T_total, ...] (got shape ", shape_str(out.sizes()), ")");
   check_bytes_dtype(out, op, "out");
-  const std::vector<int64_t> prefix = prefix_of(tokens, op);
-  const int64_t W = int64_t(tokens.size());
-  LTX_CHECK(out.size(1) == prefix.back(), op, "out.shape[1] must be sum(tokens) = ", prefix.back(),
-            " (got ", out.size(1), ")");
-  int64_t F = 1, expect = 1;
-  bool inner_contig = true;
-  for (int64_t d = out.dim() - 1; d >= 2; --d) {
-    if (out.size(d) != 1 && out.stride(d) != expect) inner_contig = false;
-    expect *= out.size(d);
-    F *= out.size(d);
-  }
-  LTX_CHECK(inner_contig, op, "out must be contiguous after its first two dimensions (got strides ",
-            shape_str(out.strides()), ")");
-  const int64_t Tmax = *std::max_element(tokens.begin(), tokens.end());
-  check_buffer(recv, out, W * out.size(0) * Tmax * F, op, "recv");
+  const std::vector<int64_t> prefix = prefix_of(out, tokens, op, "out");
+  SpArray o{};  // out as [B, T_total, 1, F]
+  LTX_CHECK(sp_token_rows(out.dim(), out.sizes().data(), out.strides().data(), bytes(out), out.element_size(), &o),
+            op, "out must be contiguous after its first two dimensions (got strides ", shape_str(out.strides()), ")");
+  const int64_t W = int64_t(tokens.size()), Tmax = *std::max_element(tokens.begin(), tokens.end());
+  check_buffer(recv, out, W * out.size(0) * Tmax * o.size[3], op, "recv");
   check_disjoint(out, recv, op, "recv");
   Prepared<SpTokensParams> pr;
-  if (out.numel() == 0) return pr;
-  const at::Tensor& o4 = pr.keep(out.dim() == 2 ? out.unsqueeze(-1).unsqueeze(-1)
-                                                : out.flatten(2).unsqueeze(2));  // [B, T_total, 1, F] view
-  SpTokensParams& p = pr.emplace();
-  p.layout = tokens_layout(o4, prefix);
-  p.y = bytes(o4);
-  p.elem_size = out.element_size();
-  for (int64_t s = 0; s < W; ++s) {
-    p.layout.seg[s] = bytes(recv) + s * p.layout.B * Tmax * F * p.elem_size;
-    p.layout.seg_T[s] = Tmax;
-  }
+  if (out.numel() > 0) pr.emplace() = sp_gather_params(o, bytes(recv), prefix.data(), W, Tmax);
   return pr;
 }
-
-constexpr int64_t kHandleBytes = 64;  // sizeof(cudaIpcMemHandle_t)
-#ifdef LTX_KERNELS_WITH_CUDA
-static_assert(kHandleBytes == kSpIpcHandleBytes, "IPC handle size");
-#endif
 
 void check_handle_tensor(const at::Tensor& h, const char* op, const char* name) {
   LTX_CHECK(h.is_cpu() && h.scalar_type() == at::kByte && h.is_contiguous(), op, name,
@@ -240,57 +157,34 @@ void check_handle_tensor(const at::Tensor& h, const char* op, const char* name) 
 }
 
 #ifdef LTX_KERNELS_WITH_CUDA
-// What the three IPC exchanges share: the communicator, out / x / status checks, timeout.
-SpIpcParams ipc_params(const at::Tensor& out, const at::Tensor& status, const at::Tensor& x, int64_t id,
-                       c10::IntArrayRef tokens, double timeout_s, const char* op) {
+SpStrided strided(const at::Tensor& t) {
+  return SpStrided{bytes(t), int64_t(t.element_size()), t.dim(), t.sizes().data(), t.strides().data()};
+}
+
+using IpcPlan = std::string (*)(const SpStrided&, const SpStrided&, const int64_t*, int64_t, double, SpIpcParams*);
+
+// An IPC exchange: the communicator `id`, the checks of x, out and status that need the tensors,
+// then the exchange's plan (distributed/sp_ipc_plan.h: the rest of the checks, the layouts) on
+// `in` (x, or a copy the plan can read) and the exchange on x's device and current stream. A
+// rank that did not arrive raises on the host (distributed.py reads the status word), not here.
+void run_exchange(at::Tensor& out, const at::Tensor& status, const at::Tensor& x, const at::Tensor& in, int64_t id,
+                  c10::IntArrayRef tokens, double timeout_s, const char* op, IpcPlan plan,
+                  cudaError_t (*exchange)(const SpIpcParams&, cudaStream_t)) {
   SpIpcParams p{};
-  const std::string why = sp_ipc_find(id, &p.comm);
-  LTX_CHECK(why.empty(), op, why);
+  const std::string found = sp_ipc_find(id, &p.comm);
+  LTX_CHECK(found.empty(), op, found);
   LTX_CHECK(x.is_cuda() && x.device().index() == p.comm.device, op,
             "x must be on the communicator's device cuda:", p.comm.device, " (got ", x.device(), ")");
   check_same_device(out, x, op, "out", "x");
   check_same_dtype(out, x, op, "out", "x");
   check_bytes_dtype(x, op, "x");
   check_disjoint(out, x, op, "x");
-  LTX_CHECK(status.is_cuda() && status.device() == x.device() && status.scalar_type() == at::kInt &&
-                status.numel() >= 1,
-            op, "status must be an int32 tensor on x's device (got ", status.scalar_type(), " on ",
-            status.device(), ")");
-  LTX_CHECK(int64_t(tokens.size()) == p.comm.world, op, "tokens must list one count per rank (",
-            p.comm.world, ") (got ", tokens.size(), ")");
-  LTX_CHECK(timeout_s > 0, op, "timeout must be > 0 s (got ", timeout_s, ")");
-  const std::vector<int64_t> prefix = prefix_of(tokens, op);
-  std::copy(prefix.begin(), prefix.end(), p.prefix);
+  const bool status_ok = status.is_cuda() && status.device() == x.device() && status.scalar_type() == at::kInt;
+  LTX_CHECK(status_ok && status.numel() >= 1, op, "status must be an int32 tensor on x's device (got ",
+            status.scalar_type(), " on ", status.device(), ")");
   p.status = status.data_ptr<int>();
-  p.timeout_ns = uint64_t(timeout_s * 1e9);
-  p.elem_size = x.element_size();
-  return p;
-}
-
-// out: 4-D of shape `want` (what: the layout's name), last dimension contiguous.
-void check_out_shape(const at::Tensor& out, const std::vector<int64_t>& want, const char* what, const char* op) {
-  check_4d(out, op, "out", what);
-  LTX_CHECK(out.sizes() == c10::IntArrayRef(want), op, "out must have shape ", shape_str(want), " (got ",
-            shape_str(out.sizes()), ")");
-  check_out_4d(out, op);
-}
-
-// The call's receive buffer must fit the communicator's.
-void check_buffer_bytes(int64_t need, const SpIpcParams& p, const char* op) {
-  LTX_CHECK(need <= p.comm.nbytes, op, "the call needs a receive buffer of ", need,
-            " bytes but the communicator holds ", p.comm.nbytes, " (raise max_tokens)");
-}
-
-// out as the exchange's final copy sees it: [B, T, R, D] with one segment.
-void set_out(SpIpcParams& p, const at::Tensor& out4) {
-  p.out = tokens_layout(out4, {0, out4.size(1)});
-  p.out_base = bytes(out4);
-}
-
-// The exchange on x's device and current stream; a rank that did not arrive raises on the host
-// (distributed.py reads the status word), not here.
-void run_exchange(const SpIpcParams& p, const at::Tensor& x, const char* op,
-                  cudaError_t (*exchange)(const SpIpcParams&, cudaStream_t)) {
+  const std::string why = plan(strided(in), strided(out), tokens.data(), int64_t(tokens.size()), timeout_s, &p);
+  LTX_CHECK(why.empty(), op, why);
   const CudaScope scope(x, op);
   check_cuda(exchange(p, scope.stream), op);
 }
@@ -335,11 +229,11 @@ void sp_unpack_gather_cuda(at::Tensor& out, const at::Tensor& recv, c10::IntArra
 #endif
 
 // ---- the CUDA IPC transport: host ops on CPU tensors (the 64-byte handles), in every build.
-int64_t sp_ipc_create_host(at::Tensor& handle, int64_t device, int64_t nbytes) {
+int64_t sp_ipc_create_host(at::Tensor& handle, [[maybe_unused]] int64_t device, int64_t nbytes) {
   constexpr const char* op = "sp_ipc_create";
   check_handle_tensor(handle, op, "handle");
-  LTX_CHECK(handle.numel() == kHandleBytes, op, "handle must have ", kHandleBytes, " bytes (got ", handle.numel(),
-            ")");
+  LTX_CHECK(handle.numel() == kSpIpcHandleBytes, op, "handle must have ", kSpIpcHandleBytes, " bytes (got ",
+            handle.numel(), ")");
   LTX_CHECK(nbytes >= 0, op, "nbytes must be >= 0 (got ", nbytes, ")");
 #ifdef LTX_KERNELS_WITH_CUDA
   int64_t id = 0;
@@ -347,18 +241,17 @@ int64_t sp_ipc_create_host(at::Tensor& handle, int64_t device, int64_t nbytes) {
   LTX_CHECK(why.empty(), op, why);
   return id;
 #else
-  (void)device;
   LTX_CHECK(false, op, kNoIpc);
   return 0;
 #endif
 }
 
-void sp_ipc_open_host(const at::Tensor& handles, int64_t id, int64_t rank) {
+void sp_ipc_open_host(const at::Tensor& handles, [[maybe_unused]] int64_t id, int64_t rank) {
   constexpr const char* op = "sp_ipc_open";
   check_handle_tensor(handles, op, "handles");
-  LTX_CHECK(handles.dim() == 2 && handles.size(1) == kHandleBytes && handles.size(0) >= 1 &&
+  LTX_CHECK(handles.dim() == 2 && handles.size(1) == kSpIpcHandleBytes && handles.size(0) >= 1 &&
                 handles.size(0) <= kSpMaxWorld,
-            op, "handles must be [world, ", kHandleBytes, "] uint8 with world in [1, ", kSpMaxWorld,
+            op, "handles must be [world, ", kSpIpcHandleBytes, "] uint8 with world in [1, ", kSpMaxWorld,
             "] (got shape ", shape_str(handles.sizes()), ")");
   const int64_t world = handles.size(0);
   LTX_CHECK(rank >= 0 && rank < world, op, "rank must be in [0, ", world, ") (got ", rank, ")");
@@ -366,17 +259,14 @@ void sp_ipc_open_host(const at::Tensor& handles, int64_t id, int64_t rank) {
   const std::string why = sp_ipc_open(id, handles.data_ptr<uint8_t>(), int(world), int(rank));
   LTX_CHECK(why.empty(), op, why);
 #else
-  (void)id;
   LTX_CHECK(false, op, kNoIpc);
 #endif
 }
 
-void sp_ipc_close_host(const at::Tensor& handle, int64_t id) {
+void sp_ipc_close_host(const at::Tensor& handle, [[maybe_unused]] int64_t id) {
   check_handle_tensor(handle, "sp_ipc_close", "handle");
 #ifdef LTX_KERNELS_WITH_CUDA
   sp_ipc_close(id);
-#else
-  (void)id;
 #endif
 }
 
@@ -385,60 +275,23 @@ void sp_ipc_send_recv_heads_cuda(at::Tensor& out, at::Tensor& status, const at::
                                  c10::IntArrayRef tokens, double timeout_s) {
   constexpr const char* op = "send_recv_heads";
   check_4d(x, op, "x", "[B, T, H, D]");
-  SpIpcParams p = ipc_params(out, status, x, id, tokens, timeout_s, op);
-  const int64_t W = p.comm.world, r = p.comm.rank;
-  const int64_t B = x.size(0), T = x.size(1), H = x.size(2), D = x.size(3);
-  LTX_CHECK(H % W == 0, op, "heads H = x.shape[2] must be divisible by world (got H = ", H,
-            ", world = ", W, ")");
-  LTX_CHECK(T == tokens[r], op, "x.shape[1] must be this rank's token count ", tokens[r], " (got ", T, ")");
-  const int64_t Hl = H / W, Tt = p.prefix[W];
-  check_out_shape(out, {B, Tt, Hl, D}, "[B, T_total, H / world, D]", op);
-  check_buffer_bytes(B * Tt * Hl * D * x.element_size(), p, op);
-  const at::Tensor xc = last_contig(x);
-  p.in_heads = heads_layout(xc, W);
-  p.in = bytes(xc);
-  set_out(p, out);
-  run_exchange(p, x, op, ltx_kernels::sp_ipc_send_recv_heads);
+  run_exchange(out, status, x, last_contig(x), id, tokens, timeout_s, op, sp_ipc_plan_send_recv_heads,
+               ltx_kernels::sp_ipc_send_recv_heads);
 }
 
 void sp_ipc_gather_heads_cuda(at::Tensor& out, at::Tensor& status, const at::Tensor& y, int64_t id,
                               c10::IntArrayRef tokens, double timeout_s) {
   constexpr const char* op = "gather_heads";
   check_4d(y, op, "y", "[B, T_total, H / world, D]");
-  SpIpcParams p = ipc_params(out, status, y, id, tokens, timeout_s, op);
-  const int64_t W = p.comm.world, r = p.comm.rank;
-  const std::vector<int64_t> prefix(p.prefix, p.prefix + W + 1);
-  const int64_t B = y.size(0), Tt = y.size(1), Hl = y.size(2), D = y.size(3), H = Hl * W;
-  LTX_CHECK(Tt == prefix.back(), op, "y.shape[1] must be sum(tokens) = ", prefix.back(), " (got ", Tt, ")");
-  check_out_shape(out, {B, tokens[r], H, D}, "[B, T, H, D]", op);
-  const int64_t Tmax = *std::max_element(tokens.begin(), tokens.end());
-  check_buffer_bytes(B * Tmax * H * D * y.element_size(), p, op);
-  const at::Tensor yc = last_contig(y);
-  p.in_tokens = tokens_layout(yc, prefix);
-  p.in = bytes(yc);
-  set_out(p, out);
-  run_exchange(p, y, op, ltx_kernels::sp_ipc_gather_heads);
+  run_exchange(out, status, y, last_contig(y), id, tokens, timeout_s, op, sp_ipc_plan_gather_heads,
+               ltx_kernels::sp_ipc_gather_heads);
 }
 
 void sp_ipc_all_gather_cuda(at::Tensor& out, at::Tensor& status, const at::Tensor& x, int64_t id,
                             c10::IntArrayRef tokens, double timeout_s) {
   constexpr const char* op = "all_gather";
   LTX_CHECK(x.dim() >= 2, op, "x must be [B, T, ...] (got shape ", shape_str(x.sizes()), ")");
-  SpIpcParams p = ipc_params(out, status, x, id, tokens, timeout_s, op);
-  const int64_t W = p.comm.world, r = p.comm.rank;
-  const int64_t B = x.size(0), T = x.size(1), Tt = p.prefix[W];
-  LTX_CHECK(T == tokens[r], op, "x.shape[1] must be this rank's token count ", tokens[r], " (got ", T, ")");
-  std::vector<int64_t> want(x.sizes().begin(), x.sizes().end());
-  want[1] = Tt;
-  LTX_CHECK(out.sizes() == c10::IntArrayRef(want), op, "out must have shape ", shape_str(want),
-            " (got ", shape_str(out.sizes()), ")");
-  LTX_CHECK(out.is_contiguous(), op, "out must be contiguous (got strides ", shape_str(out.strides()), ")");
-  const int64_t F = B == 0 || T == 0 ? 0 : x.numel() / (B * T);
-  check_buffer_bytes(out.numel() * x.element_size(), p, op);
-  const at::Tensor x4 = x.contiguous().view({B, T, 1, F});
-  p.in_tokens = tokens_layout(x4, {0, T});
-  p.in = bytes(x4);
-  set_out(p, out.view({B, Tt, 1, out.numel() / std::max<int64_t>(B * Tt, 1)}));
-  run_exchange(p, x, op, ltx_kernels::sp_ipc_all_gather);
+  run_exchange(out, status, x, x.contiguous(), id, tokens, timeout_s, op, sp_ipc_plan_all_gather,
+               ltx_kernels::sp_ipc_all_gather);
 }
 #endif

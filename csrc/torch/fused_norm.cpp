@@ -2,6 +2,7 @@
 // modulation tables, then one FusedNormParams (norm/fused_norm_params.h) for the CPU backend
 // (cpu/ops.h) or the CUDA core (cuda/ops.h).
 #include "common.h"
+#include "norm_shape.h"
 #include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 

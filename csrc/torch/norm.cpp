@@ -1,6 +1,7 @@
 // Torch adapter for the norm family (rms_norm): checks, then one RmsNormParams for the CPU
 // backend (cpu/ops.h) or the CUDA core (cuda/ops.h).
 #include "common.h"
+#include "norm_shape.h"
 #include "ltx_kernels/cpu/ops.h"
 #include "torch_binding.h"
 

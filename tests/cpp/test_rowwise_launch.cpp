@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 
 #include "ltx_kernels/common/rowwise_launch.h"
 
@@ -155,6 +156,34 @@ TEST(NormShape, Limits) {
   smp.residual = true;
   EXPECT_EQ(norm_shape(512, int64_t(100) << 20, smp, true).kind, NormShape::kLoop);
   EXPECT_EQ(norm_shape(512, int64_t(16) << 20, smp, true).nv, 1);
+}
+
+// The developer setting's grammar: every valid name gives its shape, everything else is refused.
+TEST(NormShape, ParsesTheSettingsGrammar) {
+  NormShape s;
+  for (const char* v : {"", "auto"}) {
+    s.kind = NormShape::kLoop;
+    ASSERT_TRUE(parse_norm_shape(v, &s)) << v;
+    EXPECT_EQ(s.kind, NormShape::kAuto) << v;
+  }
+  ASSERT_TRUE(parse_norm_shape("loop", &s));
+  EXPECT_EQ(s.kind, NormShape::kLoop);
+  EXPECT_FALSE(s.preload);
+  for (int nv : {1, 2, 4, 8, 16}) {
+    for (char k : {'w', 'b'}) {
+      for (bool p : {false, true}) {
+        const std::string v = k + std::to_string(nv) + (p ? "p" : "");
+        ASSERT_TRUE(parse_norm_shape(v.c_str(), &s)) << v;
+        EXPECT_EQ(s.kind, k == 'w' ? NormShape::kWarp : NormShape::kBlock) << v;
+        EXPECT_EQ(s.nv, nv) << v;
+        EXPECT_EQ(s.preload, p) << v;
+      }
+    }
+  }
+  for (const char* bad : {"x4", "w3", "b", "w", "wp", "w4q", "b32", "w0", "w04", "w+4", "w 4", "w-4", "w4pp",
+                          "loopp", "Auto", "p", "w99999999999", "b160"}) {
+    EXPECT_FALSE(parse_norm_shape(bad, &s)) << bad;
+  }
 }
 
 // Threads x accesses hold the row; CTAs of whole warps within the kernels' limits.

@@ -29,4 +29,25 @@ inline ModTable<T> typed(const AnyModTable& t) {
   return ModTable<T>{static_cast<const T*>(t.data), t.stride, t.rows_per_entry};
 }
 
+// How a table of `t_nd` dimensions serves x [B, ..., C] (x_nd >= 2 dimensions): per sample
+// ([B, C], or [B, 1, .., 1, C] with x's number of dimensions), per token (x's shape), or not
+// (kNone). The adapters' rule; sizes as the arrays have them.
+enum class ModTableKind { kNone, kPerSample, kPerToken };
+inline ModTableKind mod_table_kind(int64_t t_nd, const int64_t* t_size, int64_t x_nd, const int64_t* x_size) {
+  bool same = t_nd == x_nd;
+  for (int64_t d = 0; same && d < t_nd; ++d) same = t_size[d] == x_size[d];
+  if (same) return ModTableKind::kPerToken;
+  bool per_sample = t_nd >= 2 && t_size[0] == x_size[0] && t_size[t_nd - 1] == x_size[x_nd - 1] &&
+                    (t_nd == 2 || t_nd == x_nd);
+  for (int64_t d = 1; per_sample && d + 1 < t_nd; ++d) per_sample = t_size[d] == 1;
+  return per_sample ? ModTableKind::kPerSample : ModTableKind::kNone;
+}
+
+// The table of `kind` at `data` (`t_rows` rows `t_stride` elements apart) for x of `x_rows` rows
+// in `batch` samples.
+inline AnyModTable mod_table(const void* data, int64_t t_rows, int64_t t_stride, ModTableKind kind, int64_t x_rows,
+                             int64_t batch) {
+  return AnyModTable{data, t_rows <= 1 ? 0 : t_stride, kind == ModTableKind::kPerToken ? 1 : x_rows / batch};
+}
+
 }  // namespace ltx_kernels

@@ -113,6 +113,39 @@ inline bool norm_shape_runs(const NormShape& s, int64_t nvec, bool vec16) {
   }
 }
 
+// A launch shape as the developer setting LTX_KERNELS_NORM_SHAPE names it (common/dev_config.h):
+// "" or "auto" (the heuristic's), "loop", or "w" (a warp per row) / "b" (a CTA per row) followed
+// by nv = 1, 2, 4, 8 or 16 and optionally "p" (preload). False for anything else. Whether the
+// shape runs a given row is norm_shape_runs' (the core refuses a shape that cannot).
+inline bool parse_norm_shape(const char* v, NormShape* out) {
+  NormShape s;
+  int n = 0;
+  while (v[n] != '\0') ++n;
+  if (n == 0 || (n == 4 && v[0] == 'a' && v[1] == 'u' && v[2] == 't' && v[3] == 'o')) {
+    *out = s;
+    return true;
+  }
+  if (n == 4 && v[0] == 'l' && v[1] == 'o' && v[2] == 'o' && v[3] == 'p') {
+    s.kind = NormShape::kLoop;
+    *out = s;
+    return true;
+  }
+  if (n < 2 || (v[0] != 'w' && v[0] != 'b')) return false;
+  s.kind = v[0] == 'w' ? NormShape::kWarp : NormShape::kBlock;
+  s.preload = v[n - 1] == 'p';
+  const int digits_end = s.preload ? n - 1 : n;
+  int nv = 0;
+  for (int i = 1; i < digits_end; ++i) {
+    if (v[i] < '0' || v[i] > '9' || nv > kNormMaxNv) return false;
+    nv = nv * 10 + (v[i] - '0');
+  }
+  if (digits_end == 1 || (digits_end > 2 && v[1] == '0')) return false;  // no digits, a leading zero
+  if (nv != 1 && nv != 2 && nv != 4 && nv != 8 && nv != 16) return false;
+  s.nv = nv;
+  *out = s;
+  return true;
+}
+
 // What the launch-shape rule needs to know of a row-norm op.
 struct NormOpKind {
   bool layer_norm = false;   // mean-subtracting statistic (two reductions)

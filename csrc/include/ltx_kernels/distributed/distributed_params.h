@@ -1,6 +1,7 @@
 // Parameters of the distributed family: the sequence-parallel (Ulysses) data movement around an
-// all_to_all / all_gather, built once by the torch adapter and taken by both backends
-// (cpu/distributed.h, distributed/distributed.h); the IPC transport's in distributed/sp_ipc.h.
+// all_to_all / all_gather, built once per call (distributed/sp_layout.h, from the shapes the torch
+// adapter checked) and taken by both backends (cpu/distributed.h, distributed/distributed.h); the
+// IPC transport's in distributed/sp_ipc_plan.h.
 // No CUDA, no torch. Semantics in full: docs/semantics.md, section "Sequence-parallel all-to-all".
 //
 // Everything copies BYTES: a row is D elements of `elem_size` bytes (1, 2, 4 or 8) moved as
@@ -27,6 +28,7 @@
 namespace ltx_kernels {
 
 constexpr int kSpMaxWorld = 64;  // ranks per communicator (the IPC transport uses <= 8)
+constexpr int64_t kSpIpcHandleBytes = 64;  // an IPC handle (sizeof(cudaIpcMemHandle_t), distributed/sp_ipc.h)
 
 struct SpHeadsLayout {
   int64_t B, T, H, D, W;    // X is [B, T, H, D]; Hl = H / W

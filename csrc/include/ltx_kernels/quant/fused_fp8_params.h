@@ -66,4 +66,26 @@ inline const char* split_rope_fp8_cuda_unsupported(int elem_size, int64_t head_d
              : nullptr;
 }
 
+// Whether rows at `data` (`rows` rows `stride` elements of `elem_size` bytes apart) are read or
+// written as whole 16-byte vectors: a 16-byte aligned base and, beyond one row, a row stride of
+// whole vectors. On CUDA the adapter copies inputs that are not, and refuses q and h_out.
+inline bool fp8_vector_rows(const void* data, int64_t rows, int64_t stride, int64_t elem_size) {
+  return reinterpret_cast<uintptr_t>(data) % 16 == 0 && (rows <= 1 || stride % (16 / elem_size) == 0);
+}
+
+// Whether cos/sin tables at `data` with strides `st` (elements of `elem_size` bytes) have 16-byte
+// aligned rows.
+inline bool fp8_vector_tables(const void* data, const RopeTableStrides& st, int64_t elem_size) {
+  const int64_t k = 16 / elem_size;
+  return reinterpret_cast<uintptr_t>(data) % 16 == 0 && st.b % k == 0 && st.h % k == 0 && st.s % k == 0;
+}
+
+// Columns of an <op>_fp8's output row (q's): the input row's, half of it for the gated
+// activations (x [..., 2d] -> [..., d]).
+template <class OpParams>
+inline int64_t fp8_out_cols(const Fp8OutParams<OpParams>& p) {
+  return p.op.x.layout.cols;
+}
+inline int64_t fp8_out_cols(const AndMulFp8Params& p) { return p.op.x.layout.cols / 2; }
+
 }  // namespace ltx_kernels
