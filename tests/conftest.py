@@ -379,3 +379,36 @@ def assert_bytes(a, b):
     if not torch.equal(ua, ub):
         bad = (ua != ub).nonzero()[:5].tolist()
         raise AssertionError(f"{int((ua != ub).sum())} bytes differ, first at {bad}")
+
+
+class DevSettings:
+    """The library's developer settings (docs/knobs.md) for one test, with monkeypatch's verbs:
+    setenv(name, value) / delenv(name); each is restored when the test ends. The library reads
+    the environment once, so a test sets them through ltx_kernels.set_developer_setting."""
+
+    def __init__(self):
+        self._saved = {}
+
+    def setenv(self, name, value):
+        import ltx_kernels as lk
+
+        if name not in self._saved:
+            self._saved[name] = lk.developer_setting(name)
+        lk.set_developer_setting(name, str(value))
+
+    def delenv(self, name, raising=True):
+        self.setenv(name, "")
+
+    def restore(self):
+        import ltx_kernels as lk
+
+        for name, value in self._saved.items():
+            lk.set_developer_setting(name, value)
+        self._saved.clear()
+
+
+@pytest.fixture
+def dev_settings():
+    s = DevSettings()
+    yield s
+    s.restore()

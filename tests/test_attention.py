@@ -378,64 +378,79 @@ def test_fp8_quantizer_follows_its_rule():
     assert sorted(KEY_ORDER) == list(range(32))
 
 
-# The sm_90 kernel's alternative tile configurations (LTX_KERNELS_ATTENTION_TILE, what
-# csrc/cuda/attention/attention_tiles_{bf16,e4m3}_sm90.cu build): each one forced on ragged shapes, with
-# kv_lengths, a key mask and grouped heads, with both warpgroup schedules.
-SM90_TILES = {("bf16", 64): [1, 2, 3, 4], ("bf16", 128): [1, 2, 3, 4, 5], ("fp8", 64): [1, 2, 3, 4, 5, 6, 7, 8],
-              ("fp8", 128): [1, 2, 3, 4, 5, 6, 7, 8, 9]}
+# The sm_90 kernel's FP8 configurations under study (LTX_KERNELS_ATTENTION_TILE 1..4 at either
+# head dim, csrc/cuda/attention/attention_tuning_sm90.cu), built only with -DLTX_KERNELS_TUNING=ON.
+SM90_TILES = {("fp8", 64): [1, 2, 3, 4], ("fp8", 128): [1, 2, 3, 4]}
+_TUNING_REFUSAL = "built only with -DLTX_KERNELS_TUNING=ON"
+_tuning = []
+
+
+def tuning_build():
+    """Whether this build has the configurations under study: an sm_90 GPU runs one, and a build
+    without them refuses it with _TUNING_REFUSAL; any other error fails the caller."""
+    if not _tuning:
+        if not sm90_available():
+            _tuning.append(False)
+        else:
+            q = torch.randn(1, 64, 1, 64, device="cuda", dtype=torch.bfloat16)
+            ops8 = lk.quantize_attention_fp8(q, q, q, k_block=128)
+            with lk.developer_config(LTX_KERNELS_ATTENTION_TILE=1):
+                try:
+                    lk.attention(*ops8, backend="sm90")
+                    _tuning.append(True)
+                except RuntimeError as e:
+                    if _TUNING_REFUSAL not in str(e):
+                        raise
+                    _tuning.append(False)
+    return _tuning[0]
+
+
+def needs_tuning_build():
+    if not sm90_available():
+        pytest.skip("needs an sm_90 GPU")
+    if not tuning_build():
+        pytest.skip("the configurations under study are built only with -DLTX_KERNELS_TUNING=ON")
 
 
 @CUDA
 @pytest.mark.parametrize("kind,d,tile", [(k, d, t) for (k, d), ts in SM90_TILES.items() for t in ts])
 @pytest.mark.parametrize("pingpong", ["0", "1"])
-def test_sm90_tile_alternatives(monkeypatch, kind, d, tile, pingpong):
-    if not sm90_available():
-        pytest.skip("the sm90 kernel's tiles")
-    monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
+def test_sm90_tile_alternatives(dev_settings, kind, d, tile, pingpong):
+    """Each FP8 configuration under study forced on ragged shapes, with kv_lengths, a key mask
+    and grouped heads, with both warpgroup schedules."""
+    needs_tuning_build()
+    dev_settings.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
     dev, dtype = "cuda", torch.bfloat16
     # (Skv = 1 gives FP8 operands whose K factors read as per key: a kernel the tiles do not cover)
-    shapes = [(2, 389, 450, 4, 2), (1, 200, 129, 2, 2), (1, 7, 1 if kind == "bf16" else 2, 1, 1)]
+    shapes = [(2, 389, 450, 4, 2), (1, 200, 129, 2, 2), (1, 7, 2, 1, 1)]
     for b, sq, skv, h, hk in shapes:
         q, k, v = mk(b, sq, h, d, dtype, dev, "bshd"), mk(b, skv, hk, d, dtype, dev, "bshd"), mk(
             b, skv, hk, d, dtype, dev, "bshd")
         lengths = torch.tensor([skv, max(skv - 37, 0)][:b], device=dev, dtype=torch.int32)
         mask = torch.rand(b, skv, device=dev) > 0.2
-        monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", str(tile))
         what = f"{kind} d{d} tile {tile} pingpong {pingpong} {(b, sq, skv, h, hk)}"
-        if kind == "bf16":
-            out = lk.attention(q, k, v, kv_lengths=lengths, attn_mask=mask, backend="sm90")
-            monkeypatch.delenv("LTX_KERNELS_ATTENTION_TILE")
-            key_bias = torch.zeros(b, skv, device=dev).masked_fill(~mask, float("-inf"))
-            check16(out, ref.attention(q, k, v, kv_lengths=lengths, key_bias=key_bias), v, dtype, what)
-        else:
-            ops8 = lk.quantize_attention_fp8(q, k, v, k_block=128)
-            out = lk.attention(*ops8, kv_lengths=lengths, backend="sm90")
-            # with a key mask too: every kind of key block (full, partial, with a key bias)
-            out_m = lk.attention(*ops8, kv_lengths=lengths, attn_mask=mask, backend="sm90")
-            monkeypatch.delenv("LTX_KERNELS_ATTENTION_TILE")
-            fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, what=what)
-            key_bias = torch.zeros(b, skv, device=dev).masked_fill(~mask, float("-inf"))
-            fp8_check_vs_dequantized(out_m, ops8, kv_lengths=lengths, key_bias=key_bias, what=what + " masked")
+        ops8 = lk.quantize_attention_fp8(q, k, v, k_block=128)
+        dev_settings.setenv("LTX_KERNELS_ATTENTION_TILE", str(tile))
+        out = lk.attention(*ops8, kv_lengths=lengths, backend="sm90")
+        # with a key mask too: every kind of key block (full, partial, with a key bias)
+        out_m = lk.attention(*ops8, kv_lengths=lengths, attn_mask=mask, backend="sm90")
+        dev_settings.delenv("LTX_KERNELS_ATTENTION_TILE")
+        fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, what=what)
+        key_bias = torch.zeros(b, skv, device=dev).masked_fill(~mask, float("-inf"))
+        fp8_check_vs_dequantized(out_m, ops8, kv_lengths=lengths, key_bias=key_bias, what=what + " masked")
 
 
 @CUDA
-@pytest.mark.parametrize("d,tile", [(128, 3), (128, 4), (128, 5), (128, 6), (128, 7), (128, 8), (128, 9), (64, 3),
-                                    (64, 4), (64, 5), (64, 6), (64, 7), (64, 8)])
-def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
-    """The FP8 kernels that sum the key blocks differently, each against the default (P V
-    accumulated in O by the tensor core, the lean loop) on long key sequences, where shorter or
-    reordered sums would show: within the stated
-    FP8 bound, and at most 10% (+1e-4) above the default's relative L2 error against fp64.
-    Tile 3 at d 128 accumulates P V in the tensor core's accumulator as the default does
-    (Traits::kPvInO) without the lean loop; 4 at d 128 and 3 at d 64 sum each block's P V in
-    fp32 and keep O one block behind (Traits::kLazyRescale); 5 at d 128 and 4 at d 64 are the
-    former defaults (a fresh fp32 P V fragment per key block); 6 at d 128 and 5 at d 64 take the
-    row sums from the P V wgmma (Traits::kRowSumInPv: sums of the E4M3-rounded P, accumulated by
-    the tensor core); 7 and 8 at d 128 also compute one in 8 (4), 6 and 7 at d 64 one in 8 (16)
-    of the exponentials with the FMA-pipe quadratic (Traits::kExp2PolyEvery); 9 at d 128 and 8 at
-    d 64 rescale O only when a row of the warp raised its maximum (Traits::kSkipRescale)."""
-    if not sm90_available():
-        pytest.skip("the sm90 kernel's tiles")
+@pytest.mark.parametrize("d,tile", [(d, t) for d in (64, 128) for t in (1, 2, 3, 4)])
+def test_sm90_tile_fp8_long_sum_accuracy(dev_settings, d, tile):
+    """The FP8 configurations under study, each against the default (P V accumulated in O by the
+    tensor core, the lean loop) on long key sequences, where differently taken row sums or
+    exponentials would show: within the stated FP8 bound, and at most 10% (+1e-4) above the
+    default's relative L2 error against fp64. Tile 1 takes the row sums from the P V wgmma
+    (kRowSumInPv: sums of the E4M3-rounded P, accumulated by the tensor core); 2 and 3 also
+    compute a share of the exponentials with the FMA-pipe quadratic (kExp2PolyEvery); 4 rescales
+    O only when a row of the warp raised its maximum (kSkipRescale)."""
+    needs_tuning_build()
     b, s, h = 1, 8192, 2
     q, k = ltx_like_qk(b, s, h, d, "cuda")
     v = torch.randn(b, s, h, d, device="cuda").bfloat16()
@@ -443,7 +458,7 @@ def test_sm90_tile_fp8_long_sum_accuracy(monkeypatch, d, tile):
     ops8 = lk.quantize_attention_fp8(q, k, v)
     rel = {}
     for t in (0, tile):
-        monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", str(t))
+        dev_settings.setenv("LTX_KERNELS_ATTENTION_TILE", str(t))
         rel[t], cos = _rel_cos(lk.attention(*ops8, backend="sm90"), want)
         assert rel[t] <= 0.06 and cos >= 0.998, (t, rel[t], cos)
     assert rel[tile] <= 1.1 * rel[0] + 1e-4, rel
@@ -464,18 +479,18 @@ def _jumping_scores(d):
 
 
 @CUDA
-@pytest.mark.parametrize("d,tile", [(64, 3), (64, 4), (128, 0), (128, 4)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("pingpong", ["0", "1"])
-def test_sm90_tile_skip_rescale(monkeypatch, d, tile, pingpong):
-    """The 16-bit kernels (the d 128 default, tiles 3 / 4 at d 64, 4 at d 128) that keep a row's
-    running maximum while a key block raises it by at most 2^8 and rescale O only when a row of
-    the warp moved it (Traits::kSkipRescale): keys whose
-    scores jump by far more than that in a late block, for some query rows only (so that the warp
-    vote sees rows that keep their maximum beside rows that move it), and jumps just below and
-    above the slack; within the bf16 bound against fp64."""
+def test_sm90_skip_rescale(dev_settings, dtype, pingpong):
+    """The 16-bit head-dim-128 configuration (Half128, bf16 and fp16) keeps a row's running
+    maximum while a key block raises it by at most 2^8 and rescales O only when a row of the warp
+    moved it (kSkipRescale): keys whose scores jump by far more than that in a late block, for
+    some query rows only (so that the warp vote sees rows that keep their maximum beside rows that
+    move it), and jumps just below and above the slack; within the 16-bit bound against fp64."""
     if not sm90_available():
-        pytest.skip("the sm90 kernel's tiles")
-    monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
+        pytest.skip("needs an sm_90 GPU")
+    dev_settings.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
+    d = 128
     q, k, v = _jumping_scores(d)
     # a key aligned with query row 5 of head 0, exactly 7.5 and then 8.5 log2 units above the
     # row's other scores so far (either side of the slack)
@@ -483,31 +498,30 @@ def test_sm90_tile_skip_rescale(monkeypatch, d, tile, pingpong):
     for key, lift in ((520, 7.5), (650, 8.5)):
         base = (q[0, 5, 0] @ k[0, :key, 0].T).max().item() * scale
         k[0, key, 0] = q[0, 5, 0] / q[0, 5, 0].norm() ** 2 * ((base + lift / 1.4426950408889634) / scale)
-    q, k, v = (t.bfloat16() for t in (q, k, v))
+    q, k, v = (t.to(dtype) for t in (q, k, v))
     want = ref.attention(q, k, v)
-    monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", str(tile))
     out = lk.attention(q.cuda(), k.cuda(), v.cuda(), backend="sm90")
-    monkeypatch.delenv("LTX_KERNELS_ATTENTION_TILE")
-    check16(out, want, v, torch.bfloat16, f"d{d} tile {tile} pingpong {pingpong}")
+    check16(out, want, v, dtype, f"d{d} {dtype} pingpong {pingpong}")
 
 
 @CUDA
-@pytest.mark.parametrize("d,tile", [(64, 8), (128, 9)])
+@pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("pingpong", ["0", "1"])
-def test_sm90_tile_fp8_skip_rescale(monkeypatch, d, tile, pingpong):
-    """The FP8 kernels that rescale O (and the row sums it holds) only when some row of the warp
-    raised its running maximum (Traits::kSkipRescale with no slack): late key blocks whose scores
-    jump for every third query row only, so that the warp vote sees rows that keep their maximum
-    beside rows that move it, in one batch row and not the other; within the FP8 bound against
-    the float64 attention of the dequantized operands, and as close to it as the default."""
-    if not sm90_available():
-        pytest.skip("the sm90 kernel's tiles")
-    monkeypatch.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
+def test_sm90_tile_fp8_skip_rescale(dev_settings, d, pingpong):
+    """The FP8 configuration under study that rescales O (and the row sums it holds) only when
+    some row of the warp raised its running maximum (tile 4: kSkipRescale with no slack): late key
+    blocks whose scores jump for every third query row only, so that the warp vote sees rows that
+    keep their maximum beside rows that move it, in one batch row and not the other; within the
+    FP8 bound against the float64 attention of the dequantized operands, and as close to it as
+    the default."""
+    needs_tuning_build()
+    tile = 4
+    dev_settings.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
     q, k, v = _jumping_scores(d)
     ops8 = lk.quantize_attention_fp8(*(t.bfloat16().cuda() for t in (q, k, v)))
     errs = {}
     for t in (0, tile):
-        monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", str(t))
+        dev_settings.setenv("LTX_KERNELS_ATTENTION_TILE", str(t))
         out = lk.attention(*ops8, backend="sm90")
         want = fp8_check_vs_dequantized(out, ops8, what=f"d{d} tile {t} pingpong {pingpong}")
         errs[t] = _rel_cos(out, want)[0]
@@ -515,13 +529,17 @@ def test_sm90_tile_fp8_skip_rescale(monkeypatch, d, tile, pingpong):
 
 
 @CUDA
-def test_sm90_unknown_tile_is_refused(monkeypatch):
+def test_sm90_unknown_tile_is_refused(dev_settings):
+    """A configuration the build does not have is refused with the reason, never run: any tile
+    in a build without the tuning option, an unknown one or a 16-bit call in a build with it."""
     if not sm90_available():
-        pytest.skip("the sm90 kernel's tiles")
+        pytest.skip("needs an sm_90 GPU")
     q = torch.randn(1, 64, 2, 64, device="cuda", dtype=torch.bfloat16)
-    monkeypatch.setenv("LTX_KERNELS_ATTENTION_TILE", "99")
-    with pytest.raises(RuntimeError, match="ltx_kernels.attention: CUDA error"):
-        lk.attention(q, q, q, backend="sm90")
+    for tile in ("99", "1"):
+        dev_settings.setenv("LTX_KERNELS_ATTENTION_TILE", tile)
+        why = _TUNING_REFUSAL if not tuning_build() else "configurations under study"
+        with pytest.raises(RuntimeError, match=f"backend 'sm90' cannot run this call.*{why}"):
+            lk.attention(q, q, q, backend="sm90")
 
 
 # ---- errors, empty inputs, compile -----------------------------------------------------------

@@ -298,13 +298,13 @@ def norm_shape_runs(shape, cols, dtype):
 
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
 @grid(("shape", NORM_SHAPES), ("dtype", [torch.float32, torch.bfloat16]), ("cols", [128, 264, 769, 2048, 4096]))
-def test_every_launch_shape(monkeypatch, shape, dtype, cols):
+def test_every_launch_shape(dev_settings, shape, dtype, cols):
     B, S, dev = 3, 29, "cuda"
     x = rand(B, S, cols, device=dev, dtype=dtype, scale=2, offset=0.3)
     y = rand(B, S, cols, device=dev, dtype=dtype, scale=2)
     w = rand(cols, device=dev, dtype=dtype)
     b = rand(cols, device=dev, dtype=dtype)
-    monkeypatch.setenv("LTX_KERNELS_NORM_SHAPE", shape)
+    dev_settings.setenv("LTX_KERNELS_NORM_SHAPE", shape)
     runs = norm_shape_runs(shape, cols, dtype)
     calls = {
         "rms_norm": lambda: lk.rms_norm(x, w, 1e-6),
@@ -341,13 +341,13 @@ def test_every_launch_shape(monkeypatch, shape, dtype, cols):
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)
-def test_bad_norm_shape_variable(monkeypatch, device):
+def test_bad_norm_shape_variable(dev_settings, device):
     x = torch.randn(4, 64, device=device)
     for bad in ["x4", "w3", "b", "w4q", "b32"]:
-        monkeypatch.setenv("LTX_KERNELS_NORM_SHAPE", bad)
+        dev_settings.setenv("LTX_KERNELS_NORM_SHAPE", bad)
         expect_error("rms_norm", lambda: lk.rms_norm(x), "LTX_KERNELS_NORM_SHAPE must be", bad)
         expect_error("add_rms_norm", lambda: lk.add_rms_norm(x, x), "LTX_KERNELS_NORM_SHAPE must be", bad)
-    monkeypatch.setenv("LTX_KERNELS_NORM_SHAPE", "auto")
+    dev_settings.setenv("LTX_KERNELS_NORM_SHAPE", "auto")
     check_rms(lk.rms_norm(x), x, None, 1e-6)
 
 

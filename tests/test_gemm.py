@@ -16,7 +16,6 @@ CUDA cases run each backend ("auto", "skinny", "sm90", "sm89", "sm90_cutlass", "
 that cannot run on this device or build is skipped with the reason the op gives.
 """
 
-import os
 
 import pytest
 import torch
@@ -62,7 +61,7 @@ def check(out, a, sa, b, sb, bias=None, what="", backend="auto"):
     # and so does cuBLASLt's blockwise GEMM there (the same FP8 tensor cores, promoted per 128 K).
     used = lk.fp8_gemm_backend(a, b, sa, sb, bias, out_dtype=out.dtype, backend=backend) if out.is_cuda else backend
     wgmma = used in ("sm90", "sm90_cutlass", "cublaslt") or (used == "skinny" and torch.cuda.get_device_capability(out.device) == (9, 0)
-                                and os.environ.get("LTX_KERNELS_SKINNY_WGMMA", "1") != "0")
+                                and lk.developer_setting("LTX_KERNELS_SKINNY_WGMMA") != "0")
     # The "torch" backend hands the fp32 dequantized operands to torch's matmul, whose summation
     # order is the BLAS's (any order: K u); our kernels add within 128-K blocks then across blocks
     # (<= 128 + K / 128 <= 256 terms for K <= 16384: 2^-16).

@@ -215,13 +215,13 @@ def test_strided_inputs_and_out(device):
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
 @pytest.mark.parametrize("tile", range(NUM_TILES + NUM_SM90_BOXES))
 @pytest.mark.parametrize("d", [32, 64, 128])
-def test_cuda_every_tile(tile, d, monkeypatch):
+def test_cuda_every_tile(tile, d, dev_settings):
     """Each query-box configuration the dispatcher can pick, forced through LTX_KERNELS_NATTEN_TILE, on
     3-D, 2-D and 1-D grids with partial boxes, borders and causal/dilated axes. Tiles >= NUM_TILES
     are the sm_90 TMA kernel (head dim 64; forcing it elsewhere is an error, tested below)."""
     if tile >= NUM_TILES and not (IS_SM90 and d == 64):
         pytest.skip("the sm_90 kernel takes head dim 64 on an sm_90 GPU")
-    monkeypatch.setenv("LTX_KERNELS_NATTEN_TILE", str(tile))
+    dev_settings.setenv("LTX_KERNELS_NATTEN_TILE", str(tile))
     dtype = torch.bfloat16 if d != 64 else torch.float16
     cases = [
         ((2, 5, 13, 17, 2, d), dict(kernel_size=(3, 7, 7))),
@@ -254,7 +254,7 @@ def test_cuda_ltx2_stage_shape(kernel):
 
 @pytest.mark.skipif(not IS_SM90, reason="needs an sm_90 GPU")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_cuda_sm90_kernel(dtype, monkeypatch):
+def test_cuda_sm90_kernel(dtype, dev_settings):
     """The sm_90 TMA kernel (forced, and as the automatic choice for head dim 64 and w windows
     <= 9) on windows that take both staged row widths (16: w window <= 9; 32: <= 25), batch 2,
     heads > 1, grids just at the window and ragged ones, a causal time axis, a large scale
@@ -273,13 +273,13 @@ def test_cuda_sm90_kernel(dtype, monkeypatch):
         q, k, v = qkv(shape, "cuda", dtype)
         y = lk.na3d(q, k, v, kernel, **kw)  # automatic choice (the portable kernel for w windows > 9)
         check(y, q, k, v, kernel, None, kw.get("is_causal"), kw.get("scale"), device="cuda")
-        monkeypatch.setenv("LTX_KERNELS_NATTEN_TILE", str(NUM_TILES))  # the sm_90 kernel, box 0
+        dev_settings.setenv("LTX_KERNELS_NATTEN_TILE", str(NUM_TILES))  # the sm_90 kernel, box 0
         y_sm90 = lk.na3d(q, k, v, kernel, **kw)
-        monkeypatch.delenv("LTX_KERNELS_NATTEN_TILE")
+        dev_settings.delenv("LTX_KERNELS_NATTEN_TILE")
         check(y_sm90, q, k, v, kernel, None, kw.get("is_causal"), kw.get("scale"), device="cuda")
-        monkeypatch.setenv("LTX_KERNELS_NATTEN_SM90", "0")
+        dev_settings.setenv("LTX_KERNELS_NATTEN_SM90", "0")
         y_portable = lk.na3d(q, k, v, kernel, **kw)
-        monkeypatch.delenv("LTX_KERNELS_NATTEN_SM90")
+        dev_settings.delenv("LTX_KERNELS_NATTEN_SM90")
         check(y_portable, q, k, v, kernel, None, kw.get("is_causal"), kw.get("scale"), device="cuda", what="portable")
     B, T, H, W, heads, d = 1, 4, 10, 12, 3, 64
     qp, kp, vp = (torch.randn(B, heads, T, H, W, d, device="cuda").to(dtype).permute(0, 2, 3, 4, 1, 5)
@@ -288,9 +288,9 @@ def test_cuda_sm90_kernel(dtype, monkeypatch):
 
 
 @pytest.mark.skipif(not IS_SM90, reason="needs an sm_90 GPU")
-def test_cuda_sm90_forced_outside_envelope(monkeypatch):
+def test_cuda_sm90_forced_outside_envelope(dev_settings):
     """Forcing the sm_90 kernel on a problem it does not take is a clear error, not a fallback."""
-    monkeypatch.setenv("LTX_KERNELS_NATTEN_TILE", str(NUM_TILES))
+    dev_settings.setenv("LTX_KERNELS_NATTEN_TILE", str(NUM_TILES))
     q, k, v = qkv((1, 3, 8, 8, 1, 32), "cuda", torch.bfloat16)
     with pytest.raises(RuntimeError, match="forces the sm_90 kernel"):
         lk.na3d(q, k, v, (3, 5, 5))
@@ -300,7 +300,7 @@ def test_cuda_sm90_forced_outside_envelope(monkeypatch):
     q, k, v = qkv((1, 3, 8, 8, 1, 64), "cuda", torch.bfloat16)  # it tracks maxima of raw scores
     with pytest.raises(RuntimeError, match="forces the sm_90 kernel"):
         lk.na3d(q, k, v, (3, 5, 5), scale=-0.125)
-    monkeypatch.delenv("LTX_KERNELS_NATTEN_TILE")
+    dev_settings.delenv("LTX_KERNELS_NATTEN_TILE")
     check(lk.na3d(q, k, v, (3, 5, 5), scale=-0.125), q, k, v, (3, 5, 5), scale=-0.125, device="cuda")
 
 
