@@ -18,7 +18,6 @@ test_fp8_accuracy_*: relative L2 <= 0.06 and cosine >= 0.998 (stated from CPU ru
 math, which are 0.03-0.045 and >= 0.999).
 """
 
-import math
 
 import pytest
 import torch

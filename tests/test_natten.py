@@ -4,7 +4,6 @@ the bound of tests/bounds.py (natten_e32) and one rounding to the output dtype. 
 itself is checked against a dense attention masked with NATTEN's own mask formula (window
 centre clamped into the grid), and the border rule against a closed form."""
 
-import os
 import re
 
 import pytest
