@@ -36,10 +36,6 @@
 #include "ltx_kernels/gemm/gemm.h"
 #include "ltx_kernels/cuda/ops.h"
 #include "ltx_kernels/quant/lowbit.h"
-#if defined(CUDART_VERSION) && CUDART_VERSION >= 12080
-#include <cublasLt.h>
-#define LTX_HAS_CUBLASLT_FP4 1
-#endif
 #endif
 
 namespace {
@@ -467,28 +463,8 @@ Be select_cuda(Call& c, Be requested, const at::Tensor& like) {
   return requested;
 }
 
-// cuBLASLt's blockwise FP8 GEMM through PyTorch's _scaled_mm (gemm::why_not(kCublasLt) has checked
-// the layouts it reads: these views address exactly what GemmParams describes).
-void run_cublaslt(Call& c) {
-#if defined(CUDART_VERSION) && CUDART_VERSION >= 12090
-  const GemmParams& p = c.p;
-  const CudaScope scope(c.a2, c.op);
-  const int64_t G = p.K / kGroup, Nb = ceil_div(p.N, kGroup);
-  const at::Tensor a = at::as_strided(c.a2, {p.M, p.K}, {p.lda, 1});
-  const at::Tensor b = at::as_strided(c.b2, {p.N, p.K}, {p.ldb, 1});
-  const at::Tensor sa = at::as_strided(c.a_scales, {p.M, G}, {1, p.M});
-  const at::Tensor sb = at::as_strided(c.b_scales, {Nb, G}, {G, 1});
-  std::optional<at::Tensor> bias;
-  if (c.bias.defined()) bias = c.bias;
-  at::_scaled_mm_out(c.out2, a, b.t(), sa, sb.t(), bias, std::nullopt, at::kBFloat16, false);
-#else
-  LTX_CHECK(false, c.op, "backend 'cublaslt' needs a build with CUDA >= 12.9");
-#endif
-}
-
 void run_cuda(Call& c, Be be, bool is_auto, const at::Tensor& b_values) {
   if (be == Be::kTorch) return run_torch(c, b_values);
-  if (be == Be::kCublasLt) return run_cublaslt(c);
   const CudaScope scope(c.a2, c.op);
   const gemm::Device& dev = gemm_device(c.a2);
   const gemm::Backend gb = gemm::Backend(int(be));
@@ -720,97 +696,6 @@ void nvfp4_fallback(Nvfp4Problem& p, bool hi_first, const char* op) {
   p.out2.copy_(y);
 }
 
-#ifdef LTX_HAS_CUBLASLT_FP4
-// "" when cuBLASLt's FP4 GEMM can take the call on this device, else why not.
-std::string nvfp4_cublaslt_why_not(const Nvfp4Problem& p, int cc) {
-  if (cc < 100) return "cuBLASLt NVFP4 needs compute capability >= 10.0; this device is " +
-                       std::to_string(cc / 10) + "." + std::to_string(cc % 10);
-  if (p.K % 32 != 0) return "cuBLASLt NVFP4 needs K % 32 == 0 (got K = " + std::to_string(p.K) + ")";
-  if (p.ol.stride % 8 != 0 || reinterpret_cast<uintptr_t>(p.out2.data_ptr()) % 16 != 0)
-    return "out rows must be 16-byte aligned";
-  return "";
-}
-
-// cuBLASLt descriptor objects, destroyed with their scope.
-struct LtDeleter {
-  void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
-  void operator()(cublasLtMatrixLayoutOpaque_t* l) const { cublasLtMatrixLayoutDestroy(l); }
-  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const { cublasLtMatmulPreferenceDestroy(p); }
-};
-using LtDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDeleter>;
-using LtLayout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDeleter>;
-using LtPref = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, LtDeleter>;
-
-cublasStatus_t nvfp4_cublaslt(Nvfp4Problem& p, bool hi_first, cudaStream_t stream) {
-  // cuBLASLt packs element 2j in the LOW nibble; LTX-2's hi_first puts it in the high one.
-  auto lo_first = [&](const at::Tensor& q) {
-    return hi_first ? at::bitwise_or(at::bitwise_left_shift(q, 4), at::bitwise_right_shift(q, 4)) : q;
-  };
-  const at::Tensor a = lo_first(p.a), b = lo_first(p.b);
-  const bool bf16 = p.out2.scalar_type() == at::kBFloat16;
-  const cudaDataType_t dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  // column-major view: D^T [N, M] = B [N, K] * A^T, i.e. cuBLAS "A" = our b (transposed), "B" = our a.
-  // The handle is PyTorch's (one per device and thread, created once and cached by PyTorch).
-  cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
-  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-  auto ok = [&](cublasStatus_t s) {
-    if (st == CUBLAS_STATUS_SUCCESS) st = s;
-    return st == CUBLAS_STATUS_SUCCESS;
-  };
-  cublasLtMatmulDesc_t desc_raw = nullptr;
-  if (!ok(cublasLtMatmulDescCreate(&desc_raw, CUBLAS_COMPUTE_32F, CUDA_R_32F))) return st;
-  const LtDesc desc(desc_raw);
-  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  const cublasLtMatmulMatrixScale_t smode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
-  const cublasLtPointerMode_t pmode = CUBLASLT_POINTER_MODE_DEVICE;
-  const void* scale_a = p.bb.data_ptr();  // scales of cuBLAS's A (our b)
-  const void* scale_b = p.ba.data_ptr();
-  at::Tensor bias_d;
-  const at::Tensor beta = at::zeros({1}, p.alpha.options());
-  const at::Tensor alpha = p.alpha.reshape({1}).contiguous();
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &smode, sizeof(smode)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &smode, sizeof(smode)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof(scale_a)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof(scale_b)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_POINTER_MODE, &pmode, sizeof(pmode)));
-  if (st == CUBLAS_STATUS_SUCCESS && p.bias.defined()) {
-    // bias in the output type (cuBLASLt's default bias type for 16-bit D)
-    bias_d = p.bias.to(p.out2.scalar_type());
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    const void* bptr = bias_d.data_ptr();
-    ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
-    ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bptr, sizeof(bptr)));
-  }
-  if (st != CUBLAS_STATUS_SUCCESS) return st;
-  cublasLtMatrixLayout_t la_raw = nullptr, lb_raw = nullptr, lc_raw = nullptr;
-  cublasLtMatmulPreference_t pref_raw = nullptr;
-  ok(cublasLtMatrixLayoutCreate(&la_raw, CUDA_R_4F_E2M1, p.K, p.N, p.K));
-  const LtLayout la(la_raw);
-  ok(cublasLtMatrixLayoutCreate(&lb_raw, CUDA_R_4F_E2M1, p.K, p.M, p.K));
-  const LtLayout lb(lb_raw);
-  ok(cublasLtMatrixLayoutCreate(&lc_raw, dt, p.N, p.M, p.ol.stride));
-  const LtLayout lc(lc_raw);
-  ok(cublasLtMatmulPreferenceCreate(&pref_raw));
-  const LtPref pref(pref_raw);
-  if (st != CUBLAS_STATUS_SUCCESS) return st;
-  const size_t max_ws = size_t(32) << 20;
-  ok(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof(max_ws)));
-  cublasLtMatmulHeuristicResult_t res{};
-  int found = 0;
-  if (!ok(cublasLtMatmulAlgoGetHeuristic(handle, desc.get(), la.get(), lb.get(), lc.get(), lc.get(), pref.get(), 1, &res,
-                                         &found)))
-    return st;
-  if (found == 0) return CUBLAS_STATUS_NOT_SUPPORTED;
-  at::Tensor ws;
-  if (res.workspaceSize > 0) ws = at::empty({int64_t(res.workspaceSize)}, p.a.options().dtype(at::kByte));
-  ok(cublasLtMatmul(handle, desc.get(), alpha.data_ptr<float>(), b.data_ptr(), la.get(), a.data_ptr(), lb.get(),
-                    beta.data_ptr<float>(), p.out2.data_ptr(), lc.get(), p.out2.data_ptr(), lc.get(), &res.algo,
-                    res.workspaceSize > 0 ? ws.data_ptr() : nullptr, res.workspaceSize, stream));
-  return st;
-}
-#endif  // LTX_HAS_CUBLASLT_FP4
 
 }  // namespace
 
@@ -885,23 +770,39 @@ void scaled_mm_nvfp4(at::Tensor& out, const at::Tensor& a_packed, const at::Tens
   if (bias.has_value()) p.bias = bias->contiguous();
 #ifdef LTX_KERNELS_WITH_CUDA
   if (a_packed.is_cuda() && be != "torch") {
-    const int cc = device_cc(a_packed);
-#ifdef LTX_HAS_CUBLASLT_FP4
-    const std::string why = nvfp4_cublaslt_why_not(p, cc);
-#else
-    const std::string why = "this build's CUDA is older than 12.8 (no cuBLASLt NVFP4)";
-#endif
+    // cuBLASLt's block-scaled FP4 GEMM (csrc/cuda/gemm/cublaslt_gemm.cu)
+    const CudaScope scope(a_packed, op);
+    const at::Tensor alpha1 = alpha.reshape({1}).contiguous();
+    GemmParams g;
+    g.operands = Operands::kNvfp4;
+    g.M = p.M;
+    g.N = p.N;
+    g.K = p.K;
+    g.a = p.a.data_ptr();
+    g.lda = p.K / 2;
+    g.b = p.b.data_ptr();
+    g.ldb = p.K / 2;
+    g.a_block_scales = p.ba.data_ptr();
+    g.b_block_scales = p.bb.data_ptr();
+    g.alpha = alpha1.data_ptr<float>();
+    g.fp4_hi_first = hi_first;
+    g.bias = p.bias.defined() ? p.bias.data_ptr() : nullptr;
+    g.out = out_kind(out);
+    g.d = p.out2.data_ptr();
+    g.ldd = p.ol.stride;
+    const gemm::Device dev = gemm_device(a_packed);
+    const std::string why = gemm::why_not(gemm::Backend::kCublasLt, g, dev);
     LTX_CHECK(be != "cublaslt" || why.empty(), op, "backend 'cublaslt' cannot run this call (", why, ")");
-#ifdef LTX_HAS_CUBLASLT_FP4
     if (why.empty()) {
-      const CudaScope scope(a_packed, op);
-      const cublasStatus_t st = nvfp4_cublaslt(p, hi_first, scope.stream);
-      if (st == CUBLAS_STATUS_SUCCESS) return;
-      LTX_CHECK(st == CUBLAS_STATUS_NOT_SUPPORTED && be == "auto", op, "cuBLASLt NVFP4 matmul failed (cublasStatus ",
-                int(st), ")");
+      const size_t ws = gemm::workspace_bytes(gemm::Backend::kCublasLt, g, dev);
+      at::Tensor w;
+      if (ws > 0) w = at::empty({int64_t(ws)}, a_packed.options().dtype(at::kByte));
+      const cudaError_t err = gemm::run(gemm::Backend::kCublasLt, g, dev, ws > 0 ? w.data_ptr() : nullptr, ws,
+                                        scope.stream);
+      if (err == cudaSuccess) return;
+      LTX_CHECK(err == cudaErrorNotSupported && be == "auto", op, "cuBLASLt NVFP4 matmul failed (",
+                cudaGetErrorString(err), ")");
     }
-#endif
-    (void)cc;
   }
 #endif
   nvfp4_fallback(p, hi_first, op);

@@ -10,12 +10,14 @@
 //   kSkinny       few tokens (M <= 64), FP8, plain epilogue, 16-bit out; cc >= 8.9
 //   kSm89         mma.sync FP8 / FP6-weight kernel, plain epilogue, 16-bit out; cc >= 8.9
 //   kSm90Cutlass  the CUTLASS-collective FP8 kernel, plain epilogue, 16-bit out
-//   kCublasLt     cuBLASLt's blockwise FP8 GEMM (1x128 / 128x128 scales) through PyTorch's
-//                 _scaled_mm: plain epilogue with a bf16 bias at most, bf16 out, M-major activation
-//                 scales with stride (1, M), row-major weight scales; compute capability 9.0, CUDA
-//                 >= 12.9. The core only says when it can run (why_not); the torch adapter runs it.
+//   kCublasLt     cuBLASLt (csrc/cuda/gemm/cublaslt_gemm.cu): its blockwise FP8 GEMM (1x128 /
+//                 128x128 scales; plain epilogue with a bf16 bias at most, bf16 out, M-major
+//                 activation scales with stride (1, M), row-major weight scales; compute capability
+//                 9.0, CUDA >= 12.9), and for scaled_mm_nvfp4 (Operands::kNvfp4) its block-scaled
+//                 FP4 GEMM (compute capability >= 10.0, CUDA >= 12.8)
 //   kTorch        the adapter's exact fallback (fp32 dequantize + matmul + epilogue in fp32)
 // "auto" (choose_auto): FP6 weights -> kSm89 if it can, else the FP8 chain on unpacked weights;
+// NVFP4 -> kCublasLt if it can, else kTorch;
 // cc 9.0 with the sm_90a kernels -> kSkinny when heuristics::prefer_skinny, else kCublasLt when
 // heuristics::prefer_cublaslt and it can run the call, else kSm90Cutlass (heuristics::prefer_cutlass),
 // else kSm90;
@@ -59,8 +61,8 @@ TileConfig sm90_config(const GemmParams& p, const Device& dev);
 // Device scratch `be` needs for p (bytes; the caller allocates it on the launch stream).
 size_t workspace_bytes(Backend be, const GemmParams& p, const Device& dev);
 
-// Launch on `stream` (kCublasLt: cudaErrorNotSupported, the adapter runs it). cudaErrorNotSupported: the kernel declined these arguments after all
-// ("auto" falls through to the next backend); anything else but cudaSuccess is a failure.
+// Launch on `stream`. cudaErrorNotSupported: the kernel declined these arguments after all ("auto"
+// falls through to the next backend); anything else but cudaSuccess is a failure.
 cudaError_t run(Backend be, const GemmParams& p, const Device& dev, void* workspace, size_t workspace_bytes,
                 cudaStream_t stream);
 
