@@ -217,6 +217,9 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // the device; backend 'auto' | 'cublaslt' (cc >= 10.0) | 'torch' (dequantize + fp32 matmul) | 'cpu'
   ops.def("scaled_mm_nvfp4(Tensor! out, Tensor a_packed, Tensor b_packed, Tensor block_a, Tensor block_b, Tensor alpha, Tensor? bias, bool hi_first, str backend) -> ()");
   ops.impl("scaled_mm_nvfp4", c10::DeviceType::CPU, &scaled_mm_nvfp4);
+  // backend 'torch' of the ops above (op: their name; alpha, hi_first: scaled_mm_nvfp4's), called by
+  // them through the dispatcher; its kernel is Python, registered by ltx_kernels/gemm.py
+  ops.def("gemm_exact(str op, Tensor(a!) out, Tensor(b!)? out_scales, Tensor a, Tensor? a_scales, Tensor b, Tensor? b_scales, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, Tensor? alpha, bool hi_first) -> ()");
 #ifdef LTX_KERNELS_WITH_CUDA
   ops.impl("scaled_mm_nvfp4", c10::DeviceType::CUDA, &scaled_mm_nvfp4);
   ops.impl("fp8_blockwise_gemm", c10::DeviceType::CUDA, &fp8_blockwise_gemm);

@@ -4,12 +4,11 @@
 // Each op: checks, one GemmParams, then
 //   CPU   "cpu" (the C++ backend, rows in parallel) or "torch";
 //   CUDA  the GEMM entry (ltx_kernels/gemm/gemm.h) picks the kernel ("auto") or checks the forced
-//         one, and launches it; "torch" is the exact fallback below.
-// "torch": both operands dequantized exactly in fp32 (e4m3 value * scale, or bf16 -> fp32), an
-// fp32 matmul, + bias, the epilogue in fp32, one rounding (or the FP8 quantizer) at the end. fp32
-// rather than bf16 operands: rounding the dequantized operands to bf16 would add two relative
-// errors of up to 2^-8 per product next to the output's own 2^-8 (calc_diff up to ~2.3e-5 in the
-// worst case, over the 1e-5 the tests hold every backend to). It is there to be right, not fast.
+//         one, and launches it.
+// "torch" (any device) is the exact fallback: both operands dequantized exactly in fp32 (e4m3
+// value * scale, or bf16 -> fp32), an fp32 matmul, + bias, the epilogue in fp32, one rounding (or
+// the FP8 quantizer) at the end; written in Python (ltx_kernels/gemm.py, on reference.py) and
+// reached through the dispatcher as the op gemm_exact.
 // A forced backend that cannot run a call raises "backend 'X' cannot run this call (<why>)"; under
 // "auto" a kernel answering cudaErrorNotSupported falls through to the next backend.
 //
@@ -18,6 +17,8 @@
 // ":g<n>" (M tiles per raster group), ":s<n>" (persistent CTAs), ":p<n>" (at most n pipeline
 // stages), e.g. "128x160:c2:g8".
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 
 #include <cstdlib>
 #include <memory>
@@ -155,9 +156,34 @@ void check_device_kind(const at::Tensor& t, const char* op) {
 #endif
 }
 
+// An op's arguments as the user gave them: what the exact fallback takes.
+struct Args {
+  const char* op = "";
+  at::Tensor out, a, b;
+  std::optional<at::Tensor> out_scales, a_scales, b_scales, bias, residual, gate, alpha;
+  std::string epilogue = "none";
+  bool hi_first = false;
+};
+
+#define LTX_STR2(x) #x
+#define LTX_STR(x) LTX_STR2(x)
+
+// The "torch" backend: the exact fallback, written in Python (ltx_kernels/gemm.py, on
+// reference.py), reached through the dispatcher as the op gemm_exact.
+void run_exact(const Args& x) {
+  static const c10::OperatorHandle h =
+      c10::Dispatcher::singleton().findSchemaOrThrow(LTX_STR(TORCH_EXTENSION_NAME) "::gemm_exact", "");
+  LTX_CHECK(h.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd), x.op,
+            "the exact fallback (backend 'torch') is implemented in Python: import ltx_kernels first");
+  torch::jit::Stack st{std::string(x.op), x.out, x.out_scales, x.a, x.a_scales, x.b, x.b_scales, x.bias,
+                       x.epilogue, x.residual, x.gate, x.alpha, x.hi_first};
+  h.callBoxed(&st);
+}
+
 // The checked call and the tensors that keep its pointers alive.
 struct Call {
   GemmParams p;
+  Args args;
   const char* op = "";
   at::Tensor a2, b2, a_scales, b_scales, bias, out2, out_scales, res2, gate2;
   RowLayout al{}, bl{}, ol{};
@@ -365,59 +391,7 @@ void run_cpu(const Call& c) {
   at::parallel_for(0, p.M, kCpuGrain, [&](int64_t b, int64_t e) { cpu::gemm_rows(p, b, e); });
 }
 
-// ---- the "torch" backend (any device): fp32 operands, fp32 matmul, epilogue in fp32
-at::Tensor dequantized(const at::Tensor& q2d, const at::Tensor& scales_rows, int64_t rows, int64_t K) {
-  // scales_rows: [rows, K/128] fp32 (one scale per row and K block)
-  return (q2d.to(at::kFloat).view({rows, K / kGroup, kGroup}) * scales_rows.unsqueeze(-1)).view({rows, K});
-}
-
-void run_torch(Call& c, const at::Tensor& b_values /* [N, K] e4m3 or bf16 */) {
-  GemmParams& p = c.p;
-  const auto f32 = c.out2.options().dtype(at::kFloat);
-  at::Tensor y;
-  if (p.K == 0) {
-    y = at::zeros({p.M, p.N}, f32);
-  } else {
-    const at::Tensor a2 = at::as_strided(c.a2, {p.M, p.K}, {c.al.stride, 1});
-    if (p.operands == Operands::kBf16) {
-      y = at::matmul(a2.to(at::kFloat), b_values.to(at::kFloat).t());
-    } else {
-      const at::Tensor af = dequantized(a2, c.a_scales, p.M, p.K);
-      const at::Tensor sbn = c.b_scales.repeat_interleave(kGroup, 0).narrow(0, 0, p.N);  // [N, G]
-      const at::Tensor bf = dequantized(b_values, sbn, p.N, p.K);
-      y = at::matmul(af, bf.t());
-    }
-  }
-  if (c.bias.defined()) y.add_(c.bias.to(at::kFloat));
-  if (p.epilogue == Epilogue::kGeluTanh) y = at::gelu(y, "tanh");
-  if (p.epilogue == Epilogue::kGatedResidual) {
-    const at::Tensor h = at::as_strided(c.res2, {p.M, p.N}, {p.ld_residual, 1}).to(at::kFloat);
-    at::Tensor g = at::as_strided(c.gate2, {p.gate_rows, p.N}, {p.ld_gate, 1}).to(at::kFloat);
-    if (p.gate_kind == GateKind::kPerSample) g = g.repeat_interleave(p.tokens_per_sample, 0);
-    y = h + y * g;
-  }
-  if (p.out != OutKind::kFP8) {
-    c.out2.copy_(y);
-    return;
-  }
-  y = y.contiguous();
-  // y [M, N] fp32 through the per-token-group quantizer into out2 and d_scales.
-  Fp8QuantizeParams q{};
-  q.dtype = DType::kFloat32;
-  q.format = Fp8Format::E4M3;
-  q.q = OutRows{c.out2.data_ptr(), RowLayout{p.M, p.N, p.ldd}};
-  q.x = InRows{y.data_ptr(), RowLayout{p.M, p.N, p.N}};
-  q.scales = p.d_scales;
-  q.s_row = p.ds_stride_m;
-  q.s_col = p.ds_stride_g;
-  q.block_rows = 1;
-  q.block_cols = kGroup;
-  if (y.is_cpu()) return cpu::quantize_fp8_per_token_group(q, torch_parallel_for);
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(y, c.op);
-  check_cuda(ltx_kernels::quantize_fp8_per_token_group(q, scope.stream), c.op);
-#endif
-}
+void run_torch(Call& c, const at::Tensor&) { run_exact(c.args); }
 
 #ifdef LTX_KERNELS_WITH_CUDA
 // The device's attributes (cached per device by common/device.h, read through gemm::query_device).
@@ -519,6 +493,8 @@ Be plan_call(Call& c, const char* op, Operands operands, Be& requested, at::Tens
              const std::optional<at::Tensor>& gate, c10::string_view backend) {
   c.op = op;
   c.p.operands = operands;
+  c.args = Args{op, out, a, b, out_scales, a_scales, b_scales, bias, residual, gate, std::nullopt,
+                std::string(epilogue.data(), epilogue.size())};
   requested = parse_backend(backend, op, operands);
   const Epilogue epi = parse_epilogue(epilogue, op);
   prepare(c, out, out_scales, a, a_scales, b, b_scales, bias, epi, residual, gate);
@@ -592,6 +568,7 @@ void fp6_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& 
   Call c;
   c.op = "fp6_blockwise_gemm";
   c.p.operands = Operands::kFp6Blockwise;
+  c.args = Args{c.op, out, a, b_packed, std::nullopt, a_scales, b_scales, bias};
   const Be requested = parse_backend(backend, c.op, Operands::kFp6Blockwise);
   prepare(c, out, std::nullopt, a, a_scales, b_packed, b_scales, bias, Epilogue::kNone, std::nullopt, std::nullopt);
   if (a.is_cpu()) {
@@ -603,7 +580,7 @@ void fp6_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& 
   }
   if (c.empty) return;
   const bool is_auto = requested == Be::kAuto;
-  if (c.p.K == 0) return run_torch(c, at::Tensor());
+  if (c.p.K == 0 || requested == Be::kTorch) return run_exact(c.args);
 #ifdef LTX_KERNELS_WITH_CUDA
   if (a.is_cuda()) {
     const CudaScope scope(a, c.op);
@@ -637,8 +614,7 @@ void fp6_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& 
   c.bl = RowLayout{c.p.N, c.p.K, c.p.K};
   c.p.b = b8.data_ptr();
   c.p.ldb = c.p.K;
-  const Be be = requested == Be::kTorch ? Be::kTorch : select(c, Be::kAuto, a);
-  execute(c, be, true, b_matrix(c));
+  execute(c, select(c, Be::kAuto, a), true, b_matrix(c));
 }
 
 // ---- NVFP4 scaled matmul
@@ -661,41 +637,6 @@ struct Nvfp4Problem {
 };
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-void nvfp4_fallback(Nvfp4Problem& p, bool hi_first, const char* op) {
-  const auto f32 = p.a.options().dtype(at::kFloat);
-  at::Tensor af = at::empty({p.M, p.K}, f32), bf = at::empty({p.N, p.K}, f32);
-  if (p.a.is_cpu()) {
-    auto deq = [&](at::Tensor& o, const at::Tensor& q, const at::Tensor& s, int64_t rows) {
-      float* op_ = o.data_ptr<float>();
-      const auto* qp = q.data_ptr<uint8_t>();
-      const auto* sp = s.data_ptr<uint8_t>();
-      at::parallel_for(0, rows, 16, [&](int64_t b, int64_t e) {
-        cpu::dequantize_nvfp4<float>(op_, qp, sp, 1.f, p.K, hi_first, b, e);
-      });
-    };
-    deq(af, p.a, p.ba, p.M);
-    deq(bf, p.b, p.bb, p.N);
-  } else {
-#ifdef LTX_KERNELS_WITH_CUDA
-    const CudaScope scope(p.a, op);
-    const at::Tensor one = at::ones({1}, f32);
-    check_cuda(ltx_kernels::dequantize_nvfp4<float>(af.data_ptr<float>(), p.a.data_ptr<uint8_t>(),
-                                                    p.ba.data_ptr<uint8_t>(), one.data_ptr<float>(), p.M,
-                                                    p.K, hi_first, scope.stream),
-               op);
-    check_cuda(ltx_kernels::dequantize_nvfp4<float>(bf.data_ptr<float>(), p.b.data_ptr<uint8_t>(),
-                                                    p.bb.data_ptr<uint8_t>(), one.data_ptr<float>(), p.N,
-                                                    p.K, hi_first, scope.stream),
-               op);
-#endif
-  }
-  at::Tensor y = at::matmul(af, bf.t());
-  y.mul_(p.alpha.reshape({}));
-  if (p.bias.defined()) y.add_(p.bias);
-  p.out2.copy_(y);
-}
-
 
 }  // namespace
 
@@ -757,11 +698,9 @@ void scaled_mm_nvfp4(at::Tensor& out, const at::Tensor& a_packed, const at::Tens
   if (out.numel() == 0) return;
   p.ol = output_rows(out, op);
   p.out2 = at::as_strided(out, {p.M, p.N}, {p.ol.stride, 1});
-  if (p.K == 0) {
-    if (bias.has_value()) p.out2.copy_(bias->unsqueeze(0).expand({p.M, p.N}));
-    else p.out2.zero_();
-    return;
-  }
+  const Args exact{op, out, a_packed, b_packed, std::nullopt, block_a, block_b, bias, std::nullopt, std::nullopt,
+                   alpha, "none", hi_first};
+  if (p.K == 0) return run_exact(exact);
   p.a = a_packed.reshape({p.M, p.K / 2}).contiguous();
   p.b = b_packed.contiguous();
   p.ba = block_a.contiguous();
@@ -805,5 +744,5 @@ void scaled_mm_nvfp4(at::Tensor& out, const at::Tensor& a_packed, const at::Tens
     }
   }
 #endif
-  nvfp4_fallback(p, hi_first, op);
+  run_exact(exact);
 }
