@@ -11,11 +11,8 @@
 // reached through the dispatcher as the op gemm_exact.
 // A forced backend that cannot run a call raises "backend 'X' cannot run this call (<why>)"; under
 // "auto" a kernel answering cudaErrorNotSupported falls through to the next backend.
-//
-// LTX_KERNELS_GEMM_CONFIG (read per call, for tests and sweeps) forces all or part of the sm_90a
-// kernel's tile configuration: "auto" or "<bm>x<bn>", then optionally ":c<1|2>" (cluster),
-// ":g<n>" (M tiles per raster group), ":s<n>" (persistent CTAs), ":p<n>" (at most n pipeline
-// stages), e.g. "128x160:c2:g8".
+// LTX_KERNELS_GEMM_CONFIG (a developer setting) forces all or part of the sm_90a kernel's tile
+// configuration; its grammar: gemm/config.h.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
@@ -28,6 +25,7 @@
 #include "ltx_kernels/cpu/ops.h"
 #include "ltx_kernels/cpu/gemm.h"
 #include "ltx_kernels/cpu/lowbit.h"
+#include "ltx_kernels/gemm/config.h"
 #include "ltx_kernels/gemm/gemm_params.h"
 #include "torch_binding.h"
 
@@ -106,45 +104,12 @@ Epilogue parse_epilogue(c10::string_view s, const char* op) {
   return Epilogue::kNone;
 }
 
-// LTX_KERNELS_GEMM_CONFIG -> the forced part of the sm_90a tile configuration.
+// LTX_KERNELS_GEMM_CONFIG (a developer setting) -> the forced part of the sm_90a tile
+// configuration (gemm/config.h).
 gemm::TileConfig env_config(const char* op) {
   gemm::TileConfig c;
-  const std::string s = dev_setting("LTX_KERNELS_GEMM_CONFIG");  // common/dev_config.h
-  if (s.empty()) return c;
-  auto bad = [&](const std::string& why) {
-    LTX_CHECK(false, op, "LTX_KERNELS_GEMM_CONFIG must be 'auto' or '<bm>x<bn>', optionally followed by ':c<1|2>', "
-              "':g<n>', ':s<n>', ':p<2..8>' (", why, "; got '", s, "')");
-  };
-  size_t pos = s.find(':');
-  const std::string tile = s.substr(0, pos);
-  if (tile != "auto") {
-    const size_t x = tile.find('x');
-    if (x == std::string::npos) bad("no tile");
-    try {
-      c.bm = std::stoi(tile.substr(0, x));
-      c.bn = std::stoi(tile.substr(x + 1));
-    } catch (...) {
-      bad("unreadable tile");
-    }
-    if (c.bm <= 0 || c.bn <= 0) bad("bad tile");
-  }
-  while (pos != std::string::npos) {
-    const size_t next = s.find(':', pos + 1);
-    const std::string f = s.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
-    if (f.size() < 2) bad("empty field");
-    int v = 0;
-    try {
-      v = std::stoi(f.substr(1));
-    } catch (...) {
-      bad("unreadable field '" + f + "'");
-    }
-    if (f[0] == 'c' && (v == 1 || v == 2)) c.cluster = v;
-    else if (f[0] == 'g' && v > 0 && v <= 1024) c.group_m = v;
-    else if (f[0] == 's' && v > 0) c.sms = v;
-    else if (f[0] == 'p' && v >= 2 && v <= 8) c.stages = v;
-    else bad("bad field '" + f + "'");
-    pos = next;
-  }
+  std::string error;
+  LTX_CHECK(gemm::parse_tile_config(dev_setting("LTX_KERNELS_GEMM_CONFIG"), &c, &error), op, error);
   return c;
 }
 

@@ -1,13 +1,16 @@
 // GoogleTest for the GEMM family's pure host functions: the persistent tile order of the sm_90a
 // kernels (every tile exactly once; multicast pairs share B), their shared-memory plan (fits,
-// aligned, disjoint) and the heuristics (compiled tiles only, FP8-output constraints, wave model).
+// aligned, disjoint), the heuristics (compiled tiles only, FP8-output constraints, wave model) and
+// the grammar of LTX_KERNELS_GEMM_CONFIG (gemm/config.h).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "ltx_kernels/gemm/config.h"
 #include "ltx_kernels/gemm/heuristics.h"
 #include "ltx_kernels/gemm/sm90_plan.h"
 
@@ -229,4 +232,61 @@ TEST(GemmHeuristics, CublasLtRule) {
   biased.N = 4096;
   biased.K = 16384;
   EXPECT_TRUE(heuristics::prefer_cublaslt(biased));
+}
+
+TEST(GemmConfig, ParsesEveryField) {
+  TileConfig c;
+  std::string err;
+  ASSERT_TRUE(parse_tile_config("", &c, &err));  // unset: nothing forced
+  EXPECT_EQ(c.bm, 0);
+  EXPECT_EQ(c.cluster, 0);
+  ASSERT_TRUE(parse_tile_config("auto", &c, &err));
+  EXPECT_EQ(c.bm, 0);
+  EXPECT_EQ(c.bn, 0);
+  ASSERT_TRUE(parse_tile_config("128x160:c2:g8", &c, &err)) << err;
+  EXPECT_EQ(c.bm, 128);
+  EXPECT_EQ(c.bn, 160);
+  EXPECT_EQ(c.cluster, 2);
+  EXPECT_EQ(c.group_m, 8);
+  EXPECT_EQ(c.sms, 0);
+  EXPECT_EQ(c.stages, 0);
+  ASSERT_TRUE(parse_tile_config("64x256:s66:p4:c1:g1024", &c, &err)) << err;
+  EXPECT_EQ(c.bm, 64);
+  EXPECT_EQ(c.bn, 256);
+  EXPECT_EQ(c.sms, 66);
+  EXPECT_EQ(c.stages, 4);
+  EXPECT_EQ(c.cluster, 1);
+  EXPECT_EQ(c.group_m, 1024);
+  // the tile left to the heuristic, other fields forced; a repeated field: the last wins
+  ASSERT_TRUE(parse_tile_config("auto:s132:g4:g16", &c, &err)) << err;
+  EXPECT_EQ(c.bm, 0);
+  EXPECT_EQ(c.sms, 132);
+  EXPECT_EQ(c.group_m, 16);
+  // a tile nothing compiles still parses: whether it can run is the entry's question
+  ASSERT_TRUE(parse_tile_config("128x176", &c, &err)) << err;
+  EXPECT_EQ(c.bn, 176);
+}
+
+TEST(GemmConfig, RefusesMalformedValues) {
+  const char* bad[] = {"128by160",   "x",          "128x",        "x128",       "0x128",      "128x0",
+                       "-128x128",   "128x128 ",   "12a8x128",    "128x192:p1", "128x192:p9", "128x192:q2",
+                       "128x192:c3", "128x192:c0", "128x192:m3",  "128x192:",   "128x192:g",  "128x192:g0",
+                       "128x192:g1025", "128x192:s0", "128x192:sx", "auto:",    "autox",      "128x1234567890"};
+  for (const char* s : bad) {
+    TileConfig c;
+    c.bm = 7;  // untouched on failure
+    std::string err;
+    EXPECT_FALSE(parse_tile_config(s, &c, &err)) << s;
+    EXPECT_EQ(c.bm, 7) << s;
+    EXPECT_EQ(err.rfind("LTX_KERNELS_GEMM_CONFIG must be 'auto' or '<bm>x<bn>'", 0), 0u) << err;
+    EXPECT_NE(err.find(std::string("got '") + s + "'"), std::string::npos) << err;
+  }
+  std::string err;
+  TileConfig c;
+  EXPECT_FALSE(parse_tile_config("128x192:q2", &c, &err));
+  EXPECT_NE(err.find("bad field 'q2'"), std::string::npos) << err;
+  EXPECT_FALSE(parse_tile_config("128by160", &c, &err));
+  EXPECT_NE(err.find("no tile"), std::string::npos) << err;
+  EXPECT_FALSE(parse_tile_config("128x192::c2", &c, &err));
+  EXPECT_NE(err.find("empty field"), std::string::npos) << err;
 }
