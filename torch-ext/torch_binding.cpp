@@ -206,10 +206,12 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // the same for a [..., K] bf16 @ b [N, K]^T bf16 (fp32 accumulation); backend 'auto' | 'sm90' | 'torch' | 'cpu'
   ops.def("bf16_gemm(Tensor(a!) out, Tensor(b!)? out_scales, Tensor a, Tensor b, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> ()");
   ops.impl("bf16_gemm", c10::DeviceType::CPU, &bf16_gemm);
-  // what op ('fp8_blockwise_gemm' | 'bf16_gemm') would run: [backend (0 cpu, 1 torch, 2 sm89, 3 sm90,
-  // 4 skinny, 5 sm90_cutlass), bm, bn, cluster, group_m, sms]; raises as the op would
+  // what op ('fp8_blockwise_gemm' | 'bf16_gemm') would run: [backend (an index of gemm_backends()),
+  // bm, bn, cluster, group_m, sms]; raises as the op would
   ops.def("gemm_plan(str op, Tensor out, Tensor? out_scales, Tensor a, Tensor? a_scales, Tensor b, Tensor? b_scales, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> int[]");
   ops.impl("gemm_plan", c10::DeviceType::CPU, &gemm_plan);
+  // the GEMM backends' names by index (the registry: ltx_kernels/gemm/backend.h)
+  ops.def("gemm_backends() -> str[]", &gemm_backends);
   // the same with b as LTX-2 packed FP6 [N, 3K/4] uint8; backend 'auto' | 'sm89' | 'torch' | 'cpu'
   ops.def("fp6_blockwise_gemm(Tensor! out, Tensor a, Tensor a_scales, Tensor b_packed, Tensor b_scales, Tensor? bias, str backend) -> ()");
   ops.impl("fp6_blockwise_gemm", c10::DeviceType::CPU, &fp6_blockwise_gemm);

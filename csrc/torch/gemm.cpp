@@ -25,6 +25,7 @@
 #include "ltx_kernels/cpu/ops.h"
 #include "ltx_kernels/cpu/gemm.h"
 #include "ltx_kernels/cpu/lowbit.h"
+#include "ltx_kernels/gemm/backend.h"
 #include "ltx_kernels/gemm/config.h"
 #include "ltx_kernels/gemm/gemm_params.h"
 #include "torch_binding.h"
@@ -49,50 +50,17 @@ using gemm::OutKind;
 constexpr int64_t kGroup = 128;
 constexpr int64_t kCpuGrain = 16;  // rows per CPU task (the backend blocks 16 rows)
 
-// Backend indices as gemm_plan reports them (ltx_kernels.gemm._BACKENDS); same values as
-// gemm::Backend in CUDA builds.
-enum class Be : int64_t {
-  kCpu = 0, kTorch = 1, kSm89 = 2, kSm90 = 3, kSkinny = 4, kSm90Cutlass = 5, kCublasLt = 6, kAuto = -1
-};
+using Be = gemm::Backend;  // the registry: gemm/backend.h
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-const char* be_name(Be b) {
-  switch (b) {
-    case Be::kCpu: return "cpu";
-    case Be::kTorch: return "torch";
-    case Be::kSm89: return "sm89";
-    case Be::kSm90: return "sm90";
-    case Be::kSkinny: return "skinny";
-    case Be::kSm90Cutlass: return "sm90_cutlass";
-    case Be::kCublasLt: return "cublaslt";
-    case Be::kAuto: return "auto";
-  }
-  return "?";
-}
+const char* be_name(Be b) { return gemm::backend_name(b); }
 
 Be parse_backend(c10::string_view s, const char* op, Operands ops) {
-  const std::string b(s.data(), s.size());
-  if (b == "auto") return Be::kAuto;
-  if (b == "cpu") return Be::kCpu;
-  if (b == "torch") return Be::kTorch;
-  if (ops == Operands::kFp8Blockwise) {
-    if (b == "sm90") return Be::kSm90;
-    if (b == "sm89") return Be::kSm89;
-    if (b == "skinny") return Be::kSkinny;
-    if (b == "sm90_cutlass") return Be::kSm90Cutlass;
-    if (b == "cublaslt") return Be::kCublasLt;
-    LTX_CHECK(false, op,
-              "backend must be 'auto', 'sm90', 'skinny', 'sm89', 'sm90_cutlass', 'cublaslt', 'torch' or 'cpu' (got '",
-              b, "')");
-  } else if (ops == Operands::kBf16) {
-    if (b == "sm90") return Be::kSm90;
-    LTX_CHECK(false, op, "backend must be 'auto', 'sm90', 'torch' or 'cpu' (got '", b, "')");
-  } else {
-    if (b == "sm89") return Be::kSm89;
-    LTX_CHECK(false, op, "backend must be 'auto', 'sm89', 'torch' or 'cpu' (got '", b, "')");
-  }
-  return Be::kAuto;
+  Be b = Be::kAuto;
+  std::string error;
+  LTX_CHECK(gemm::parse_backend(std::string(s.data(), s.size()), ops, &b, &error), op, error);
+  return b;
 }
 
 Epilogue parse_epilogue(c10::string_view s, const char* op) {
@@ -383,12 +351,12 @@ Be select_cuda(Call& c, Be requested, const at::Tensor& like) {
   const gemm::Device& dev = gemm_device(like);
   if (c.empty || c.p.K == 0 || c.p.M == 0) return Be::kTorch;  // nothing for a kernel to do
   if (requested == Be::kAuto) {
-    Be be = Be(int64_t(gemm::choose_auto(c.p, dev)));
+    Be be = gemm::choose_auto(c.p, dev);
     if (be != Be::kCublasLt && c.p.bias != nullptr && c.p.bias_is_out_dtype) {
       // not cuBLASLt: what "auto" runs for the same bias in fp32 (widened only if that differs)
       GemmParams p32 = c.p;
       p32.bias_is_out_dtype = false;
-      const Be be32 = Be(int64_t(gemm::choose_auto(p32, dev)));
+      const Be be32 = gemm::choose_auto(p32, dev);
       if (be32 != be) {
         widen_bias(c);
         be = be32;
@@ -397,7 +365,7 @@ Be select_cuda(Call& c, Be requested, const at::Tensor& like) {
     return be;
   }
   if (requested == Be::kSkinny || requested == Be::kSm89 || requested == Be::kSm90Cutlass) widen_bias(c);
-  const std::string why = gemm::why_not(gemm::Backend(int(requested)), c.p, dev);
+  const std::string why = gemm::why_not(requested, c.p, dev);
   LTX_CHECK(why.empty(), c.op, "backend '", be_name(requested), "' cannot run this call (", why, ")");
   return requested;
 }
@@ -406,7 +374,7 @@ void run_cuda(Call& c, Be be, bool is_auto, const at::Tensor& b_values) {
   if (be == Be::kTorch) return run_torch(c, b_values);
   const CudaScope scope(c.a2, c.op);
   const gemm::Device& dev = gemm_device(c.a2);
-  const gemm::Backend gb = gemm::Backend(int(be));
+  const gemm::Backend gb = be;
   const size_t ws = gemm::workspace_bytes(gb, c.p, dev);
   at::Tensor w;
   if (ws > 0) w = at::empty({int64_t(ws)}, c.a2.options().dtype(at::kByte));
@@ -610,8 +578,7 @@ void scaled_mm_nvfp4(at::Tensor& out, const at::Tensor& a_packed, const at::Tens
                      bool hi_first, c10::string_view backend) {
   constexpr const char* op = "scaled_mm_nvfp4";
   const std::string be(backend.data(), backend.size());
-  LTX_CHECK(be == "auto" || be == "cublaslt" || be == "torch" || be == "cpu", op,
-            "backend must be 'auto', 'cublaslt', 'torch' or 'cpu' (got '", be, "')");
+  parse_backend(backend, op, Operands::kNvfp4);
   LTX_CHECK(a_packed.scalar_type() == at::kByte && b_packed.scalar_type() == at::kByte, op,
             "a_packed and b_packed must be uint8 (two E2M1 values per byte) (got ", a_packed.scalar_type(), " and ",
             b_packed.scalar_type(), ")");
@@ -710,4 +677,8 @@ void scaled_mm_nvfp4(at::Tensor& out, const at::Tensor& a_packed, const at::Tens
   }
 #endif
   run_exact(exact);
+}
+
+std::vector<std::string> gemm_backends() {
+  return std::vector<std::string>(std::begin(gemm::kBackendNames), std::end(gemm::kBackendNames));
 }

@@ -1,7 +1,7 @@
 // GoogleTest for the GEMM family's pure host functions: the persistent tile order of the sm_90a
 // kernels (every tile exactly once; multicast pairs share B), their shared-memory plan (fits,
 // aligned, disjoint), the heuristics (compiled tiles only, FP8-output constraints, wave model) and
-// the grammar of LTX_KERNELS_GEMM_CONFIG (gemm/config.h).
+// the grammar of LTX_KERNELS_GEMM_CONFIG (gemm/config.h) and the backend registry (gemm/backend.h).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "ltx_kernels/gemm/backend.h"
 #include "ltx_kernels/gemm/config.h"
 #include "ltx_kernels/gemm/heuristics.h"
 #include "ltx_kernels/gemm/sm90_plan.h"
@@ -289,4 +290,44 @@ TEST(GemmConfig, RefusesMalformedValues) {
   EXPECT_NE(err.find("no tile"), std::string::npos) << err;
   EXPECT_FALSE(parse_tile_config("128x192::c2", &c, &err));
   EXPECT_NE(err.find("empty field"), std::string::npos) << err;
+}
+
+TEST(GemmBackends, OneTableOfNames) {
+  // a backend's value is its index in the table (what gemm_plan reports, what Python lists)
+  for (int i = 0; i < kNumBackends; ++i) EXPECT_STREQ(backend_name(static_cast<Backend>(i)), kBackendNames[i]);
+  EXPECT_STREQ(backend_name(Backend::kAuto), "auto");
+  EXPECT_STREQ(backend_name(Backend::kCublasLt), "cublaslt");
+  std::set<std::string> names(std::begin(kBackendNames), std::end(kBackendNames));
+  EXPECT_EQ(names.size(), size_t(kNumBackends));
+  // every op takes "auto", "torch" and "cpu" and parses back what it lists
+  for (Operands ops : {Operands::kFp8Blockwise, Operands::kBf16, Operands::kFp6Blockwise, Operands::kNvfp4}) {
+    const BackendList list = accepted_backends(ops);
+    ASSERT_GE(list.n, 3);
+    Backend b = Backend::kCpu;
+    EXPECT_TRUE(parse_backend("auto", ops, &b, nullptr));
+    EXPECT_EQ(b, Backend::kAuto);
+    for (int i = 0; i < list.n; ++i) {
+      EXPECT_TRUE(parse_backend(backend_name(list.items[i]), ops, &b, nullptr));
+      EXPECT_EQ(b, list.items[i]);
+    }
+    EXPECT_TRUE(parse_backend("torch", ops, &b, nullptr));
+    EXPECT_TRUE(parse_backend("cpu", ops, &b, nullptr));
+  }
+}
+
+TEST(GemmBackends, RefusalsListWhatTheOpTakes) {
+  Backend b = Backend::kAuto;
+  std::string err;
+  EXPECT_FALSE(parse_backend("cutlass", Operands::kFp8Blockwise, &b, &err));
+  EXPECT_EQ(err, "backend must be 'auto', 'sm90', 'skinny', 'sm89', 'sm90_cutlass', 'cublaslt', 'torch' or 'cpu' "
+                 "(got 'cutlass')");
+  EXPECT_FALSE(parse_backend("sm89", Operands::kBf16, &b, &err));
+  EXPECT_EQ(err, "backend must be 'auto', 'sm90', 'torch' or 'cpu' (got 'sm89')");
+  EXPECT_FALSE(parse_backend("sm90", Operands::kFp6Blockwise, &b, &err));
+  EXPECT_EQ(err, "backend must be 'auto', 'sm89', 'torch' or 'cpu' (got 'sm90')");
+  EXPECT_FALSE(parse_backend("sm90", Operands::kNvfp4, &b, &err));
+  EXPECT_EQ(err, "backend must be 'auto', 'cublaslt', 'torch' or 'cpu' (got 'sm90')");
+  EXPECT_FALSE(parse_backend("", Operands::kBf16, &b, &err));
+  EXPECT_FALSE(parse_backend("Auto", Operands::kBf16, &b, &err));
+  EXPECT_EQ(b, Backend::kAuto);  // untouched by a refusal
 }

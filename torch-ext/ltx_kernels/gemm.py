@@ -56,7 +56,7 @@ __all__ = [
     "GEMM_EPILOGUES",
 ]
 
-_BACKENDS = ("cpu", "torch", "sm89", "sm90", "skinny", "sm90_cutlass", "cublaslt")
+_BACKENDS = tuple(ops.gemm_backends())  # by the index gemm_plan reports (ltx_kernels/gemm/backend.h)
 _OUT_DTYPES = (torch.bfloat16, torch.float16)
 GEMM_EPILOGUES = ("none", "gelu_tanh", "gated_residual")
 _F8 = torch.float8_e4m3fn
@@ -147,9 +147,9 @@ def fp8_gemm_backend(a: torch.Tensor, b: torch.Tensor, a_scales: torch.Tensor,
                      out_dtype: torch.dtype = torch.bfloat16, backend: str = "auto", *, epilogue: str = "none",
                      residual: Optional[torch.Tensor] = None, gate: Optional[torch.Tensor] = None) -> str:
     """Which backend fp8_blockwise_gemm(a, a_scales, b, b_scales, bias, out_dtype, backend=...,
-    epilogue=...) would run with a freshly allocated out: "cpu", "torch", "sm89", "sm90", "skinny" or
-    "sm90_cutlass" (raises what the GEMM would raise). b_scales None: ones of the right shape (the
-    choice does not depend on their values)."""
+    epilogue=...) would run with a freshly allocated out: "cpu", "torch", "sm89", "sm90", "skinny",
+    "sm90_cutlass" or "cublaslt" (raises what the GEMM would raise). b_scales None: ones of the right
+    shape (the choice does not depend on their values)."""
     if b_scales is None:
         n, k = (b.shape[0], b.shape[1]) if b.dim() == 2 else (0, 0)
         b_scales = torch.ones(-(-n // 128), k // 128, dtype=torch.float32, device=b.device)

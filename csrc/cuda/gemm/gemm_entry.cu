@@ -168,19 +168,6 @@ std::string sm90_args_why_not(const GemmParams& p) {
 
 }  // namespace
 
-const char* backend_name(Backend b) {
-  switch (b) {
-    case Backend::kCpu: return "cpu";
-    case Backend::kTorch: return "torch";
-    case Backend::kSm89: return "sm89";
-    case Backend::kSm90: return "sm90";
-    case Backend::kSkinny: return "skinny";
-    case Backend::kSm90Cutlass: return "sm90_cutlass";
-    case Backend::kCublasLt: return "cublaslt";
-  }
-  return "?";
-}
-
 Device query_device(int index) {
   const DeviceProps& props = device_props(index);  // queried once per device, then cached
   Device d;

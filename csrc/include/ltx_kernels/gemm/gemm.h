@@ -30,14 +30,11 @@
 #include <cstddef>
 #include <string>
 
+#include "ltx_kernels/gemm/backend.h"
 #include "ltx_kernels/gemm/gemm_params.h"
 
 namespace ltx_kernels {
 namespace gemm {
-
-enum class Backend : int { kCpu = 0, kTorch = 1, kSm89 = 2, kSm90 = 3, kSkinny = 4, kSm90Cutlass = 5, kCublasLt = 6 };
-
-const char* backend_name(Backend b);
 
 struct Device {
   int index = 0;
