@@ -200,7 +200,7 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // y = sum_kb (a_kb . b_kb) * a_scales[m, kb] * b_scales[n/128, kb] + bias, then the epilogue
   // ('none' | 'gelu_tanh' | 'gated_residual': out = residual + gate * y) into bf16 / fp16 out, or
   // quantized per 128 columns into an e4m3 out + out_scales; backend 'auto' | 'sm90' | 'skinny' |
-  // 'sm89' | 'sm90_cutlass' | 'torch' (fp32 dequant + matmul) | 'cpu'
+  // 'sm89' | 'sm90_cutlass' | 'cublaslt' | 'torch' (fp32 dequant + matmul) | 'cpu'
   ops.def("fp8_blockwise_gemm(Tensor(a!) out, Tensor(b!)? out_scales, Tensor a, Tensor a_scales, Tensor b, Tensor b_scales, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> ()");
   ops.impl("fp8_blockwise_gemm", c10::DeviceType::CPU, &fp8_blockwise_gemm);
   // the same for a [..., K] bf16 @ b [N, K]^T bf16 (fp32 accumulation); backend 'auto' | 'sm90' | 'torch' | 'cpu'

@@ -336,5 +336,55 @@ cudaError_t run(Backend be, const GemmParams& p, const Device& dev, void* worksp
   return cudaErrorNotSupported;
 }
 
+Plan plan(Backend requested, const GemmParams& p, const Device& dev) {
+  Plan pl;
+  pl.fallback = requested == Backend::kAuto;
+  if (requested == Backend::kTorch) return pl;
+  if (requested == Backend::kCpu) {
+    pl.error = why_not(Backend::kCpu, p, dev);
+    return pl;
+  }
+  if (p.M == 0 || p.N == 0 || p.K == 0) return pl;  // nothing for a kernel to do
+  GemmParams p32 = p;  // the same call with the 16-bit bias widened to fp32
+  p32.bias_is_out_dtype = false;
+  const bool bias16 = p.bias != nullptr && p.bias_is_out_dtype;
+  if (requested == Backend::kAuto) {
+    pl.backend = choose_auto(p, dev);
+    if (bias16 && pl.backend != Backend::kCublasLt) {
+      const Backend be32 = choose_auto(p32, dev);
+      if (be32 != pl.backend) {
+        pl.backend = be32;
+        pl.widen_bias = true;
+      }
+    }
+  } else {
+    pl.widen_bias = bias16 && (requested == Backend::kSkinny || requested == Backend::kSm89 ||
+                               requested == Backend::kSm90Cutlass);
+    pl.error = why_not(requested, pl.widen_bias ? p32 : p, dev);
+    if (!pl.error.empty()) return pl;
+    pl.backend = requested;
+  }
+  if (pl.backend != Backend::kTorch) pl.workspace = workspace_bytes(pl.backend, pl.widen_bias ? p32 : p, dev);
+  return pl;
+}
+
+Outcome execute(const Plan& pl, const GemmParams& p, const Device& dev, void* workspace, cudaStream_t stream) {
+  Outcome o;
+  if (pl.backend == Backend::kTorch) return o;
+  o.ran = pl.backend;
+  if (pl.widen_bias && p.bias_is_out_dtype) {
+    o.error = cudaErrorInvalidValue;
+    return o;
+  }
+  o.error = run(pl.backend, p, dev, workspace, pl.workspace, stream);
+  if (o.error != cudaErrorNotSupported || !pl.fallback) return o;
+  if (pl.backend != Backend::kSm89 && why_not(Backend::kSm89, p, dev).empty()) {
+    o.ran = Backend::kSm89;
+    o.error = run(Backend::kSm89, p, dev, nullptr, 0, stream);
+    if (o.error != cudaErrorNotSupported) return o;
+  }
+  return Outcome{};  // the exact fallback
+}
+
 }  // namespace gemm
 }  // namespace ltx_kernels
