@@ -158,6 +158,7 @@ std::vector<int64_t> gemm_plan(c10::string_view op_name, const at::Tensor& out, 
     return {int64_t(c.requested == Backend::kTorch ? Backend::kTorch : Backend::kCpu), 0, 0, 0, 0, 0};
   }
 #ifdef LTX_KERNELS_WITH_CUDA
+  const CudaScope scope(a, op);
   const gemm::Device dev = gemm_device(a);
   const Backend be = checked_plan(c, dev).backend;
   if (be != Backend::kSm90) return {int64_t(be), 0, 0, 0, 0, 0};

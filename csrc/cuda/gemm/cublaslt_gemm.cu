@@ -248,12 +248,25 @@ void build(Entry& e, cublasLtHandle_t handle, const GemmParams& p, const void* b
   e.algo_workspace = res.workspaceSize;
 }
 
-// The handle of `device` (created on first use, with that device current) and the cached entry
-// of the problem (built on a miss; the least recently used entry beyond kCacheEntries is
-// destroyed). Called with state().mu held.
+// Makes `device` current for the scope (the handle and the heuristic belong to it).
+struct DeviceScope {
+  int before = -1;
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&before) == cudaSuccess && before != device) cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    int now = -1;
+    if (before >= 0 && cudaGetDevice(&now) == cudaSuccess && now != before) cudaSetDevice(before);
+  }
+};
+
+// The handle of `device` (created on first use) and the cached entry of the problem (built on a
+// miss; the least recently used entry beyond kCacheEntries is destroyed). Called with state().mu
+// held.
 Entry* lookup(const GemmParams& p, const Device& dev, const Operand& in, const void* bias, cublasLtHandle_t* handle) {
   State& s = state();
   if (dev.index < 0 || dev.index >= kMaxDevices) return nullptr;
+  const DeviceScope on(dev.index);
   Handle& h = s.handles[dev.index];
   if (!h) {
     cublasLtHandle_t raw = nullptr;
