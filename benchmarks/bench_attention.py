@@ -20,7 +20,7 @@ import torch.nn.functional as F
 import ltx_kernels as lk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import attention_row, sdpa_baselines, time_graph, write_record  # noqa: E402
+from common import add_record_arguments, attention_row, check_record, graph_timing, sdpa_baselines, time_graph, write_record  # noqa: E402
 
 # name, B, Sq, Skv, H, D, cross (text keys with a padding mask)
 SHAPES = [
@@ -78,20 +78,34 @@ def bench_shape(name, b, sq, skv, h, d, cross, sets=2):
         row["us"][f"ours_fp8_kblock{kb}"] = time_graph(lambda i: lk.attention(*ops8[i], attn_mask=mask, out=outs), sets)
     # the other warpgroup scheduling of the sm_90 kernel (ping-pong on / off), for the record
     for pp in ("0", "1"):
-        os.environ["LTX_KERNELS_ATTENTION_PINGPONG"] = pp
-        try:
+        with lk.developer_config(LTX_KERNELS_ATTENTION_PINGPONG=pp):
             row["us"][f"ours_bf16_bshd_pingpong{pp}"] = time_graph(
                 lambda i: lk.attention(qs[i], ks[i], vs[i], attn_mask=mask, out=outs), sets)
             row["us"][f"ours_fp8_kblock128_pingpong{pp}"] = time_graph(
                 lambda i: lk.attention(*ops8[i], attn_mask=mask, out=outs), sets)
-        finally:
-            del os.environ["LTX_KERNELS_ATTENTION_PINGPONG"]
+    # fp16 inputs (the same configurations as bf16), beside cuDNN's fp16 SDPA
+    qf, kf, vf = ([t.half() for t in ts] for ts in (qs, ks, vs))
+    qfh, kfh, vfh = ([t.transpose(1, 2).contiguous() for t in ts] for ts in (qf, kf, vf))
+    fmask = None if sdpa_mask is None else sdpa_mask.half()
+    try:
+        with sdpa_kernel([sdpa_backends()["cudnn"]]):
+            row["us"]["fp16_sdpa_cudnn"] = time_graph(
+                lambda i: F.scaled_dot_product_attention(qfh[i], kfh[i], vfh[i], attn_mask=fmask), sets)
+    except Exception as e:
+        row["us"]["fp16_sdpa_cudnn"] = None
+        row.setdefault("skipped", {})["fp16 cudnn"] = str(e).splitlines()[0][:160]
+    outf = torch.empty_like(qf[0])
+    row["us"]["ours_fp16_bshd"] = time_graph(lambda i: lk.attention(qf[i], kf[i], vf[i], attn_mask=mask, out=outf), sets)
     row["us"]["fp8 quantize"] = time_graph(lambda i: lk.quantize_attention_fp8(qs[i], ks[i], vs[i]), sets)
     row["tflops"] = {k: (flops / (v * 1e-6) / 1e12 if v else None) for k, v in row["us"].items() if k != "fp8 quantize"}
     sd = [v for k, v in row["us"].items() if k.startswith("sdpa_") and v]
     best = min(sd) if sd else None
     row["best_sdpa_us"] = best
-    row["speedup_vs_best_sdpa"] = {k: best / v for k, v in row["us"].items() if k.startswith("ours") and v and best}
+    row["speedup_vs_best_sdpa"] = {k: best / v for k, v in row["us"].items()
+                                   if k.startswith("ours") and "fp16" not in k and v and best}
+    f16 = row["us"].get("fp16_sdpa_cudnn")
+    if f16 and row["us"].get("ours_fp16_bshd"):
+        row["speedup_vs_best_sdpa"]["ours_fp16_bshd"] = f16 / row["us"]["ours_fp16_bshd"]
     # accuracy of the FP8 path on these (random) inputs against our bf16 kernel
     o16 = lk.attention(qs[0], ks[0], vs[0], attn_mask=mask).double()
     o8 = lk.attention(*lk.quantize_attention_fp8(qs[0], ks[0], vs[0]), attn_mask=mask).double()
@@ -129,6 +143,11 @@ def run(copy_gbps=0.0, quick=False):
                 note += f"; quantize pass {r['us']['fp8 quantize']:.0f} us not included; rel L2 vs bf16 {r['fp8_rel_l2_vs_bf16']:.3g}"
             rows.append(attention_row(variant, [b, sq, skv, h, d], r["us"][variant], base, best, r["tflop"],
                                       int(r["tflop"] * 1e12), note, copy_gbps))
+        # fp16: against cuDNN's fp16 SDPA of the same run
+        f16 = r["us"].get("fp16_sdpa_cudnn")
+        rows.append(attention_row("ours_fp16_bshd", [b, sq, skv, h, d], r["us"]["ours_fp16_bshd"],
+                                  {"sdpa_cudnn": f16} if f16 else {}, f16, r["tflop"], int(r["tflop"] * 1e12),
+                                  f"{name}; fp16 inputs; baseline cuDNN fp16", copy_gbps))
     return rows
 
 
@@ -136,10 +155,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None, help="JSON file to write")
+    add_record_arguments(ap)
     a = ap.parse_args()
     if not torch.cuda.is_available():
         print("bench_attention: needs a CUDA GPU")
         return
+    check_record(a.out, a.allow_dirty)
     rows = []
     for i, s in enumerate(SHAPES):
         if a.quick and i not in QUICK:
@@ -147,8 +168,8 @@ def main():
         rows.append(bench_shape(*s))
         print(json.dumps({k: rows[-1][k] for k in ("shape", "backend", "us")}), flush=True)
     print(table(rows))
-    if a.out:  # with the commit, build and command (benchmarks/common.py run_meta)
-        write_record(a.out, rows, "benchmarks/bench_attention.py", sys.argv[1:])
+    if a.out:  # with the commit, build, command, GPU and timing (benchmarks/common.py record_meta)
+        write_record(a.out, rows, "benchmarks/bench_attention.py", sys.argv[1:], graph_timing(), a.allow_dirty)
 
 
 if __name__ == "__main__":

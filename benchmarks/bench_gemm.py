@@ -16,12 +16,16 @@ Shapes: the linear layers of the LTX models at their real token counts, M = 5376
 (N x K = out_features x in_features); plus 8192^3 and 4096 x 7168 x 16384 (peak-rate shapes).
 
   python3 benchmarks/bench_gemm.py [--quick | --full] [--sections fp8,linear,epilogue,bf16,decode] [--json out.json]
+      [--allow-dirty]
 
 Section "linear" times a plain FP8 GEMM with a bias: "auto" with a bf16 bias beside cuBLASLt with it,
 our sm_90a kernel with it and the CUTLASS kernel with an fp32 bias (what FP8BlockwiseLinear passes).
 The table printed last holds, per section, ours and each alternative in TFLOP/s (or us) and the
 ratios the targets are stated in: FP8 vs cuBLASLt blockwise (geometric mean over the LTX shapes,
 minimum), the fused epilogue vs our GEMM + the separate op, bf16 vs cuBLAS and vs cuBLAS + compiled glue.
+Run as a script it first prints `record meta: {...}` (benchmarks/common.py record_meta: the
+build's commit, compilers, GPU, clocks, command, timing), which benchmarks/import_gemm_summary.py
+reads back from a log.
 """
 
 import argparse
@@ -37,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ltx_kernels as lk  # noqa: E402
 
-from common import Row, n_copies, time_graph  # noqa: E402
+from common import Row, add_record_arguments, graph_timing, n_copies, record_meta, time_graph, write_record  # noqa: E402
 
 F8 = torch.float8_e4m3fn
 LTX_NK = [  # (N, K, name)
@@ -351,11 +355,14 @@ if __name__ == "__main__":
     ap.add_argument("--sections", default="fp8,linear,epilogue,bf16,decode")
     ap.add_argument("--json", default=None)
     ap.add_argument("--full", action="store_true", help="bf16 rows at both token counts")
+    add_record_arguments(ap)
     args = ap.parse_args()
+    meta = record_meta("benchmarks/bench_gemm.py", sys.argv[1:], graph_timing(), args.allow_dirty,
+                       exclude=[args.json] if args.json else ())
+    print("record meta: " + json.dumps(meta), flush=True)
     summary = []
     rows = run(quick=args.quick, sections=args.sections.split(","), summary=summary, full=args.full)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(0), "summary": summary,
-                       "rows": [r.__dict__ for r in rows]}, f, indent=1)
+        write_record(args.json, rows, "benchmarks/bench_gemm.py", sys.argv[1:], graph_timing(), args.allow_dirty,
+                     summary=summary)
     print_table(summary)

@@ -9,7 +9,6 @@ TFLOP/s measured in the same run (the row's ceiling), and the speedup over flex.
 gives the portable mma.sync kernel's time (what GPUs other than sm_90 run)."""
 
 import math
-import os
 
 import torch
 import torch.nn.functional as F
@@ -78,11 +77,8 @@ def run(copy_gbps, quick=False):
         outs = [torch.empty(shape, device="cuda", dtype=dtype) for _ in range(nsets)]
         ours = time_graph(lambda i: lk.na3d(*sets[i], kernel, out=outs[i]), nsets)
         # the portable mma.sync kernel (what non-sm_90 GPUs run), for the record
-        os.environ["LTX_KERNELS_NATTEN_SM90"] = "0"
-        try:
+        with lk.developer_config(LTX_KERNELS_NATTEN_SM90="0"):
             portable = time_graph(lambda i: lk.na3d(*sets[i], kernel, out=outs[i]), nsets)
-        finally:
-            del os.environ["LTX_KERNELS_NATTEN_SM90"]
         lk.na3d(*sets[0], kernel, out=outs[0])  # outs[0] from the automatic path for the flex check
         flops = 4 * d * B * heads * tokens * math.prod(kernel)
         tflops = flops / (ours * 1e-6) / 1e12

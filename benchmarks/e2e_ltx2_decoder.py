@@ -2,7 +2,7 @@
 diffusion decoder with its default FlexAttention processor vs ltx_kernels' neighborhood attention.
 
   python3 benchmarks/e2e_ltx2_decoder.py [--stage 1|2|3|4] [--grid T H W] [--iters 10] [--warmup 3]
-      [--compile-blocks] [--tiny] [--device cuda|cpu] [--out file.json]
+      [--compile-blocks] [--tiny] [--device cuda|cpu] [--out file.json] [--allow-dirty]
 
 What runs: stage i of diffusers.models.autoencoders.ltx2_diffusion_decoder.LTX2VideoDiffusionDecoder3d,
 as its forward_stages_1_to_3 / forward_stage_4 run it: one build_block_mask for the stage, then
@@ -29,9 +29,11 @@ Variants, one process, the same weights and input:
   --compile-blocks adds flex+compile and ours+compile: every NABlock torch.compile'd (regional
         compile, dynamic=False; the mask is still built eagerly once per call).
 Timed: the stage forward under no_grad, CUDA events (perf_counter on CPU) per call after --warmup
-calls (compiled variants get at least one); median of --iters. Peak: max allocated over the timed
-calls (weights and input included). Error: rel L2 = ||y - y_flex|| / ||y_flex|| of the stage
+calls (compiled variants get at least one); median of --iters (at least 3 unless --tiny), with the fastest and
+slowest call beside it. Peak: max allocated over the timed calls (weights and input included). Error: rel L2 = ||y - y_flex|| / ||y_flex|| of the stage
 output. A variant that runs out of memory (the flex mask at large grids) reports "did not fit".
+The JSON carries benchmarks/common.py's record_meta (the build's commit, refused from a tree that
+differs from it unless --allow-dirty or --tiny, compilers, GPU, clocks, command, timing).
 """
 
 import argparse
@@ -41,12 +43,16 @@ import gc
 import inspect
 import json
 import math
+import os
 import platform
 import statistics
+import sys
 import time
 import warnings
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 VIDEO = (121, 512, 768)  # frames, height, width
 VAE_T, VAE_S = 8, 32
@@ -119,7 +125,8 @@ def _compile_once(fn):
 
 
 def timed(fn, device, iters, warmup):
-    """Median ms of fn() over iters calls after warmup calls, peak GiB, the last output."""
+    """Median ms of fn() over iters calls after warmup calls, peak GiB, the last output, and the
+    (fastest, slowest) call in ms."""
     cuda, out, times = device.type == "cuda", None, []
     for _ in range(warmup):
         out = None  # free the previous output before the next call
@@ -137,7 +144,7 @@ def timed(fn, device, iters, warmup):
             ev[1].synchronize()
         times.append(ev[0].elapsed_time(ev[1]) if cuda else (time.perf_counter() - t0) * 1e3)
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if cuda else None
-    return statistics.median(times), peak, out
+    return statistics.median(times), peak, out, (min(times), max(times))
 
 
 def rel_l2(y, ref):
@@ -153,14 +160,25 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--stage", type=int, choices=[1, 2, 3, 4], default=2)
     p.add_argument("--grid", type=int, nargs=3, metavar=("T", "H", "W"), help="override the stage grid")
-    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--iters", type=int, default=10, help="timed calls per variant (at least 3 unless --tiny)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--compile-blocks", action="store_true", help="add torch.compile'd-block variants")
     p.add_argument("--tiny", action="store_true", help="CPU-sized config (64 ch, head dim 32, 2 blocks)")
     p.add_argument("--device", default=None, help="cuda (default if available) or cpu")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="write results as JSON here")
-    return p.parse_args(argv)
+    p.add_argument("--allow-dirty", action="store_true",
+                   help="write --out even if the build or the checkout differs from the build's commit (marked dirty)")
+    args = p.parse_args(argv)
+    if args.iters < 3 and not args.tiny:
+        p.error("--iters: at least 3 timed calls (the median and spread need them; --tiny for a smoke test)")
+    return args
+
+
+def _timing(args) -> dict:
+    return {"timer": "CUDA events around each stage call (perf_counter on the CPU)",
+            "warmup": f"{args.warmup} calls (compiled variants and CUDA flex at least 1)",
+            "repeats": f"{args.iters} timed calls", "statistic": "median, with the fastest and slowest call"}
 
 
 def main(argv=None):
@@ -168,6 +186,17 @@ def main(argv=None):
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     import diffusers
+
+    from common import record_meta
+
+    script, argv = "benchmarks/e2e_ltx2_decoder.py", sys.argv[1:] if argv is None else list(argv)
+
+    def meta():  # a --tiny run is a smoke test of the script, not a measurement: never refused
+        return record_meta(script, argv, _timing(args), args.allow_dirty or args.tiny, device,
+                           exclude=[args.out])
+
+    if args.out:
+        meta()  # refuse before measuring
 
     warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")  # CPU: eager flex
     from ltx_kernels.integrations.diffusers.vae import apply_to
@@ -194,15 +223,16 @@ def main(argv=None):
     rows, ref = [], None
     for name, select, compile_blocks in plan:
         select()
-        row = dict(variant=name, status="ok", ms=None, mask_ms=None, peak_gib=None, rel_l2_vs_flex=None)
+        row = dict(variant=name, status="ok", ms=None, ms_min_max=None, mask_ms=None, peak_gib=None,
+                   rel_l2_vs_flex=None)
         if compile_blocks:
             torch._dynamo.reset()
         blocks = [torch.compile(b, dynamic=False) for b in stage.blocks] if compile_blocks else None
         warmup = max(args.warmup, 1) if compile_blocks or (name == "flex" and device.type == "cuda") else args.warmup
         try:
             with torch.no_grad(), compiled_flex_attention(name == "flex" and device.type == "cuda"):
-                row["ms"], row["peak_gib"], y = timed(lambda: stage_forward(stage, x, blocks), device,
-                                                      args.iters, warmup)
+                row["ms"], row["peak_gib"], y, row["ms_min_max"] = timed(
+                    lambda: stage_forward(stage, x, blocks), device, args.iters, warmup)
                 if name == "flex":
                     row["mask_ms"] = timed(lambda: stage.blocks[0].attn.build_block_mask(x), device,
                                            args.iters, min(warmup, 1))[0]
@@ -225,21 +255,22 @@ def main(argv=None):
 
     flex_ms = rows[0]["ms"]
     fmt = lambda v, spec, w: f"{v:{w}{spec}}" if v is not None else f"{'-':>{w}}"  # noqa: E731
-    print(f"{'variant':<14} {'stage ms':>10} {'x flex':>7} {'mask ms':>9} {'peak GiB':>9} {'rel L2 vs flex':>15}")
+    print(f"{'variant':<14} {'stage ms':>10} {'min - max':>17} {'x flex':>7} {'mask ms':>9} {'peak GiB':>9} "
+          f"{'rel L2 vs flex':>15}")
     for r in rows:
         if r["status"] != "ok":
             print(f"{r['variant']:<14} {r['status']}: {r.get('error', '')}")
             continue
         sp = flex_ms / r["ms"] if flex_ms else None
-        print(f"{r['variant']:<14} {r['ms']:10.2f} {fmt(sp, '.2f', 7)} {fmt(r['mask_ms'], '.2f', 9)} "
+        lo, hi = r["ms_min_max"]
+        print(f"{r['variant']:<14} {r['ms']:10.2f} {f'{lo:.2f} - {hi:.2f}':>17} {fmt(sp, '.2f', 7)} "
+              f"{fmt(r['mask_ms'], '.2f', 9)} "
               f"{fmt(r['peak_gib'], '.2f', 9)} {fmt(r['rel_l2_vs_flex'], '.3e', 15)}")
 
     if args.out:
         res = dict(
             benchmark="e2e_ltx2_decoder", stage=args.stage, tiny=args.tiny, device=str(device), dtype=str(dtype),
-            gpu=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-            machine=platform.machine(), cpu=platform.processor() or None, torch=torch.__version__,
-            cuda=torch.version.cuda, diffusers=diffusers.__version__,
+            **meta(), machine=platform.machine(), cpu=platform.processor() or None, diffusers=diffusers.__version__,
             module=("diffusers LTX2VideoDiffusionDecoder3d stage: depth x LTX2VideoVaeNABlock "
                     "+ LTX2VideoVaePixelShuffleUpsampler"),
             config_source="LTX2VideoDiffusionDecoder3d.__init__ defaults" + (" (tiny override)" if args.tiny else ""),

@@ -2,8 +2,9 @@
 
   python benchmarks/e2e_ltx_video.py [--no-optimized-kernels] [--compile] [--quantization fp8]
       [--num-frames 49 --height 512 --width 768 --steps 30 --batch-size 1 --warmup-iterations 2]
-      [--compare [--no-compile-variants]] [--cache first_block mag taylorseer [--cache-threshold T]]
-      [--tiny] [--checkpoint DIR] [--out result.json]
+      [--timed-runs 3] [--compare [--no-compile-variants] [--keep-variants OPS ...] [--leave-variants OPS ...]]
+      [--cache first_block mag taylorseer [--cache-threshold T]] [--tiny] [--checkpoint DIR]
+      [--out result.json [--allow-dirty]]
 
 What runs: diffusers' LTXVideoTransformer3DModel in bf16 (fp32 on CPU) with the real LTX-Video
 2B transformer config (`LTXVideoTransformer3DModel`'s defaults in diffusers 0.42.1, which are
@@ -16,16 +17,24 @@ temporal / 32x spatial compression, 128 latent channels; 128 T5 tokens with a pa
 classifier-free guidance doubles the batch (guidance 3), and a plain Euler flow-matching update
 over `--steps` sigmas from 1 to 0 moves the latents, so every step sees new inputs.
 
-Measured per variant: per-step time (CUDA events around each step; median over the steps of
-`--timed-runs` runs after `--warmup-iterations` full warm-up runs; the spread of the runs'
-medians beside it, since single runs varied by up to ~20% between machine starts), the median
-total time of a run, peak
-memory, and the error of the final latents against the eager run of the same dtype and seed
-(relative L2 and PSNR with the reference's max |value| as peak). `--compare` runs eager,
+Measured per variant: per-step time (CUDA events around each step; the median over the steps of
+`--timed-runs` runs (at least 3) after `--warmup-iterations` full warm-up runs (at least 1), with
+the fastest and slowest run's median beside it: single runs of the same command vary between
+machine starts, so a difference inside that spread is not a result), the median total time of a
+run, peak memory, and the error of the final latents against the eager run of the same dtype and
+seed (relative L2 and PSNR with the reference's max |value| as peak). Where a variant asks for
+ltx_kernels' attention (`--attention bf16 / fp8`), one more untimed step under torch.profiler
+counts the attention calls that reached `ltx_kernels.attention` and those that ran PyTorch's
+SDPA, since optimize() routes each call by its shape (`use_kernel_attention` in
+integrations/_compile_policy.py): a row whose calls all went to SDPA says so (`attention_route`).
+Compiled rows record the compile policy they ran under (`compile_policy`). `--compare` runs eager,
 torch.compile, optimized, optimized + compile, optimized + compile with every kernel kept
 (`LTX_KERNELS_COMPILE_ALL_KERNELS=1`: what leaving the glue to Inductor gains; see
 docs/integrations.md "Under torch.compile"), and the quantized variants when `--quantization`
-is given, in one process on one set of weights, and prints a table. Compile is
+is given, in one process on one set of weights, and prints a table. `--keep-variants OPS` and
+`--leave-variants OPS` add compiled variants that keep (LTX_KERNELS_COMPILE_KEEP) or leave to
+Inductor the comma-separated policy ops: what each decision of the policy gains or costs end to
+end (benchmarks/check_policy.py reads them). Compile is
 regional (each transformer block compiled with fullgraph=True, as diffusers'
 `compile_repeated_blocks` does), which keeps compile time to one block's.
 
@@ -34,8 +43,9 @@ without ltx_kernels: in one process on one set of weights, eager, optimized and 
 `--quantization`) optimized + quantized, each run once without a cache and once per cache, a
 full `--steps` denoising loop each (each call inside `cache_context`, the cache state reset
 before every loop, as the pipelines do; two untimed steps after each optimize() keep first calls
-out of the timings). Reported per variant: ms per step as the mean over
-the timed loop's steps (cached steps included; the median too), the fraction of the last
+out of the timings). Reported per variant: ms per step as each timed loop's mean step
+(cached steps included), the median over the timed loops with the fastest and slowest loop beside
+it (and the median step), the fraction of the last
 block's feed-forward and attention calls that ran (what the cache skipped), and the final
 latents' error against the uncached eager run. Caches: `first_block` (FirstBlockCacheConfig,
 `--cache-threshold` or diffusers' default 0.05), `mag` (MagCacheConfig with ratios calibrated
@@ -45,8 +55,10 @@ attention module of the blocks, diffusers' other defaults; its default module pa
 LTX-Video attention). diffusers 0.42.1 refuses `first_block` and `mag` on LTX-2 (its block class
 is not in diffusers' block registry): those rows say so.
 
-GPU time on an H200 for `--compare` at 49x512x768 is dominated by 2 compiles (~20-60 s each);
-`--steps 10 --warmup-iterations 1` keeps the whole compare around 2 minutes.
+`--compare` at 49x512x768 spends most of its time compiling; `--steps 10 --warmup-iterations 1`
+keeps it short. With `--out`, the JSON carries benchmarks/common.py's record_meta (the build's
+commit, refused from a tree that differs from it unless --allow-dirty or --tiny, compilers, GPU,
+clocks, command, timing method).
 """
 
 import argparse
@@ -89,10 +101,11 @@ def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--batch-size", type=int, default=1)
     p.add_argument("--guidance-scale", type=float, default=3.0, help="CFG (> 1 doubles the batch)")
-    p.add_argument("--warmup-iterations", type=int, default=2, help="full denoising runs before the timed ones")
+    p.add_argument("--warmup-iterations", type=int, default=2,
+                   help="full denoising runs before the timed ones (at least 1 unless --tiny)")
     p.add_argument("--timed-runs", type=int, default=3,
-                   help="timed denoising runs per variant: ms/step is the median over all their steps, "
-                        "the spread of the runs' medians is reported beside it")
+                   help="timed denoising runs per variant (at least 3 unless --tiny): ms/step is the median over "
+                        "all their steps, the fastest and slowest run's median are reported beside it")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tiny", action="store_true", help=tiny_hint)
     p.add_argument("--checkpoint", default=None, help="diffusers transformer folder (offline); else random weights")
@@ -106,12 +119,30 @@ def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
                    help="with --compare: one more compiled variant per value, keeping the comma-separated "
                         "ops of the compile policy (integrations/_compile_policy.py) under compile, "
                         "as LTX_KERNELS_COMPILE_KEEP does; run for the quantized, attention-free variant")
+    p.add_argument("--leave-variants", nargs="*", default=[], metavar="OPS",
+                   help="with --compare: one more compiled variant per value, leaving the comma-separated policy "
+                        "ops to Inductor (as LTX_KERNELS_COMPILE_LEAVE does); run for the quantized, "
+                        "attention-free variant")
     p.add_argument("--cache", nargs="+", choices=CACHES, default=None,
                    help="diffusers step caches to measure with and without optimize() (see the module docstring)")
     p.add_argument("--cache-threshold", type=float, default=None,
                    help="first_block / mag threshold (default: diffusers' default of each)")
     p.add_argument("--out", default=None, help="JSON path for the results")
+    p.add_argument("--allow-dirty", action="store_true",
+                   help="write --out even if the build or the checkout differs from the build's commit "
+                        "(the record says dirty, why, and the sha256 of the difference)")
     return p
+
+
+def check_method(parser, args):
+    """A measurement needs warm-up and enough runs for a median and a spread; --tiny is a smoke
+    test of the script and may use fewer."""
+    if args.tiny:
+        return
+    if args.timed_runs < 3:
+        parser.error("--timed-runs: at least 3 (a median and a spread need them; --tiny for a smoke test)")
+    if args.warmup_iterations < 1:
+        parser.error("--warmup-iterations: at least 1 (first calls load kernels and grow the allocator)")
 
 
 def _sync(device):
@@ -209,11 +240,26 @@ def last_block_calls(model):
     return c, lambda: [h.remove() for h in handles]
 
 
+def summarize_runs(runs):
+    """The statistics of a row from each timed run's step times (ms): per_step_ms, the median over
+    every step; run_median_ms / spread_ms, each run's median and the [fastest, slowest] of them;
+    run_mean_ms, each run's mean step (what a loop with cached steps costs per step);
+    mean_step_ms / mean_spread_ms, the median and [min, max] of those means; run_spread_pct, the
+    runs' medians' range over their median."""
+    steps = [t for r in runs for t in r]
+    medians = [statistics.median(r) for r in runs]
+    means = [statistics.fmean(r) for r in runs]
+    spread = (max(medians) - min(medians)) / statistics.median(medians) * 100 if len(medians) > 1 else 0.0
+    return dict(per_step_ms=statistics.median(steps), run_median_ms=medians, spread_ms=[min(medians), max(medians)],
+                run_spread_pct=spread, run_mean_ms=means, mean_step_ms=statistics.median(means),
+                mean_spread_ms=[min(means), max(means)])
+
+
 def run_variant(name, problem, model, args, device, ref, cached: bool = False):
     """Warm-up runs, then `--timed-runs` timed runs (the same inputs each time); returns the result
-    row (dict) and the last run's latents. One timed run per variant varied by up to ~20% between
-    machine starts on the H200 (eager rows most: they are bound by the host's launches), so the
-    runs' medians are kept (`run_median_ms`) and their spread reported."""
+    row (dict, statistics from summarize_runs) and the last run's latents. Single runs of one
+    variant vary between machine starts (eager rows most: they are bound by the host's launches),
+    so every run's median and mean is kept beside the row's."""
     steps, g = args.steps, args.guidance_scale
     t0 = time.perf_counter()
     for _ in range(args.warmup_iterations):
@@ -221,7 +267,7 @@ def run_variant(name, problem, model, args, device, ref, cached: bool = False):
     warm_s = time.perf_counter() - t0
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    times, medians, totals = [], [], []
+    runs, totals = [], []
     calls = {"calls": None}
     for r in range(max(1, args.timed_runs)):
         run_times = []
@@ -235,14 +281,75 @@ def run_variant(name, problem, model, args, device, ref, cached: bool = False):
             if remove is not None:
                 remove()
         totals.append(time.perf_counter() - t0)
-        times += run_times
-        medians.append(statistics.median(run_times))
+        runs.append(run_times)
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else float("nan")
     rel, psnr = errors(lat, ref) if ref is not None else (0.0, float("inf"))
-    spread = (max(medians) - min(medians)) / statistics.median(medians) * 100 if len(medians) > 1 else 0.0
-    return dict(variant=name, per_step_ms=statistics.median(times), mean_step_ms=statistics.fmean(times),
-                run_median_ms=medians, run_spread_pct=spread, total_s=statistics.median(totals), warmup_s=warm_s,
-                peak_mem_gib=peak, rel_l2_vs_eager=rel, psnr_db=psnr, last_block_calls=calls["calls"]), lat
+    return dict(variant=name, **summarize_runs(runs), timed_runs=len(runs), warmup_runs=args.warmup_iterations,
+                total_s=statistics.median(totals), warmup_s=warm_s, peak_mem_gib=peak, rel_l2_vs_eager=rel,
+                psnr_db=psnr, last_block_calls=calls["calls"]), lat
+
+
+# ---- which attention ran -----------------------------------------------------------------------
+
+_SDPA_EVENTS = ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product")
+
+
+def _is_sdpa(name: str) -> bool:
+    return name.startswith(_SDPA_EVENTS)
+
+
+def count_attention_calls(fn) -> dict:
+    """Runs fn() once under torch.profiler (CPU activity: the dispatcher records every op call,
+    eager or from a compiled graph) and counts the calls of ltx_kernels' attention op
+    ("ltx_kernels") and of PyTorch's SDPA ("sdpa": the outermost SDPA op of each call, so that
+    a backend op under scaled_dot_product_attention is not counted twice)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        fn()
+    ours = sdpa = 0
+    for e in prof.events():
+        if e.name.startswith("_ltx_kernels_") and e.name.endswith("::attention"):
+            ours += 1
+        elif _is_sdpa(e.name):
+            parent, nested = e.cpu_parent, False
+            while parent is not None:
+                if _is_sdpa(parent.name):
+                    nested = True
+                    break
+                parent = parent.cpu_parent
+            sdpa += not nested
+    return {"ltx_kernels": ours, "sdpa": sdpa}
+
+
+def attention_route(mode, counts) -> str:
+    """What ran the attention of a variant that asked for ltx_kernels' kernel in `mode`
+    (None: it did not ask)."""
+    if mode is None:
+        return "sdpa (not asked)"
+    if counts is None:
+        return "not counted"
+    k, s = counts["ltx_kernels"], counts["sdpa"]
+    if k == 0:
+        return "sdpa: the routing rule sent every call to SDPA"
+    if s == 0:
+        return f"ltx_kernels {mode}: every call"
+    return f"ltx_kernels {mode} for {k} of {k + s} calls, SDPA for the rest"
+
+
+def probe_attention(row, mode, problem, model, args, device):
+    """Adds attention_calls and attention_route to a variant's row (one untimed step, counted)."""
+    if mode is None:
+        return
+    x = problem.latents0
+    counts = count_attention_calls(lambda: (problem.velocity(model, x, 1.0, args.guidance_scale), _sync(device)))
+    row["attention"] = mode
+    row["attention_calls"] = counts
+    row["attention_route"] = attention_route(mode, counts)
+
+
+def policy_state(policy) -> dict:
+    """The compile policy a compiled row ran under (integrations/_compile_policy.py)."""
+    return {"keep_all": bool(policy.KEEP_ALL), "keep": sorted(policy.KEEP),
+            "left_to_inductor": sorted(policy.LEFT_TO_INDUCTOR)}
 
 
 def _versions():
@@ -256,28 +363,48 @@ def _versions():
     return v
 
 
-def _run_meta(argv) -> dict:
-    """The command, the commit and the build, as the benchmarks' records carry them
-    (benchmarks/common.py run_meta)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from common import run_meta
+def timing_method(args) -> dict:
+    cache = bool(getattr(args, "cache", None))
+    return {"timer": "CUDA events around each denoising step (perf_counter on the CPU)",
+            "warmup": f"{args.warmup_iterations} full denoising loops per variant",
+            "repeats": f"{args.timed_runs} timed loops of {args.steps} steps per variant",
+            "statistic": ("mean_step_ms: the median over the timed loops of each loop's mean step (cached steps "
+                          "included), mean_spread_ms: the fastest and slowest loop" if cache else
+                          "per_step_ms: the median over every timed step, spread_ms: the fastest and slowest "
+                          "timed loop's median")}
 
-    script = os.path.relpath(sys.argv[0]) if sys.argv[0] else "e2e"
-    return run_meta(script, sys.argv[1:] if argv is None else list(argv))
+
+def _run_meta(args, argv, script: str, device) -> dict:
+    """benchmarks/common.py record_meta: the build's commit (refused from a tree that differs from
+    it, unless --allow-dirty, or --tiny: a smoke test of the script), compilers, GPU, clocks,
+    the command, the timing method."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from common import record_meta
+
+    return record_meta(script, sys.argv[1:] if argv is None else list(argv), timing_method(args),
+                       args.allow_dirty or args.tiny, device, exclude=[args.out] if args.out else ())
+
+
+def _spread(r, key="spread_ms") -> str:
+    lo_hi = r.get(key)
+    return f"{lo_hi[0]:.2f} - {lo_hi[1]:.2f}" if lo_hi else "-"
 
 
 def _print_table(rows):
     base = next((r["per_step_ms"] for r in rows if r["variant"] == "eager"), None)
     w = max([28] + [len(r["variant"]) for r in rows])
-    hdr = (f"{'variant':<{w}} {'step ms':>9} {'spread':>7} {'total s':>8} {'x eager':>8} {'peak GiB':>9} "
-           f"{'rel L2':>10} {'PSNR dB':>8}")
+    hdr = (f"{'variant':<{w}} {'step ms':>9} {'runs min - max':>17} {'total s':>8} {'x eager':>8} {'peak GiB':>9} "
+           f"{'rel L2':>10} {'PSNR dB':>8}  attention")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
+        if "error" in r:
+            print(f"{r['variant']:<{w}} failed: {r['error'][:100]}")
+            continue
         sp = base / r["per_step_ms"] if base else float("nan")
-        spread = f"{r['run_spread_pct']:6.1f}%" if "run_spread_pct" in r else f"{'-':>7}"
-        print(f"{r['variant']:<{w}} {r['per_step_ms']:9.2f} {spread} {r['total_s']:8.2f} {sp:8.2f} {r['peak_mem_gib']:9.2f} "
-              f"{r['rel_l2_vs_eager']:10.3e} {r['psnr_db']:8.1f}")
+        print(f"{r['variant']:<{w}} {r['per_step_ms']:9.2f} {_spread(r):>17} {r['total_s']:8.2f} {sp:8.2f} "
+              f"{r['peak_mem_gib']:9.2f} {r['rel_l2_vs_eager']:10.3e} {r['psnr_db']:8.1f}  "
+              f"{r.get('attention_route', '')}")
 
 
 def _error_row(name, e):
@@ -343,6 +470,8 @@ def cache_rows(spec, args, problem, model, device, ref, quant, lkd, attn=None):
         # two untimed steps per stage: first calls (kernel loading, allocator growth) stay out of
         # the timed loops even with --warmup-iterations 0
         denoise(problem, model, min(2, args.steps), args.guidance_scale, device)
+        probe = {}
+        probe_attention(probe, attn if opt else None, problem, model, args, device)
         for cache in [None] + list(args.cache):
             name = stage if cache is None else f"{stage}+{cache}"
             if cache in refused:
@@ -360,6 +489,7 @@ def cache_rows(spec, args, problem, model, device, ref, quant, lkd, attn=None):
                 if cache is not None and model.is_cache_enabled:
                     model.disable_cache()
             row["cache"] = cache
+            row.update(probe)
             log(row)
     return rows
 
@@ -367,8 +497,8 @@ def cache_rows(spec, args, problem, model, device, ref, quant, lkd, attn=None):
 def _print_cache_table(rows):
     base = next((r["mean_step_ms"] for r in rows if r["variant"] == "eager"), None)
     full = next((r["last_block_calls"] for r in rows if r["variant"] == "eager"), 0)
-    hdr = (f"{'variant':<30} {'mean ms':>9} {'median':>8} {'x eager':>8} {'ran':>6} {'peak GiB':>9} "
-           f"{'rel L2':>10} {'PSNR dB':>8}")
+    hdr = (f"{'variant':<30} {'mean ms':>9} {'loops min - max':>17} {'median':>8} {'x eager':>8} {'ran':>6} "
+           f"{'peak GiB':>9} {'rel L2':>10} {'PSNR dB':>8}  attention")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
@@ -377,14 +507,17 @@ def _print_cache_table(rows):
             continue
         sp = base / r["mean_step_ms"] if base else float("nan")
         ran = f"{100 * r['last_block_calls'] / full:.0f}%" if full else "-"
-        print(f"{r['variant']:<30} {r['mean_step_ms']:9.2f} {r['per_step_ms']:8.2f} {sp:8.2f} {ran:>6} "
-              f"{r['peak_mem_gib']:9.2f} {r['rel_l2_vs_eager']:10.3e} {r['psnr_db']:8.1f}")
+        print(f"{r['variant']:<30} {r['mean_step_ms']:9.2f} {_spread(r, 'mean_spread_ms'):>17} "
+              f"{r['per_step_ms']:8.2f} {sp:8.2f} {ran:>6} {r['peak_mem_gib']:9.2f} {r['rel_l2_vs_eager']:10.3e} "
+              f"{r['psnr_db']:8.1f}  {r.get('attention_route', '')}")
 
 
 def common_main(argv, spec):
     """spec: module-like with NAME, CONFIG_SOURCE, build_model(args, device, dtype) ->
     (model, weights_note), make_problem(args, model, device, dtype) -> problem, describe(problem)."""
-    args = spec.parser().parse_args(argv)
+    parser = spec.parser()
+    args = parser.parse_args(argv)
+    check_method(parser, args)
     global COMPILE_MODE
     COMPILE_MODE = args.compile_mode
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -397,7 +530,12 @@ def common_main(argv, spec):
     from ltx_kernels.integrations import _compile_policy
 
     KEEP_ALL_DEFAULT, KEEP_DEFAULT = _compile_policy.KEEP_ALL, _compile_policy.KEEP
+    LEFT_DEFAULT = _compile_policy.LEFT_TO_INDUCTOR
     keep_sets = [_compile_policy.parse_ops(k) for k in args.keep_variants]  # typos fail here
+    leave_sets = [_compile_policy.parse_ops(k, "--leave-variants") for k in args.leave_variants]
+    script = f"benchmarks/{'e2e_ltx2' if spec.NAME == 'ltx-2' else 'e2e_ltx_video'}.py"
+    if args.out:
+        _run_meta(args, argv, script, device)  # refuse before measuring
 
     torch.manual_seed(args.seed)
     model, weights_note = spec.build_model(args, device, dtype)
@@ -410,7 +548,8 @@ def common_main(argv, spec):
                 shape=spec.describe(problem, args), steps=args.steps, batch_size=args.batch_size,
                 guidance_scale=args.guidance_scale, dtype=str(dtype), device=str(device),
                 gpu=torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-                warmup_iterations=args.warmup_iterations, **_versions(), **_run_meta(argv))
+                warmup_iterations=args.warmup_iterations, timed_runs=args.timed_runs, **_versions(),
+                compile_policy=policy_state(_compile_policy))
 
     # the reference: eager, same weights, same seed (one untimed run)
     ref = denoise(problem, model, args.steps, args.guidance_scale, device)
@@ -432,8 +571,12 @@ def common_main(argv, spec):
             compile_blocks(model)
             name += "+compile"
         row, _ = run_variant(name, problem, model, args, device, ref)
+        probe_attention(row, attns[0] if args.optimized else None, problem, model, args, device)
+        if args.compile:
+            row["compile_policy"] = policy_state(_compile_policy)
         res = dict(meta, **row)
-        print(f"{spec.NAME} {name}: {row['per_step_ms']:.2f} ms/step (median), total {row['total_s']:.2f} s, "
+        print(f"{spec.NAME} {name}: {row['per_step_ms']:.2f} ms/step (median; runs {_spread(row)}), "
+              f"total {row['total_s']:.2f} s, "
               f"peak {row['peak_mem_gib']:.2f} GiB, final latents vs eager: rel L2 {row['rel_l2_vs_eager']:.3e}, "
               f"PSNR {row['psnr_db']:.1f} dB")
     else:
@@ -441,7 +584,7 @@ def common_main(argv, spec):
         # one set of weights throughout: optimize() swaps forwards only; quantization (last)
         # replaces linears in place after every unquantized variant has run
         # (name, optimize, quantization, compile, attention, kept under compile: True = every
-        # kernel, a frozenset = those ops, False = the policy)
+        # kernel, a frozenset = those ops kept, ("leave", ops) = those ops left, False = the policy)
         plan = [("eager", False, None, False, None, False)]
         if not args.no_compile_variants:
             plan.append(("compile", False, None, True, None, False))
@@ -458,31 +601,39 @@ def common_main(argv, spec):
                         if q == (quant or None):
                             for ks, k in zip(args.keep_variants, keep_sets):
                                 plan.append((name + f"+compile(keep {ks})", True, q, True, a, k))
+                            for ls, lv in zip(args.leave_variants, leave_sets):
+                                plan.append((name + f"+compile(leave {ls})", True, q, True, a, ("leave", lv)))
         for name, opt, q, comp, a, keep in plan:
             if opt:
                 lkd.optimize(model, quantization=q, attention=a)
             _compile_policy.KEEP_ALL = keep is True or KEEP_ALL_DEFAULT
             _compile_policy.KEEP = keep if isinstance(keep, frozenset) else KEEP_DEFAULT
+            _compile_policy.LEFT_TO_INDUCTOR = LEFT_DEFAULT | (keep[1] if isinstance(keep, tuple) else frozenset())
             if comp:
                 torch._dynamo.reset()
                 compile_blocks(model)
             try:
                 row, _ = run_variant(name, problem, model, args, device, ref)
+                probe_attention(row, a, problem, model, args, device)
+                if comp:
+                    row["compile_policy"] = policy_state(_compile_policy)
             except Exception as e:  # keep the table going (e.g. a format this GPU lacks)
                 print(f"{spec.NAME} {name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
                 row = _error_row(name, e)
             if comp:
                 uncompile_blocks(model)
             rows.append(row)
-            print(f"{spec.NAME} {name}: {row['per_step_ms']:.2f} ms/step, rel L2 {row['rel_l2_vs_eager']:.3e}",
-                  flush=True)
+            print(f"{spec.NAME} {name}: {row['per_step_ms']:.2f} ms/step (runs {_spread(row)}), "
+                  f"rel L2 {row['rel_l2_vs_eager']:.3e} {row.get('attention_route', '')}", flush=True)
             if args.out:  # after every variant, so that a run cut short keeps what it measured
-                _write(args.out, dict(meta, rows=rows))
+                _write(args.out, dict(meta, **_run_meta(args, argv, script, device), rows=rows))
         print()
         _print_table(rows)
         res = dict(meta, rows=rows)
-    if args.out:
-        _write(args.out, res)
+    _compile_policy.KEEP_ALL, _compile_policy.KEEP, _compile_policy.LEFT_TO_INDUCTOR = (
+        KEEP_ALL_DEFAULT, KEEP_DEFAULT, LEFT_DEFAULT)
+    if args.out:  # the provenance again at writing: the tree must not have changed during the run
+        _write(args.out, dict(res, **_run_meta(args, argv, script, device)))
     return 0
 
 

@@ -1,18 +1,19 @@
-"""Turn the raw JSON of `benchmarks/bench_attention.py --out raw.json` (what scripts/gpu/check.sh's
+"""Turn the raw JSON of `benchmarks/bench_attention.py --out raw.json` (what tools/gpu/check.sh's
 attn-bench step writes) into the family JSON that benchmarks/report.py reads
-(benchmarks/results/<gpu>/attention.json), with the run's commit, compiler and command in `meta`.
-The rows are built by the same code as bench_attention.run(); no number is recomputed.
+(benchmarks/results/<gpu>/attention.json). `meta` is the raw file's own (benchmarks/common.py
+record_meta: the build's commit, compilers, GPU, clocks, command, timing); a raw file without it
+is refused. The rows are built by the same code as bench_attention.run(); no number is recomputed.
 
-    python3 benchmarks/import_attention.py raw.json --sha SHA --compiler "g++ ..." --command "..." \
-        [--out benchmarks/results/h200/attention.json]
+    python3 benchmarks/import_attention.py raw.json [--out benchmarks/results/h200/attention.json]
 """
 
+import argparse
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import attention_row, import_arguments, sdpa_baselines, write_json  # noqa: E402
+from common import attention_row, sdpa_baselines, write_json  # noqa: E402
 
 VARIANTS = ("ours_bf16_bshd", "ours_bf16_bhsd", "ours_fp8_kblock128", "ours_fp8_kblock1")
 
@@ -38,14 +39,18 @@ def rows_of(raw_rows):
     return rows
 
 
-def main():
-    a = import_arguments("raw", "attention")
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("raw")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "h200",
+                                                 "attention.json"))
+    a = ap.parse_args(argv)
     raw = json.load(open(a.raw))
-    meta = dict(raw.get("meta", {}))
-    meta.update(git_sha=a.sha, git_dirty=False, build={"cxx_compiler": a.compiler}, command=a.command,
-                method="CUDA-graph replay, median of 15 replays, 2 input sets", cuda="13.0")
-    if a.date:
-        meta["date"] = a.date
+    meta = raw.get("meta") if isinstance(raw, dict) else None
+    if not isinstance(meta, dict) or "git_sha" not in meta or "timing" not in meta:
+        raise SystemExit(f"import_attention.py: {a.raw} carries no record meta (bench_attention.py --out writes "
+                         "it); its commit and build cannot be established")
+    meta = dict(meta, imported_by="benchmarks/import_attention.py")
     write_json(a.out, rows_of(raw["rows"]), meta)
     print(f"wrote {a.out}")
 

@@ -1,10 +1,11 @@
-"""Turn the summary that benchmarks/bench_gemm.py prints (the lines scripts/gpu/gemm.sh keeps in its
+"""Turn the summary that benchmarks/bench_gemm.py prints (the lines tools/gpu/gemm.sh keeps in its
 log) into the family JSON that benchmarks/report.py reads, when the device run could not bring its
 own JSON back. Every number comes from the printed summary (TFLOP/s and microseconds as printed;
-times are 2 M N K / rate); `meta` names the run's commit, compiler and command.
+times are 2 M N K / rate); `meta` is the `record meta: {...}` line bench_gemm.py printed before
+it measured (benchmarks/common.py record_meta: the build's commit, compilers, GPU, clocks,
+command, timing), never typed in: a log without that line is refused.
 
-    python3 benchmarks/import_gemm_summary.py gemm.log --sha SHA --compiler "..." --command "..." \
-        [--out benchmarks/results/h200/gemm.json]
+    python3 benchmarks/import_gemm_summary.py gemm.log [--out benchmarks/results/h200/gemm.json]
 
 Rows: for each LTX / peak shape, the kernel "auto" runs for a plain FP8 GEMM (sm90_cutlass) and our
 sm_90a kernel forced ("sm90"), each against cuBLASLt blockwise, FP8 tensorwise and bf16 matmul of
@@ -12,12 +13,16 @@ the same run; bf16_gemm (ours) against cuBLAS; the fused epilogues against our G
 op. The ceiling of the FP8 rows is tensorwise FP8 _scaled_mm at the same shape.
 """
 
+import argparse
+import json
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Row, import_arguments, write_json  # noqa: E402
+from common import Row, write_json  # noqa: E402
+
+META = "record meta: "
 
 FP8 = re.compile(r"^fp8\s+(\d+)x(\d+)x(\d+)\s+(.+?)\s+sm90 (\S+) (c\d)\s+ours\s+([\d.]+)\s+cuBLASLt-bw\s+([\d.]+)\s+"
                  r"cutlass\s+([\d.]+)\s+tensorwise\s+([\d.]+)\s+bf16\s+([\d.]+)")
@@ -65,12 +70,24 @@ def rows_of(lines):
     return rows
 
 
-def main():
-    a = import_arguments("log", "gemm")
-    rows = rows_of(open(a.log).read().splitlines())
-    meta = dict(gpu="NVIDIA H200", torch="2.11.0+cu130", cuda="13.0", git_sha=a.sha, git_dirty=False,
-                build={"cxx_compiler": a.compiler}, command=a.command, date=a.date,
-                method="CUDA-graph replay, medians, inputs rotated past 3x L2 (bench_gemm.py)")
+def meta_of(lines) -> dict:
+    """The record meta bench_gemm.py printed (the last such line of the log)."""
+    found = [ln[ln.index(META) + len(META):] for ln in lines if META in ln]
+    if not found:
+        raise SystemExit("import_gemm_summary.py: the log has no 'record meta: {...}' line from bench_gemm.py; "
+                         "its commit and build cannot be established")
+    return json.loads(found[-1])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("log")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "h200",
+                                                 "gemm.json"))
+    a = ap.parse_args(argv)
+    lines = open(a.log).read().splitlines()
+    meta = dict(meta_of(lines), imported_by="benchmarks/import_gemm_summary.py (numbers as printed in the log)")
+    rows = rows_of(lines)
     write_json(a.out, rows, meta)
     print(f"wrote {a.out}: {len(rows)} rows")
 

@@ -3,7 +3,7 @@ transport: our kernels store into the peers' buffers; the "nccl" transport: torc
 around our pack / unpack kernels) against NCCL's own `all_to_all_single` and
 `all_gather_into_tensor` on the same bytes, at LTX-Video / LTX-2 activation sizes.
 
-    torchrun --nproc-per-node N benchmarks/multi_gpu_comm.py [--quick] [--json out.json]
+    torchrun --nproc-per-node N benchmarks/multi_gpu_comm.py [--quick] [--json out.json] [--allow-dirty]
 
 On a machine without GPUs (gloo, CPU tensors) it runs the "nccl" transport and torch's
 collectives only: a check that the script works, not a measurement.
@@ -13,18 +13,23 @@ between CUDA events (wall clock on the CPU); the median of each rank's time, and
 is reported. Bus bandwidth as NCCL's tests define it: all-to-all and all-gather move
 (W - 1) / W of the per-rank bytes S over the links, so busbw = S / t * (W - 1) / W, where S is the
 bytes one rank holds after the exchange ([B, T_total, H / W, D] for send_recv_heads,
-[B, T_total, C] for all_gather)."""
+[B, T_total, C] for all_gather). The JSON's meta is benchmarks/common.py's record_meta (the
+build's commit, refused from a tree that differs from it unless --allow-dirty, compilers, GPU,
+clocks, command, timing) plus the world size and backend."""
 
 import argparse
-import json
 import os
 import statistics
+import sys
 import time
 
 import torch
 import torch.distributed as dist
 
 from ltx_kernels.distributed import SequenceParallelComm
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import add_record_arguments, check_record, write_record  # noqa: E402
 
 # (name, B, T per rank, H, D): attention q/k/v of LTX-Video 2B (32 x 64) and LTX-2 (32 x 128) at
 # 49 / 121 frames, 512x768 / 720p, and sizes that span 1 MB - 1 GB per rank.
@@ -69,7 +74,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="the two smallest shapes, few trials")
     ap.add_argument("--json", default=None)
     ap.add_argument("--max-world-tokens", type=int, default=1 << 22, help="skip shapes above B*T*W tokens")
+    add_record_arguments(ap)
     args = ap.parse_args()
+    if int(os.environ.get("RANK", "0")) == 0:
+        check_record(args.json, args.allow_dirty)
     cuda = torch.cuda.is_available()
     if cuda:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
@@ -118,12 +126,11 @@ def main():
         for c in comms.values():
             c.close()
     if rank == 0 and args.json:
-        meta = dict(world=W, backend=dist.get_backend(), device=torch.cuda.get_device_name() if cuda else "cpu",
-                    torch=torch.__version__, git_sha=os.environ.get("GIT_SHA", "not recorded"),
-                    method="median of trials x iters between CUDA events, slowest rank; busbw = S/t*(W-1)/W",
-                    command="torchrun --nproc-per-node W benchmarks/multi_gpu_comm.py")
-        with open(args.json, "w") as f:
-            json.dump(dict(meta=meta, rows=rows), f, indent=1)
+        timing = {"timer": "CUDA events around a batch of calls (wall clock on the CPU)",
+                  "warmup": "3 calls, then a barrier", "repeats": f"{trials} timings of {iters} calls",
+                  "statistic": "median per rank, the slowest rank reported; busbw = S / t * (W - 1) / W"}
+        write_record(args.json, rows, "benchmarks/multi_gpu_comm.py", sys.argv[1:], timing, args.allow_dirty,
+                     world=W, backend=dist.get_backend(), launcher=f"torchrun --nproc-per-node {W}")
     dist.barrier()
     dist.destroy_process_group()
 

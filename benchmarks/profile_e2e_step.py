@@ -6,7 +6,9 @@ benchmarks/e2e_ltx_video.py's (or e2e_ltx2.py's) problem, kernels grouped by kin
 
 Groups (by kernel name): attention (flash / fmha / cudnn sdpa), GEMM (cuBLAS(Lt) / nvjet / CUTLASS /
 ours: fp8_blockwise), ltx_kernels' other kernels (namespace ltx_kernels), Triton (torch.compile),
-other. Prints the sum per group (ms per step) and the 15 heaviest kernels; --out writes JSON.
+other. Prints the sum per group (ms per step) and the 15 heaviest kernels; --out writes JSON with
+benchmarks/common.py's record_meta (the build's commit, refused from a tree that differs from it
+unless --allow-dirty, compilers, GPU, clocks, command, method).
 """
 
 import argparse
@@ -41,8 +43,20 @@ def main(argv=None):
     p.add_argument("--variant", default="optimized+compile")
     p.add_argument("--out", default=None)
     p.add_argument("--device", default="cuda", help="cpu: a smoke test of the script (CPU ops, --tiny)")
+    p.add_argument("--allow-dirty", action="store_true",
+                   help="write --out even if the build or the checkout differs from the build's commit (marked dirty)")
     args, rest = p.parse_known_args(argv)
     import e2e_ltx_video as common
+    from common import record_meta as _record_meta
+
+    def meta():
+        return _record_meta("benchmarks/profile_e2e_step.py", sys.argv[1:] if argv is None else list(argv),
+                            {"timer": "torch.profiler over one denoising step after two warm-up steps",
+                             "statistic": "sum of each kernel's device time (CPU: top-level op time)"},
+                            args.allow_dirty or args.device == "cpu", args.device, exclude=[args.out] if args.out else ())
+
+    if args.out:
+        meta()  # refuse before measuring
 
     mod = common if args.model == "ltx_video" else __import__("e2e_ltx2")
     spec = common.spec_of(vars(mod))
@@ -86,7 +100,7 @@ def main(argv=None):
         print(f"    {ms:7.2f} ms  {name[:110]}")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump(dict(model=args.model, variant=args.variant, shape=spec.describe(problem, eargs),
+            json.dump(dict(meta(), model=args.model, variant=args.variant, shape=spec.describe(problem, eargs),
                            step_gpu_ms=total, groups=groups, top=top), f, indent=1)
     return 0
 

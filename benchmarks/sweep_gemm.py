@@ -5,11 +5,10 @@ LTX_KERNELS_GEMM_CONFIG (read per call) and timed (CUDA-graph replay, inputs rot
 Prints per shape the pick, the best configuration and how far the pick is from it; the geometric
 mean of (best / pick) says how much a better heuristic could gain.
 
-  python3 benchmarks/sweep_gemm.py [--op fp8|bf16] [--quick] [--json out.json]
+  python3 benchmarks/sweep_gemm.py [--op fp8|bf16] [--quick] [--json out.json] [--allow-dirty]
 """
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -21,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ltx_kernels as lk  # noqa: E402
 
 from bench_gemm import LTX_M, LTX_NK, PEAK, bf16_inputs, fp8_inputs, tflops  # noqa: E402
-from common import env_var, n_copies, time_graph  # noqa: E402
+from common import add_record_arguments, check_record, env_var, graph_timing, n_copies, time_graph, write_record  # noqa: E402
 
 FP8_TILES = [(128, 128), (128, 144), (128, 160), (128, 192), (256, 128), (64, 128), (64, 256)]
 BF16_TILES = [(128, 128), (128, 192), (128, 256), (256, 128), (64, 256)]
@@ -106,7 +105,9 @@ if __name__ == "__main__":
     ap.add_argument("--op", default="fp8,bf16,small_m")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default=None)
+    add_record_arguments(ap)
     args = ap.parse_args()
+    check_record(args.json, args.allow_dirty)
     out = []
     for op in args.op.split(","):
         out += sweep_small_m(args.quick) if op == "small_m" else sweep(op, args.quick)
@@ -114,5 +115,5 @@ if __name__ == "__main__":
     if losses:
         print(f"geometric mean of pick/best time: {math.exp(sum(map(math.log, losses)) / len(losses)):.3f}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+        write_record(args.json, out, "benchmarks/sweep_gemm.py", sys.argv[1:], graph_timing(trials=7),
+                     args.allow_dirty)

@@ -7,7 +7,7 @@ Prints per op and shape torch.compile's time (the fp32 composition of benchmarks
 same run), the pick's and the best shape's, each as compile's time over it; shapes a row cannot
 run are skipped.
 
-  python3 benchmarks/sweep_norm.py [--quick] [--json out.json]    ($GIT_SHA names the commit)
+  python3 benchmarks/sweep_norm.py [--quick] [--json out.json] [--allow-dirty]
 """
 
 import argparse
@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ltx_kernels as lk  # noqa: E402
 
 import baselines as bl  # noqa: E402
-from common import env_var, n_copies, time_graph, write_record  # noqa: E402
+from common import add_record_arguments, check_record, env_var, graph_timing, n_copies, time_graph, write_record  # noqa: E402
 
 SHAPES = ["w1", "w2", "w4", "w8", "w1p", "w2p", "b1", "b2", "b4", "b8", "b16", "b1p", "b2p", "b4p", "loop"]
 NORM_SHAPES = [(1, 1024, 2048), (2, 1024, 2048), (4, 1024, 2048), (2, 4096, 3072), (4, 4096, 3072),
@@ -120,7 +120,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default="")
+    add_record_arguments(ap)
     args = ap.parse_args()
+    check_record(args.json, args.allow_dirty)
     rows = []
     for op, shape, nbytes, make in cases(args.quick):
         k = n_copies(nbytes)
@@ -138,7 +140,8 @@ def main():
         del fn, base
         torch.cuda.empty_cache()
         if args.json:  # after every case, so that a run cut short keeps what it measured
-            write_record(args.json, rows, "benchmarks/sweep_norm.py", sys.argv[1:])
+            write_record(args.json, rows, "benchmarks/sweep_norm.py", sys.argv[1:], graph_timing(trials=9),
+                         args.allow_dirty)
 
 
 if __name__ == "__main__":

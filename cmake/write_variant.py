@@ -2,8 +2,8 @@
 
 Copies the Python package (torch-ext/ltx_kernels), the compiled extension and the generated
 _ops.py into the variant directory, adds the `ltx_kernels/` compatibility package, writes
-build_info.json (the commit and the compilers this variant was built from, which the benchmarks
-record) and metadata.json with a sha256 digest of every file (the format `kernels` validates).
+build_info.json (the commit this variant was built from, whether the source tree differed from it
+and the sha256 of the difference, and the compilers: benchmark records take their commit from it) and metadata.json with a sha256 digest of every file (the format `kernels` validates).
 Standard library only: it runs at build time, on every build.
 """
 
@@ -43,14 +43,37 @@ def digest(variant: Path) -> dict:
 
 
 def git_state(source_dir: str) -> dict:
-    """The commit being built and whether tracked files differ from it (None outside git)."""
+    """The commit being built and whether the source tree differs from it: tracked changes and
+    untracked files that git does not ignore, benchmarks/results/ aside (benchmark records are
+    not built). Where it differs, the sha256 of the difference (the binary diff against HEAD,
+    then each untracked file's name and content), so that a benchmark record marked dirty still
+    names what it ran. None outside git, and where the source directory is not the top of its
+    git checkout (a copy inside another repository, whose commit is not ours)."""
+    results = ":(exclude)benchmarks/results"
+    none = {"git_sha": None, "git_dirty": None, "git_diff_sha256": None}
     try:
-        run = dict(cwd=source_dir, capture_output=True, text=True, check=True)
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], **run).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], **run).stdout.strip())
-        return {"git_sha": sha, "git_dirty": dirty}
+        run = dict(cwd=source_dir, capture_output=True, check=True)
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], **run).stdout.decode().strip()
+        if os.path.realpath(top) != os.path.realpath(source_dir):
+            return none
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], **run).stdout.decode().strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", ".", results],
+                                **run).stdout.decode()
     except (OSError, subprocess.CalledProcessError):
-        return {"git_sha": None, "git_dirty": None}
+        return none
+    changes = [ln for ln in status.splitlines() if ln.strip()]
+    digest = None
+    if changes:
+        h = hashlib.sha256(subprocess.run(["git", "diff", "--binary", "HEAD", "--", ".", results], **run).stdout)
+        for ln in changes:
+            if ln.startswith("?? "):
+                h.update(b"\0untracked\0" + ln[3:].encode() + b"\0")
+                try:
+                    h.update(hashlib.sha256((Path(source_dir) / ln[3:]).read_bytes()).digest())
+                except OSError:
+                    pass
+        digest = h.hexdigest()
+    return {"git_sha": sha, "git_dirty": bool(changes), "git_diff_sha256": digest}
 
 
 def main() -> None:
@@ -83,9 +106,9 @@ def main() -> None:
     (compat / "__init__.py").write_text(COMPAT_INIT)
 
     info = {
-        **(git_state(a.source_dir) if a.source_dir else {"git_sha": None, "git_dirty": None}),
-        # the commit the builder named (-DLTX_KERNELS_SHA), e.g. for a copy of a tree whose git
-        # metadata is stale: git_sha above is what git says in the source directory
+        **(git_state(a.source_dir) if a.source_dir else {"git_sha": None, "git_dirty": None, "git_diff_sha256": None}),
+        # the op namespace suffix the builder pinned (-DLTX_KERNELS_SHA): a name, not a commit
+        # that anything checked; records take their commit from git_sha
         "sha_pin": a.sha_pin or None,
         "backend": a.backend,
         "archs": a.archs.split(";") if a.archs else [],

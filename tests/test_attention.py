@@ -209,6 +209,29 @@ def test_fp8_matches_dequantized_reference(device, layout, k_block, shape):
 
 
 @pytest.mark.parametrize("device", FP8_DEVICES)
+@pytest.mark.parametrize("layout", ["bshd", "bhsd"])
+@pytest.mark.parametrize("k_block", [1, 128])
+def test_fp8_torch_backend(device, layout, k_block):
+    """backend="torch" on FP8 operands: the dequantized values in fp32 (each code x factor rounded
+    once, 2^-24 relative) through SDPA in fp32, P not rounded: the 16-bit bound of the output
+    dtype against the float64 attention of the dequantized operands."""
+    b, sq, skv, h, hk, d = 2, 33, 200, 4, 2, 32
+    q, k, v = (mk(b, s, n, d, torch.bfloat16, device, layout) for s, n in ((sq, h), (skv, hk), (skv, hk)))
+    ops8 = lk.quantize_attention_fp8(q, k, v, layout=layout, k_block=k_block)
+    lengths = torch.tensor([skv - 70, 0], device=device)
+    mask = torch.rand(b, skv, device=device) > 0.3
+    key_bias = torch.zeros(b, skv).masked_fill(~mask.cpu(), float("-inf"))
+    qd, kd, vd = ref.attention_fp8_dequantize(*ops8, layout=layout)
+    want = ref.attention(qd, kd, vd, kv_lengths=lengths, key_bias=key_bias, layout=layout)
+    assert lk.attention_backend(*ops8, layout=layout, backend="torch") == "torch"
+    for dtype in (torch.bfloat16, torch.float16):
+        out = lk.attention(*ops8, layout=layout, kv_lengths=lengths, attn_mask=mask, out_dtype=dtype, backend="torch")
+        assert out.dtype == dtype and out.shape == q.shape
+        check16(out, want, vd, dtype, f"{layout} k_block {k_block} {dtype}")
+    assert (out[1] == 0).all()  # the batch row without keys
+
+
+@pytest.mark.parametrize("device", FP8_DEVICES)
 @pytest.mark.parametrize("k_block", [1, 128])
 def test_fp8_expanded_factors(device, k_block):
     """FP8 dequantization factors broadcast by expand (zero strides) over the keys or the batch."""
@@ -511,7 +534,7 @@ def test_errors(device):
         (lambda: lk.attention(q, q.float(), q), "k and q must have the same dtype"),
         (lambda: lk.attention(q, q[:, :, :1].repeat(1, 1, 3, 1), q[:, :, :1].repeat(1, 1, 3, 1)), "multiple of k's heads"),
         (lambda: lk.attention(q, q, q[:, :4]), "v must have k's shape"),
-        (lambda: lk.attention(q[0], q[0], q[0]), "q must be 4-D"),
+        (lambda: lk.attention(q[0], q[0], q[0]), "q, k and v must be 4-D"),
         (lambda: lk.attention(q, q, q, layout="sbhd"), "layout must be"),
         (lambda: lk.attention(q, q, q, scale=-1.0), "scale must be finite and > 0"),
         (lambda: lk.attention(q, q, q, kv_lengths=torch.tensor([1.0], device=device)), "kv_lengths must be int32"),

@@ -2,7 +2,8 @@
 replaced forward runs our kernels; while torch.compile traces it, the ops that Inductor runs
 faster than our kernel are written as the original PyTorch composition, and the others keep our
 kernel. Checked on the graphs Dynamo captures from tiny optimized models (CPU), and on their
-outputs against the untouched model."""
+outputs against the untouched model. Whether the policy's decisions agree with the H200 records
+is benchmarks/check_policy.py's job, not this file's: these tests test the code."""
 
 import copy
 
@@ -103,45 +104,6 @@ def test_use_kernel_rules(keep_all, op, shape, dtype, eager, traced):
     t = torch.empty(shape, dtype=dtype)
     got = torch.compile(probe, backend="eager", fullgraph=True, dynamic=False)(t)
     assert bool(got.item()) == (keep_all or traced)
-
-
-def test_rms_norm_rule_matches_the_measured_rows():
-    """Every rms_norm row of the committed H200 table that the rule keeps measured >= 1.0x
-    torch.compile, every row it leaves to Inductor < 1.0x (benchmarks/results/h200/norm.json)."""
-    import json
-    import pathlib
-
-    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h200" / "norm.json"
-    rows = [r for r in json.loads(path.read_text())["rows"] if r["op"] == "rms_norm"]
-    assert len(rows) >= 10
-    for r in rows:
-        x = torch.empty(r["shape"], dtype=getattr(torch, r["dtype"]), device="meta")
-        ratio = r["baselines"]["torch.compile"] / r["ours_us"]
-        assert _compile_policy.rms_norm_wins_compiled(x) == (ratio >= 1.0), (r["shape"], r["dtype"], ratio)
-
-
-def test_diffusers_ops_kept_as_measured_end_to_end():
-    """The diffusers integration's ops keep our kernels under compile because every end-to-end
-    run on the H200 measured the model faster with them than with those compositions left to
-    Inductor (the committed records: the policy that left them, every kernel kept, and each
-    group kept alone); the ops that stay with Inductor are the transformers integration's."""
-    import json
-    import pathlib
-
-    diffusers_ops = {"adaln_rms_norm", "gated_residual_adaln_rms_norm", "gelu_tanh", "gated_attention",
-                     "quantize_fp8_per_token_group", "gated_residual_epilogue"}
-    assert not diffusers_ops & _compile_policy.LEFT_TO_INDUCTOR
-    assert _compile_policy.LEFT_TO_INDUCTOR == {"add_rms_norm", "silu_and_mul", "gelu_and_mul(tanh)"}
-    exp = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h200" / "experiments"
-    compared = 0
-    for name in ("e2e_ltx_video_keep_afc95e3.json", "e2e_ltx2_fp8_afc95e3.json", "e2e_ltx_video_fp8_8e9b199.json"):
-        rows = {r["variant"]: r["per_step_ms"] for r in json.loads((exp / name).read_text())["rows"]}
-        for base in ("optimized+compile", "optimized+fp8+compile"):
-            for variant, ms in rows.items():
-                if variant.startswith(base + "(") and base in rows:
-                    assert ms < rows[base], (name, variant, ms, rows[base])
-                    compared += 1
-    assert compared >= 10
 
 
 def test_policy_knobs_at_import():
@@ -279,9 +241,12 @@ def test_transformers_llama_under_compile(keep_all):
     targets = []
     got = tf._logits(torch.compile(opt, backend=capturing_backend(targets)), ids)
     called = ltx_ops(targets)
-    # the tiny fp32 model's RMSNorms are left to Inductor too (rms_norm_wins_compiled)
+    # the tiny fp32 model's RMSNorms are left to Inductor too (rms_norm_wins_compiled); the
+    # residual add + norm follows LEFT_TO_INDUCTOR like the gated MLP
+    left = {op for op in ("add_rms_norm", "silu_and_mul") if op in _compile_policy.LEFT_TO_INDUCTOR} | {"rms_norm"}
     if keep_all:
         assert {"rms_norm", "add_rms_norm", "silu_and_mul"} <= called, called
     else:
-        assert not (called & {"rms_norm", "add_rms_norm", "silu_and_mul"}), called
+        assert not (called & left), called
+        assert {"add_rms_norm", "silu_and_mul"} - left <= called, called
     tf.assert_no_worse(got, want, tf._exact(model, ids))

@@ -1,4 +1,4 @@
-"""scripts/ncu_summary.py on hand-written Nsight Compute CSVs (the raw page's two header rows, the
+"""tools/profile/ncu_summary.py on hand-written Nsight Compute CSVs (the raw page's two header rows, the
 source page's per-kernel blocks): the stall shares, the pairing of source blocks with launches
 (a kernel printed twice in a row counts once), the opcode shares and the split of the samples by
 warp role at the setmaxnreg instructions."""
@@ -10,7 +10,7 @@ import json
 import os
 
 _SPEC = importlib.util.spec_from_file_location(
-    "ncu_summary", os.path.join(os.path.dirname(__file__), "..", "scripts", "ncu_summary.py"))
+    "ncu_summary", os.path.join(os.path.dirname(__file__), "..", "tools", "profile", "ncu_summary.py"))
 ns = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(ns)
 

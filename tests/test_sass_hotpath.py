@@ -1,11 +1,11 @@
-"""scripts/sass_hotpath.py on a hand-written nvdisasm listing: the loop around the wgmma is found,
+"""tools/sass/sass_hotpath.py on a hand-written nvdisasm listing: the loop around the wgmma is found,
 the masked block (>= 32 FSEL) is avoided, an optional block behind a branch counts as skipped."""
 
 import importlib.util
 import os
 
 _SPEC = importlib.util.spec_from_file_location(
-    "sass_hotpath", os.path.join(os.path.dirname(__file__), "..", "scripts", "sass_hotpath.py"))
+    "sass_hotpath", os.path.join(os.path.dirname(__file__), "..", "tools", "sass", "sass_hotpath.py"))
 hp = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(hp)
 

@@ -141,13 +141,16 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // 'bshd' | 'bhsd'; float8_e4m3fn q/k with per-token factors, v transposed (quantize_attention_fp8)
   ops.def("attention(Tensor! out, Tensor q, Tensor k, Tensor v, float scale, Tensor? kv_lengths, Tensor? key_bias, Tensor? q_descale, Tensor? k_descale, Tensor? v_descale, int k_block, str layout, str backend) -> ()");
   ops.impl("attention", c10::DeviceType::CPU, &attention);
-  // which backend attention would run (0 cpu, 1 torch, 2 sm90); raises what attention would raise
-  ops.def("attention_backend(Tensor out, Tensor q, Tensor k, Tensor v, float scale, Tensor? kv_lengths, Tensor? key_bias, Tensor? q_descale, Tensor? k_descale, Tensor? v_descale, int k_block, str layout, str backend) -> int");
+  // the name of the backend attention would run (attention/heuristics.h); raises what attention would raise
+  ops.def("attention_backend(Tensor out, Tensor q, Tensor k, Tensor v, float scale, Tensor? kv_lengths, Tensor? key_bias, Tensor? q_descale, Tensor? k_descale, Tensor? v_descale, int k_block, str layout, str backend) -> str");
   ops.impl("attention_backend", c10::DeviceType::CPU, &attention_backend);
 #if defined(LTX_KERNELS_WITH_CUDA)
   ops.impl("attention", c10::DeviceType::CUDA, &attention);
   ops.impl("attention_backend", c10::DeviceType::CUDA, &attention_backend);
 #endif
+  // attention's "torch" backend on arguments attention has checked (Skv > 0): implemented in
+  // Python (torch-ext/ltx_kernels/attention.py registers it), called by attention
+  ops.def("attention_torch(Tensor! out, Tensor q, Tensor k, Tensor v, float scale, Tensor? kv_lengths, Tensor? key_bias, Tensor? q_descale, Tensor? k_descale, Tensor? v_descale, int k_block, str layout) -> ()");
   // FP8 operands of attention: q and k codes per (token, head) (k: its mean over the keys
   // subtracted when smooth_k; a factor per key, k_block 1, or per 128 keys), v per channel stored
   // transposed [B, Hkv, D, Skv_pad] in the kernel's key order; code = e4m3(x / (amax / 448))

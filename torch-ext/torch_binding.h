@@ -105,12 +105,12 @@ void attention(at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const 
                const std::optional<at::Tensor>& q_descale, const std::optional<at::Tensor>& k_descale,
                const std::optional<at::Tensor>& v_descale, int64_t k_block, c10::string_view layout,
                c10::string_view backend);
-int64_t attention_backend(const at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                          double scale, const std::optional<at::Tensor>& kv_lengths,
-                          const std::optional<at::Tensor>& key_bias, const std::optional<at::Tensor>& q_descale,
-                          const std::optional<at::Tensor>& k_descale, const std::optional<at::Tensor>& v_descale,
-                          int64_t k_block, c10::string_view layout, c10::string_view backend);
-// FP8 operands of attention (csrc/torch/attention.cpp)
+std::string attention_backend(const at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              double scale, const std::optional<at::Tensor>& kv_lengths,
+                              const std::optional<at::Tensor>& key_bias, const std::optional<at::Tensor>& q_descale,
+                              const std::optional<at::Tensor>& k_descale, const std::optional<at::Tensor>& v_descale,
+                              int64_t k_block, c10::string_view layout, c10::string_view backend);
+// FP8 operands of attention (csrc/torch/attention_quant.cpp)
 LTX_OP(void, quantize_attention_fp8, at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale,
        at::Tensor& k_descale, at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
        c10::string_view layout, bool smooth_k, int64_t k_block);

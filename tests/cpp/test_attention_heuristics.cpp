@@ -1,5 +1,6 @@
-// The sm_90a attention configuration choice (ltx_kernels/attention/heuristics.h) and the
-// developer settings store (ltx_kernels/common/dev_config.h).
+// The attention backend choice and the sm_90a configuration choice
+// (ltx_kernels/attention/heuristics.h), and the developer settings store
+// (ltx_kernels/common/dev_config.h).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -67,6 +68,62 @@ TEST(AttentionHeuristics, NamedConfigurationsAreValid) {
 }  // namespace attention_sm90
 
 namespace {
+
+TEST(AttentionBackends, OneRegistryOfNames) {
+  AttnBackend b = AttnBackend::kCpu;
+  for (AttnBackend want : kAttnBackendChoices) {
+    ASSERT_TRUE(parse_attn_backend(attn_backend_name(want), &b)) << attn_backend_name(want);
+    EXPECT_EQ(b, want);
+  }
+  EXPECT_STREQ(attn_backend_name(AttnBackend::kCpu), "cpu");
+  EXPECT_STREQ(attn_backend_name(AttnBackend::kTorch), "torch");
+  EXPECT_STREQ(attn_backend_name(AttnBackend::kSm90), "sm90");
+  EXPECT_STREQ(attn_backend_name(AttnBackend::kAuto), "auto");
+  EXPECT_FALSE(parse_attn_backend("flash", &b));
+  EXPECT_FALSE(parse_attn_backend("", &b));
+  EXPECT_FALSE(parse_attn_backend("sm90 ", &b));
+}
+
+// One case of choose_attn_backend: the backend and whether (and why) the request is refused.
+void expect_choice(AttnBackend requested, const AttnBackendFacts& f, AttnBackend backend, const char* why) {
+  const AttnBackendChoice c = choose_attn_backend(requested, f);
+  SCOPED_TRACE(attn_backend_name(requested));
+  EXPECT_EQ(c.backend, backend);
+  if (why == nullptr) {
+    EXPECT_EQ(c.why_not, nullptr) << c.why_not;
+  } else {
+    ASSERT_NE(c.why_not, nullptr);
+    EXPECT_EQ(std::string(c.why_not), why);
+  }
+}
+
+TEST(AttentionBackends, ChoiceFromTheFacts) {
+  const AttnBackend kAuto = AttnBackend::kAuto, kCpu = AttnBackend::kCpu, kTorch = AttnBackend::kTorch,
+                    kSm90 = AttnBackend::kSm90;
+  // CPU tensors: the C++ backend, or torch when asked; never sm90 (whatever the build)
+  for (bool built : {false, true}) {
+    const AttnBackendFacts cpu{false, built, nullptr};
+    expect_choice(kAuto, cpu, kCpu, nullptr);
+    expect_choice(kCpu, cpu, kCpu, nullptr);
+    expect_choice(kTorch, cpu, kTorch, nullptr);
+    expect_choice(kSm90, cpu, kSm90, "the tensors are on the CPU");
+  }
+  // CUDA, a build without the sm_90a kernels: torch
+  const AttnBackendFacts no_sm90{true, false, nullptr};
+  expect_choice(kAuto, no_sm90, kTorch, nullptr);
+  expect_choice(kTorch, no_sm90, kTorch, nullptr);
+  expect_choice(kSm90, no_sm90, kSm90, "this build has no sm_90a kernels (TORCH_CUDA_ARCH_LIST without 9.0a)");
+  expect_choice(kCpu, no_sm90, kCpu, "the tensors are on a CUDA device");
+  // CUDA with the kernels: sm90 where its envelope takes the call, else torch
+  const AttnBackendFacts fits{true, true, nullptr};
+  expect_choice(kAuto, fits, kSm90, nullptr);
+  expect_choice(kSm90, fits, kSm90, nullptr);
+  expect_choice(kTorch, fits, kTorch, nullptr);
+  const AttnBackendFacts outside{true, true, "the sm_90a attention kernel takes head_dim 64 or 128"};
+  expect_choice(kAuto, outside, kTorch, nullptr);
+  expect_choice(kSm90, outside, kSm90, "the sm_90a attention kernel takes head_dim 64 or 128");
+  expect_choice(kCpu, outside, kCpu, "the tensors are on a CUDA device");
+}
 
 TEST(DevConfig, KnownNamesOnly) {
   EXPECT_EQ(dev_setting("LTX_KERNELS_NO_SUCH_SETTING"), "");

@@ -10,7 +10,6 @@ collective and cuBLASLt's blockwise GEMM on the same operands. Each launch runs 
 """
 
 import argparse
-import os
 
 import torch
 

@@ -5,7 +5,6 @@ A call a configuration cannot run (the kernel refuses it: e.g. 256x128 cannot al
 gate tile) is listed as skipped; any other error stops the script.
   compute-sanitizer --tool memcheck --error-exitcode 3 python3 tools/sanitize/sanitize_gemm.py
 """
-import os
 
 import torch
 

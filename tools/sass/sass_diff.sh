@@ -12,7 +12,9 @@
 # Each side is configured with the project's own CMake (CUDA backend, one architecture) under
 # build/sass/{rev,tree}, and only the named objects are built (ninja, through ccache when it is
 # installed). `cuobjdump --dump-sass` of each object is split into functions; every kernel is
-# reported as identical, DIFFERENT, only-at-REV or only-in-tree. Host code is not compared.
+# reported as identical, DIFFERENT, only-at-REV or only-in-tree; a kernel only in one side whose
+# SASS equals a kernel only in the other (a renamed template argument) counts as identical.
+# Host code is not compared.
 # Exit status: 0 when every kernel is identical, 1 otherwise, 2 on a usage or build error.
 set -euo pipefail
 
@@ -24,12 +26,12 @@ while [[ $# -gt 0 ]]; do
     --arch) arch="$2"; shift 2 ;;
     --rename) renames+=("$2"); shift 2 ;;
     -v|--verbose) verbose=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
 if [[ $# -lt 2 ]]; then
-  sed -n '2,17p' "$0" >&2
+  sed -n '2,18p' "$0" >&2
   exit 2
 fi
 rev="$1"; shift
@@ -105,7 +107,7 @@ def functions(path):
                 out[name] = body
             name, body = m.group(1), []
         elif name and line.strip() and not line.lstrip().startswith("....."):
-            body.append(line.rstrip())
+            body.append(" ".join(line.split()))  # cuobjdump's column padding varies
     if name:
         out[name] = body
     names = list(out)
@@ -119,9 +121,23 @@ verbose = sys.argv[3] == "1"
 for spec in sys.argv[4:]:
     a, b = spec.split("=", 1)
     old = {k.replace(a, b): v for k, v in old.items()}
+# a kernel whose name changed (a template argument renamed) is matched by its SASS
+old_by_body = {}
+for k, v in old.items():
+    if k not in new:
+        old_by_body.setdefault("\n".join(v), []).append(k)
+renamed = {}
+for k, v in new.items():
+    if k not in old and old_by_body.get("\n".join(v)):
+        renamed[k] = old_by_body["\n".join(v)].pop()
+matched_old = set(renamed.values())
 bad = 0
 for k in sorted(set(old) | set(new)):
-    if k not in new:
+    if k in renamed:
+        print(f"  identical    {k}\n      (at REV: {renamed[k]})")
+    elif k in matched_old:
+        continue
+    elif k not in new:
         print(f"  only at REV  {k}"); bad += 1
     elif k not in old:
         print(f"  only in tree {k}"); bad += 1

@@ -16,9 +16,11 @@ valid key returns 0 (not NaN).
 Layouts: ``"bshd"`` (``[B, S, H, D]``, what diffusers' attention processors hold before their
 transpose) or ``"bhsd"`` (``[B, H, S, D]``, PyTorch SDPA's). ``out`` has q's shape and layout.
 
-Backends: on an sm_90 GPU (H100/H200) a TMA + wgmma kernel for head dims 64 and 128; elsewhere,
-and for other head dims, the inputs in fp32 through PyTorch's ``scaled_dot_product_attention``
-(correct, not fast); on the CPU a C++ backend. ``attention_backend(...)`` says which one runs.
+Backends: on an sm_90 GPU (H100/H200) a TMA + wgmma kernel for head dims 64 and 128 ("sm90");
+elsewhere, and for other head dims, the inputs in fp32 through PyTorch's
+``scaled_dot_product_attention`` ("torch", written below: correct, not fast); on the CPU a C++
+backend ("cpu"). The op chooses, once per call (csrc/include/ltx_kernels/attention/heuristics.h
+names the backends); ``attention_backend(...)`` says which one runs.
 
 FP8: ``quantize_attention_fp8(q, k, v)`` returns the operands (q and k per token and head, k
 after subtracting its mean over the keys, which softmax cancels exactly; v per channel, stored
@@ -34,11 +36,11 @@ from typing import NamedTuple, Optional
 import torch
 
 from ._common import register_fake
-from ._ops import ops
+from ._ops import add_op_namespace_prefix, ops
+from .reference import attention_fp8_dequantize
 
 __all__ = ["attention", "attention_backend", "quantize_attention_fp8", "AttentionFp8Operands"]
 
-_BACKENDS = ("cpu", "torch", "sm90")
 # Position p of each 32-key block of an FP8 V^T row holds key KEY_ORDER[p] of the block (the k
 # index wgmma's 8-bit A fragment gives the P values a thread computes: no register shuffles).
 KEY_ORDER = [16 * (p // 16) + 8 * ((p % 4) // 2) + 2 * ((p % 16) // 4) + (p % 2) for p in range(32)]
@@ -55,13 +57,11 @@ class AttentionFp8Operands(NamedTuple):
     v_descale: torch.Tensor  # fp32 [B, Hkv, D]
 
 
-def _dims(q: torch.Tensor, layout: str):
-    if layout not in ("bshd", "bhsd"):
-        raise ValueError(f"ltx_kernels.attention: layout must be 'bshd' or 'bhsd' (got {layout!r})")
-    if q.dim() != 4:
-        raise ValueError(f"ltx_kernels.attention: q must be 4-D (got shape {list(q.shape)})")
-    b, s, h, d = q.shape if layout == "bshd" else (q.shape[0], q.shape[2], q.shape[1], q.shape[3])
-    return b, s, h, d
+def _sizes(q: torch.Tensor, k: torch.Tensor, layout: str):
+    """(B, Skv) for the mask, or None where the op refuses the layout or the ranks (it says why)."""
+    if layout not in ("bshd", "bhsd") or q.dim() != 4 or k.dim() != 4:
+        return None
+    return q.shape[0], k.shape[1] if layout == "bshd" else k.shape[2]
 
 
 def _key_bias(attn_mask: Optional[torch.Tensor], b: int, skv: int, device) -> Optional[torch.Tensor]:
@@ -88,15 +88,17 @@ def _key_bias(attn_mask: Optional[torch.Tensor], b: int, skv: int, device) -> Op
     return m.expand(b, skv).to(device)
 
 
-def _prepare(q, k, v, scale, kv_lengths, attn_mask, q_descale, k_descale, v_descale, layout, out, out_dtype):
-    b, sq, h, d = _dims(q, layout)
-    skv = (k.shape[1] if layout == "bshd" else k.shape[2]) if k.dim() == 4 else 0
+def _prepare(q, k, scale, attn_mask, k_descale, out, out_dtype, layout):
+    """The op's arguments that the wrapper makes (the op checks them all): out, the scale, the mask
+    as a key bias, and k_block from k_descale's shape."""
+    d = q.shape[-1] if q.dim() else 0
     if scale is None:
         scale = 1.0 / math.sqrt(d) if d > 0 else 1.0
-    bias = _key_bias(attn_mask, b, skv, q.device)
+    sizes = _sizes(q, k, layout)
+    bias = _key_bias(attn_mask, *sizes, q.device) if sizes is not None else None
     k_block = 1
     if q.dtype == torch.float8_e4m3fn:
-        if k_descale is not None and k_descale.dim() == 3 and k_descale.shape[1] != skv:
+        if sizes is not None and k_descale is not None and k_descale.dim() == 3 and k_descale.shape[1] != sizes[1]:
             k_block = 128
         odt = out_dtype or torch.bfloat16
     else:
@@ -121,8 +123,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: Opti
     bf16 by default). ``kv_lengths`` int ``[B]``; ``attn_mask`` per key (boolean or additive).
     ``backend``: "auto", "sm90", "torch" or "cpu".
     """
-    out, scale, bias, k_block = _prepare(q, k, v, scale, kv_lengths, attn_mask, q_descale, k_descale, v_descale,
-                                         layout, out, out_dtype)
+    out, scale, bias, k_block = _prepare(q, k, scale, attn_mask, k_descale, out, out_dtype, layout)
     ops.attention(out, q, k, v, scale, kv_lengths, bias, q_descale, k_descale, v_descale, k_block, layout, backend)
     return out
 
@@ -130,10 +131,48 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: Opti
 def attention_backend(q, k, v, q_descale=None, k_descale=None, v_descale=None, *, scale=None, kv_lengths=None, attn_mask=None,
                       layout: str = "bshd", out_dtype=None, backend: str = "auto") -> str:
     """Which backend ``attention`` would run for these arguments: "cpu", "torch" or "sm90"."""
-    out, scale, bias, k_block = _prepare(q, k, v, scale, kv_lengths, attn_mask, q_descale, k_descale, v_descale,
-                                         layout, None, out_dtype)
-    return _BACKENDS[int(ops.attention_backend(out, q, k, v, scale, kv_lengths, bias, q_descale, k_descale,
-                                               v_descale, k_block, layout, backend))]
+    out, scale, bias, k_block = _prepare(q, k, scale, attn_mask, k_descale, None, out_dtype, layout)
+    return ops.attention_backend(out, q, k, v, scale, kv_lengths, bias, q_descale, k_descale, v_descale, k_block,
+                                 layout, backend)
+
+
+def _attention_torch(out, q, k, v, scale, kv_lengths, key_bias, q_descale, k_descale, v_descale, k_block, layout):
+    """The "torch" backend (the op attention_torch, which ops.attention calls on arguments it has
+    checked, with Skv > 0): the inputs in fp32 (FP8: codes times their factors, v's keys put back
+    in order: reference.attention_fp8_dequantize), grouped heads repeated, the key bias and the
+    keys past kv_lengths (-inf) as SDPA's additive mask; a batch row without a valid key gives 0.
+    k_block is implied by k_descale's shape."""
+    if q.dtype == torch.float8_e4m3fn:
+        q, k, v = attention_fp8_dequantize(q, k, v, q_descale, k_descale, v_descale, layout, dtype=torch.float32)
+    else:
+        q, k, v = q.float(), k.float(), v.float()
+    if layout == "bshd":
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # [B, H, S, D]
+    b, h, _, _ = q.shape
+    hk, skv = k.shape[1], k.shape[2]
+    if hk != h:
+        k = k.repeat_interleave(h // hk, 1)
+        v = v.repeat_interleave(h // hk, 1)
+    mask = torch.zeros(b, 1, 1, skv, dtype=torch.float32, device=q.device)
+    if key_bias is not None:
+        mask = mask + key_bias[:, None, None, :]
+    if kv_lengths is not None:
+        beyond = torch.arange(skv, device=q.device).view(1, 1, 1, skv) >= kv_lengths.long().view(b, 1, 1, 1)
+        mask = mask.masked_fill(beyond, float("-inf"))
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+    o = torch.where((mask > float("-inf")).any(-1, keepdim=True), o, torch.zeros((), dtype=o.dtype, device=o.device))
+    out.copy_(o.transpose(1, 2) if layout == "bshd" else o)
+
+
+def _register_torch_backend():
+    """attention_torch's implementation, once per process (a second import of the same build, as
+    `kernels.get_local_kernel` makes, finds it registered)."""
+    qualname = add_op_namespace_prefix("attention_torch")
+    if not torch._C._dispatch_has_kernel_for_dispatch_key(qualname, "CompositeExplicitAutograd"):
+        torch.library.impl(qualname, "default", _attention_torch)
+
+
+_register_torch_backend()
 
 
 def _quant_dims(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str):
@@ -195,12 +234,6 @@ def quantize_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
 def _attention_fake(out, q, k, v, scale, kv_lengths, key_bias, q_descale, k_descale, v_descale, k_block, layout,
                     backend):
     torch._check(out.shape == q.shape, lambda: "ltx_kernels.attention: out must have q's shape")
-
-
-@register_fake("attention_backend")
-def _attention_backend_fake(out, q, k, v, scale, kv_lengths, key_bias, q_descale, k_descale, v_descale, k_block,
-                            layout, backend):
-    return 0
 
 
 @register_fake("quantize_attention_fp8")

@@ -733,25 +733,27 @@ def quantize_attention_fp8(q, k, v, layout: str = "bshd", smooth_k: bool = True,
     return q8, k8, v8, q_s, k_s, v_s
 
 
-def attention_fp8_dequantize(q8, k8, v8t, q_descale, k_descale, v_descale, layout: str = "bshd"):
-    """The real-valued q, k, v (float64, q's layout; v [B, Skv_pad, Hkv, D] bshd) that FP8
-    attention operands stand for: code value x its factor; v's keys put back in order."""
+def attention_fp8_dequantize(q8, k8, v8t, q_descale, k_descale, v_descale, layout: str = "bshd",
+                             dtype: torch.dtype = torch.float64):
+    """The real-valued q, k, v (q's layout; v [B, Skv, Hkv, D] bshd) that FP8 attention operands
+    stand for: code value x its factor; v's keys put back in order. In float64 (exact: a code has
+    4 significant bits, a factor 24), or in `dtype` (float32: each product rounded once)."""
     from .attention import KEY_ORDER
 
     sq_dim = 1 if layout == "bshd" else 2
     skv = k8.shape[sq_dim]
     qd = q_descale if layout == "bshd" else q_descale.transpose(1, 2)
-    q = q8.double() * qd.double().unsqueeze(-1)
-    kd = k_descale.double()
+    q = q8.to(dtype) * qd.to(dtype).unsqueeze(-1)
+    kd = k_descale.to(dtype)
     if kd.shape[1] != skv:  # per 128 keys
         kd = kd.repeat_interleave(128, 1)[:, :skv]
     kd = kd if layout == "bshd" else kd.transpose(1, 2)
-    k = k8.double() * kd.unsqueeze(-1)
+    k = k8.to(dtype) * kd.unsqueeze(-1)
     spad = v8t.shape[-1]
     inv = [0] * 32
     for p, key in enumerate(KEY_ORDER):
         inv[key] = p
     pos = torch.tensor([(j // 32) * 32 + inv[j % 32] for j in range(spad)], device=v8t.device)
-    vt = (v8t.double() * v_descale.double().unsqueeze(-1)).index_select(-1, pos)[..., :skv]  # [B,Hk,D,Skv]
+    vt = (v8t.to(dtype) * v_descale.to(dtype).unsqueeze(-1)).index_select(-1, pos)[..., :skv]  # [B,Hk,D,Skv]
     v = vt.permute(0, 3, 1, 2) if layout == "bshd" else vt.transpose(2, 3)
     return q, k, v

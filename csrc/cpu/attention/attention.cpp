@@ -1,4 +1,4 @@
-// Dense attention forward, CPU backend (and the problem check shared by every backend).
+// Dense attention forward, CPU backend.
 // fp32 arithmetic: per (batch, head) and query row, an online softmax over blocks of 64 keys
 // (running max and sum, the output accumulated in fp32), FP8 inputs decoded on the fly with
 // their dequantization factors. Semantics: csrc/include/ltx_kernels/attention/attention.h.
@@ -12,22 +12,6 @@
 #include "ltx_kernels/common/host_types.h"
 
 namespace ltx_kernels {
-
-const char* attention_check(const AttentionParams& p) {
-  if (p.batch < 0 || p.seqlen_q < 0 || p.seqlen_kv < 0 || p.heads < 0 || p.head_dim < 0)
-    return "sizes must be >= 0";
-  if (p.heads > 0 && (p.heads_kv <= 0 || p.heads % p.heads_kv != 0))
-    return "the query heads must be a multiple of the key/value heads";
-  if (!(p.scale > 0.f) || !std::isfinite(p.scale)) return "scale must be finite and > 0";
-  if (p.dtype == AttnDtype::kE4M3) {
-    if (p.q_descale == nullptr || p.k_descale == nullptr || p.v_descale == nullptr)
-      return "float8_e4m3fn inputs need q_descale, k_descale and v_descale";
-    if (p.k_block != 1 && p.k_block != 128) return "k_descale must be per key (1) or per 128 keys";
-    if (p.v_keys_padded < p.seqlen_kv || p.v_keys_padded % 32 != 0)
-      return "float8 v must be [B, Hkv, D, Skv_pad] with Skv_pad >= Skv a multiple of 32";
-  }
-  return nullptr;
-}
 
 namespace cpu {
 namespace {

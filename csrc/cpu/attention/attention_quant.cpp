@@ -116,7 +116,7 @@ void quantize_attention_fp8(const AttnQuantParams& p, const ParallelFor& paralle
     case AttnDtype::kBF16: return run<bfloat16_t>(p, parallel_for);
     case AttnDtype::kFP16: return run<half_t>(p, parallel_for);
     case AttnDtype::kFP32: return run<float>(p, parallel_for);
-    case AttnDtype::kE4M3: return;  // refused by attention_quant_check
+    case AttnDtype::kE4M3: return;  // not an input type (attention_quant_check)
   }
 }
 

@@ -1,5 +1,5 @@
-// sm_90a dense attention: the envelope (attention_sm90_why_not), the configuration
-// (attention/heuristics.h) and the dtype dispatch. The kernels are instantiated in
+// sm_90a dense attention: the envelope (attention_sm90_why_not), the operands' addressing, the
+// configuration (attention/heuristics.h) and the dtype dispatch. The kernels are instantiated in
 // attention_{bf16,fp16,e4m3}_sm90.cu (and the configurations under study in
 // attention_tuning_sm90.cu); the launcher is attention_sm90_launch.cuh and the kernel
 // csrc/include/ltx_kernels/attention/sm90_attention_fwd.cuh.
@@ -16,32 +16,6 @@ const char* attention_sm90_why_not(const AttentionParams& a, int cc) {
   if (a.dtype != AttnDtype::kE4M3 && a.out_dtype != a.dtype) return "16-bit inputs write their own dtype";
   if (a.batch > 65535 || a.heads > 65535 || a.seqlen_q > INT32_MAX || a.seqlen_kv > INT32_MAX)
     return "batch and heads must be <= 65535 and sequence lengths < 2^31";
-  if (a.heads_kv <= 0 || a.heads % a.heads_kv != 0) return "heads must be a multiple of heads_kv";
-  if (!(a.scale > 0.f)) return "the scale must be > 0";
-  {
-    using attention_sm90::esize;
-    using attention_sm90::tidy;
-    using attention_sm90::tma_ok;
-    const int64_t es = esize(a.dtype), D = a.head_dim;
-    const bool fp8 = a.dtype == AttnDtype::kE4M3;
-    // strides of extent-1 dimensions address nothing (tidy replaces them, as the launcher does)
-    const AttnStrides vs = fp8 ? tidy(a.v_stride, D, a.heads_kv, a.batch, a.v_keys_padded)
-                               : tidy(a.v_stride, a.seqlen_kv, a.heads_kv, a.batch, D);
-    if (!tma_ok(a.q, tidy(a.q_stride, a.seqlen_q, a.heads, a.batch, D), es) ||
-        !tma_ok(a.k, tidy(a.k_stride, a.seqlen_kv, a.heads_kv, a.batch, D), es) || !tma_ok(a.v, vs, es) ||
-        !tma_ok(a.out, tidy(a.out_stride, a.seqlen_q, a.heads, a.batch, D), esize(a.out_dtype)))
-      return "q, k, v and out need 16-byte aligned data and positive strides that are multiples of 16 bytes";
-  }
-  if (a.dtype == AttnDtype::kE4M3) {
-    if (a.k_block != 1 && a.k_block != 128) return "FP8 k_descale must be per token or per 128 keys";
-    if (a.v_keys_padded < a.seqlen_kv || a.v_keys_padded % 32 != 0)
-      return "FP8 v must be the transposed layout with keys padded to a multiple of 32";
-    if (a.q_descale == nullptr || a.k_descale == nullptr || a.v_descale == nullptr)
-      return "FP8 inputs need q_descale, k_descale and v_descale";
-    if (a.k_block == 1 && !attention_sm90::kf_tma_ok(a))
-      return "FP8 per-key k_descale needs a 16-byte aligned base, contiguous heads and positive key and batch "
-             "strides that are multiples of 4";
-  }
   if (a.tile != 0) {
 #if defined(LTX_KERNELS_TUNING)
     if (a.tile < 1 || a.tile > 4 || a.dtype != AttnDtype::kE4M3 || a.k_block != 128 || a.out_dtype != AttnDtype::kBF16)
@@ -54,9 +28,29 @@ const char* attention_sm90_why_not(const AttentionParams& a, int cc) {
   return nullptr;
 }
 
+namespace {
+
+// What the TMA tensor maps address (attention_sm90_launch.cuh): strides of extent-1 dimensions
+// address nothing (tidy replaces them, as the launcher does).
+bool addressable(const AttentionParams& a) {
+  using attention_sm90::esize;
+  using attention_sm90::tidy;
+  using attention_sm90::tma_ok;
+  const int64_t es = esize(a.dtype), D = a.head_dim;
+  const bool fp8 = a.dtype == AttnDtype::kE4M3;
+  const AttnStrides vs = fp8 ? tidy(a.v_stride, D, a.heads_kv, a.batch, a.v_keys_padded)
+                             : tidy(a.v_stride, a.seqlen_kv, a.heads_kv, a.batch, D);
+  return tma_ok(a.q, tidy(a.q_stride, a.seqlen_q, a.heads, a.batch, D), es) &&
+         tma_ok(a.k, tidy(a.k_stride, a.seqlen_kv, a.heads_kv, a.batch, D), es) && tma_ok(a.v, vs, es) &&
+         tma_ok(a.out, tidy(a.out_stride, a.seqlen_q, a.heads, a.batch, D), esize(a.out_dtype)) &&
+         (!fp8 || a.k_block != 1 || attention_sm90::kf_tma_ok(a));
+}
+
+}  // namespace
+
 cudaError_t attention_forward_sm90(const AttentionParams& a, cudaStream_t stream) {
-  if (attention_sm90_why_not(a, 90) != nullptr) return cudaErrorNotSupported;
   if (a.batch == 0 || a.seqlen_q == 0 || a.heads == 0) return cudaSuccess;
+  if (!addressable(a)) return cudaErrorNotSupported;
   using attention_sm90::Kernel;
   const bool fp8 = a.dtype == AttnDtype::kE4M3;
   if (a.tile != 0) {

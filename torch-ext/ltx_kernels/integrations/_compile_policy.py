@@ -3,42 +3,35 @@
 In eager mode a replaced forward always runs our kernels (except the fp32 tanh GELU,
 EAGER_RULES): each one does the work of several PyTorch launches and intermediate tensors.
 Under torch.compile, Inductor generates one Triton kernel per chain of memory-bound ops, and for
-some of the compositions our kernels replace, that kernel alone is faster than ours. Our time
-against torch.compile of the same composition, one op at a time, on the H200 over every row of
-the families' benchmarks (LTX and LLM shapes, bf16 / fp16, benchmarks/results/h200/results.md):
-
-    adaln_rms_norm                 0.88 - 1.13x    gelu_tanh           0.95 - 0.98x
-    gated_residual_adaln_rms_norm  0.95 - 1.09x    silu_and_mul        0.96 - 1.00x
-    add_rms_norm                   0.97 - 1.06x    gelu_and_mul(tanh)  0.97 - 1.00x
-    gated_attention                0.87 - 0.94x    quantize_fp8_per_token_group  0.81x
+some of the compositions our kernels replace, that kernel alone is faster than ours (one op at a
+time against torch.compile of the same composition: benchmarks/results/h200/results.md).
 
 One-op comparisons do not decide what a whole compiled model runs faster with, so the policy
 follows end-to-end runs where there are some. The diffusers integration's ops (the AdaLN and
 gated-residual norms, the GELU, the gated attention output, the FP8 linears' activation
 quantizer and the gated residual in the FP8 GEMM's epilogue, "gated_residual_epilogue") keep
-our kernels under compile: leaving them to Inductor measured slower end to end in each of these
-H200 records (benchmarks/results/h200/experiments/e2e_ltx_video_keep_afc95e3.json,
-e2e_ltx2_fp8_afc95e3.json, e2e_ltx_video.json, e2e_ltx_video_fp8_8e9b199.json):
+our kernels under compile: leaving them to Inductor measured slower end to end on the H200.
+benchmarks/check_policy.py holds this against every end-to-end record
+(benchmarks/results/h200/e2e_ltx_video.json, e2e_ltx2.json) whose compiled rows name the policy
+they ran under (benchmarks/e2e_ltx_video.py --compare --leave-variants OPS measures it).
 
-    LTX-Video, FP8 linears + compile   38.4 ms/step kept, 41.2 left to Inductor (39.6 / 42.7
-                                       and 38.8 / 41.4 in the other two files); kept one group
-                                       at a time:
-                                       the quantizer 39.4, the GEMM's gated residual 40.2, the
-                                       glue norms and GELU 39.4
-    LTX-Video, bf16 + compile          45.0 / 46.0 (45.8 / 46.0, 45.6 / 45.9)
-    LTX-2 19B, FP8 linears + compile   233.9 / 245.6;  bf16 + compile 298.5 / 300.4
-
-LEFT_TO_INDUCTOR keeps the ops that only the transformers integration uses (the gated MLPs'
-`silu_and_mul` and tanh `gelu_and_mul`, and `add_rms_norm`), whose one-op ratios say Inductor
-and no end-to-end run says otherwise. While Dynamo traces a forward, `use_kernel(op, x)` is
-False for those and the forward writes the plain PyTorch composition (the original module's
-math), which Inductor fuses with its neighbours. Some ops win for some inputs only
-(COMPILED_RULES): `rms_norm` keeps our kernel for 16-bit rows of <= 4096 columns and more than
-2^23 elements (1.05 - 1.27x at LTX shapes) and leaves LLM decode rows, 8192 columns and fp32 to
-Inductor; the exact (erf) `gelu_and_mul` (1.41 - 1.44x) and the tanh GELU keep it in bf16 /
-fp16 only. Every other op keeps our kernel under compile (`rms_norm_rope`, `rms_norm_split_rope`, the attention
+The ops only the transformers integration uses follow their one-op ratios, as no end-to-end LLM
+run has been made: LEFT_TO_INDUCTOR holds those whose rows measured Inductor's kernel faster
+(the gated MLPs' `silu_and_mul` and tanh `gelu_and_mul`: benchmarks/results/h200/activation.json),
+and `add_rms_norm`, faster than Inductor's over its rows (fused_norm.json), keeps ours. While
+Dynamo traces a forward, `use_kernel(op, x)` is False for the LEFT_TO_INDUCTOR ops and the
+forward writes the plain PyTorch composition (the original module's math), which Inductor fuses
+with its neighbours. Some ops win for some inputs only (COMPILED_RULES): `rms_norm` keeps our
+kernel for 16-bit rows of <= 4096 columns and more than 2^23 elements (LTX shapes, long LLM
+prompts) and leaves LLM decode rows, wider rows and fp32 to Inductor (norm.json); the exact
+(erf) `gelu_and_mul` and the tanh GELU keep it in bf16 / fp16 only (activation.json). Every
+other op keeps our kernel under compile (`rms_norm_rope`, `rms_norm_split_rope`, the attention
 kernel when asked for, the FP8-output norms, the FP8 GEMMs). The policy names the tanh form of
 `gelu_and_mul` "gelu_and_mul(tanh)", as the benchmark tables do.
+
+benchmarks/check_policy.py re-derives every decision here (and the attention thresholds below)
+out of the records named beside it and fails where one disagrees; the docs' tables of these
+measurements are generated out of the same records (docs/integrations.md, "Under torch.compile").
 
 Knobs (read at import): `LTX_KERNELS_COMPILE_ALL_KERNELS=1` keeps every kernel under compile (to
 measure the difference or to trace our ops' fake implementations);
@@ -72,8 +65,10 @@ def parse_ops(spec: str, knob: str = "LTX_KERNELS_COMPILE_KEEP") -> frozenset:
     return names
 
 
+# Left to Inductor under compile: the transformers-only ops whose benchmark rows measured
+# Inductor's kernel faster (benchmarks/results/h200/activation.json; benchmarks/check_policy.py:
+# the median of ours over torch.compile across the op's rows, a tie within 2% either way).
 LEFT_TO_INDUCTOR = frozenset({
-    "add_rms_norm",
     "silu_and_mul",
     "gelu_and_mul(tanh)",
 }) | parse_ops(os.environ.get("LTX_KERNELS_COMPILE_LEAVE", ""), "LTX_KERNELS_COMPILE_LEAVE")
@@ -93,23 +88,23 @@ RMS_NORM_MAX_COLS = 4096
 def rms_norm_wins_compiled(x: torch.Tensor) -> bool:
     """Where `rms_norm` measured faster than torch.compile's kernel for the same composition
     (benchmarks/results/h200/norm.json): 16-bit rows of <= 4096 columns and more than 2^23
-    elements (1.05 - 1.27x: [2, 2688, 2048] to [1, 32760, 4096]). Elsewhere Inductor's was
-    faster: few rows ([1, 4096] 0.78x, [32, 4096] 0.81x, [4, 1024, 2048] 0.97x: launch and
-    latency bound), 8192 columns ([16384, 8192] 0.93x) and fp32 ([2, 6144, 4096] 0.97x)."""
+    elements (LTX shapes, long LLM prompts). Elsewhere Inductor's was faster: few rows (launch
+    and latency bound), 8192 columns and fp32. benchmarks/check_policy.py re-derives both bounds
+    out of norm.json."""
     return (x.dtype in _HALF and x.shape[-1] <= RMS_NORM_MAX_COLS
             and x.numel() > RMS_NORM_MIN_NUMEL)
 
 
 # Ops whose kernel wins under torch.compile only for some inputs (beyond LEFT_TO_INDUCTOR):
-# op -> the test, given the op's main input. The erf gelu_and_mul wins in 16-bit (1.41 - 1.44x
-# compile) and loses in fp32 (0.91x: the accurate erfc).
+# op -> the test, given the op's main input. The erf gelu_and_mul wins in 16-bit and loses in
+# fp32 (the accurate erfc; benchmarks/results/h200/activation.json).
 COMPILED_RULES = {
     "rms_norm": rms_norm_wins_compiled,
     "gelu_and_mul": half_only,
     "gelu_tanh": half_only,  # fp32: PyTorch's own is faster even in eager mode
 }
-# ... and in eager mode: PyTorch's own fp32 tanh GELU (F.gelu(approximate="tanh")) measured 3%
-# faster than ours ([2, 2688, 8192]: 84.8 against 87.2 us); in 16-bit ours wins (1.09x).
+# ... and in eager mode: PyTorch's own fp32 tanh GELU (F.gelu(approximate="tanh")) measured
+# faster than ours; in 16-bit ours wins (the gelu_tanh rows of benchmarks/results/h200/activation.json).
 EAGER_RULES = {
     "gelu_tanh": half_only,
 }
@@ -136,18 +131,20 @@ def use_kernel(op: str, x: Optional[torch.Tensor] = None) -> bool:
 
 
 # ltx_kernels.attention against PyTorch's SDPA (cuDNN on the H200), each as the attention
-# processors call it (B 2, 2688 queries, 32 heads; scripts/attention_kv_sweep.py,
-# benchmarks/results/h200/experiments/attention_kv_sweep_0564ee8.json, and
-# benchmarks/bench_attention.py for the FP8 rows):
-# - with a key mask (a prompt's padding): 0.76-0.93x at 128 to 2688 keys, head dim 64 and 128
-#   (FP8 with its quantization pass: 0.34-0.81x);
-# - unmasked, bf16, head dim 64: 0.71x at 128 keys, 0.90x at 512, 1.00x at 1024, 1.06x at 2048,
-#   1.10x at 2688; head dim 128: 0.63-0.88x (with few keys each query tile sees one or two key
-#   blocks and its Q load and O store are not amortized);
-# - unmasked, FP8 with its quantization pass: 0.79x (head dim 64) and 0.84x (128) at 2688 keys,
-#   1.09x at 14080 (64), 1.12x at 8192 and 1.21x at 16384 (128).
+# processors call it. Records: benchmarks/results/h200/attention.json (benchmarks/bench_attention.py:
+# the LTX shapes, FP8 with its quantization pass timed beside it) and
+# benchmarks/results/h200/attention_kv_sweep.json (tools/tune/attention_kv_sweep.py:
+# B 2, 2688 queries, 32 heads against 128 to 2688 keys, with and without a key mask):
+# - with a key mask (a prompt's padding) ours is slower at every key count, head dim 64 and 128,
+#   in bf16 and more so in FP8 with its quantization pass;
+# - unmasked, bf16: at head dim 64 faster from 2048 keys on, level at 1024, slower below; at head
+#   dim 128 slower or level at every key count measured (with few keys each query tile sees one
+#   or two key blocks and its Q load and O store are not amortized);
+# - unmasked, FP8 with its quantization pass: slower at 2688 keys, faster from 8192 on.
 # So optimize(attention=...) runs our kernel only where it measured faster, SDPA (or diffusers'
-# dispatcher) elsewhere, in the processor's dtype.
+# dispatcher) elsewhere, in the processor's dtype. benchmarks/check_policy.py re-derives both key
+# thresholds and the head dims from those records; docs/integrations.md ("Which attentions run
+# our kernel") has the generated table.
 MIN_KERNEL_ATTENTION_KEYS = {"bf16": 2048, "fp8": 8192}
 KERNEL_ATTENTION_HEAD_DIMS = {"bf16": (64,), "fp8": (64, 128)}
 

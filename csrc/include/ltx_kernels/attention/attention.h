@@ -62,8 +62,10 @@ constexpr int fp8_v_key_order(int p) {
   return 16 * (p / 16) + 8 * ((p % 4) / 2) + 2 * ((p % 16) / 4) + (p % 2);
 }
 
-// Validation shared by every backend: "" when the problem is well formed, else the rule broken.
-const char* attention_check(const AttentionParams& p);
+// Every backend takes a well-formed problem, which its caller establishes (the torch adapter's
+// checks, csrc/torch/attention.cpp): sizes >= 0, heads a multiple of heads_kv > 0 (when heads >
+// 0), scale finite and > 0; for FP8 the three factor tensors, k_block 1 or 128, and v_keys_padded
+// >= seqlen_kv a multiple of 32.
 
 namespace cpu {
 // CPU backend: (batch, head) pairs [bh_begin, bh_end) in the order b * heads + h; fp32

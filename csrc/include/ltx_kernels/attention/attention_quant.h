@@ -84,8 +84,9 @@ inline int64_t attention_quant_workspace_bytes(const AttnQuantParams& p) {
   return sums + amax + mean;
 }
 
-// Validation shared by every backend (inline: the CUDA core needs no CPU code): nullptr when the
-// problem is well formed, else the rule broken.
+// nullptr when the problem is well formed, else the rule broken. The torch adapter's checks
+// (csrc/torch/attention_quant.cpp) establish it for every backend; the CUDA entry refuses a
+// problem that fails it (inline: the CUDA core needs no CPU code).
 inline const char* attention_quant_check(const AttnQuantParams& p) {
   if (p.batch < 0 || p.seqlen_q < 0 || p.seqlen_kv < 0 || p.heads < 0 || p.heads_kv < 0)
     return "sizes must be >= 0";

@@ -1,9 +1,19 @@
-// Attention heuristics: which sm_90a kernel configuration runs a call. Pure (no CUDA, no torch),
-// unit-tested on the CPU (tests/cpp/test_attention_heuristics.cpp); the sm_90a dispatch
-// (csrc/cuda/attention/attention_sm90.cu) instantiates exactly the configurations named here.
+// Attention heuristics: which backend runs a call, and which sm_90a kernel configuration. Pure (no
+// CUDA, no torch), unit-tested on the CPU (tests/cpp/test_attention_heuristics.cpp); the torch
+// adapter (csrc/torch/attention.cpp) asks choose_attn_backend once per call, and the sm_90a
+// dispatch (csrc/cuda/attention/attention_sm90.cu) instantiates exactly the configurations named
+// here.
 //
-// A configuration is a struct of compile-time constants read by the kernel's Traits
-// (sm90_attention_fwd.cuh): Config holds the plain kernel, each named configuration overrides
+// Backends (the registry: the op's `backend` argument and attention_backend's answer are these
+// names, and the Python package has no list of its own):
+//   cpu    the C++ CPU backend (csrc/cpu/attention), for CPU tensors;
+//   torch  the inputs dequantized to fp32 through PyTorch's scaled_dot_product_attention
+//          (torch-ext/ltx_kernels/attention.py): any device, correct, not fast;
+//   sm90   the sm_90a TMA + wgmma kernel, where attention_sm90_why_not accepts the call.
+// "auto" takes sm90 when it can run the call, else torch on CUDA; cpu on the CPU.
+//
+// sm_90a configurations: structs of compile-time constants read by the kernel's Traits
+// (sm90_attention_fwd.cuh); Config holds the plain kernel, each named configuration overrides
 // what differs. One default per (input class, head dim, K factor granularity):
 //
 //   input      head dim  K factors   configuration   query x key tile  stages  consumer WGs
@@ -27,7 +37,62 @@
 //   also skips O's rescale while no row's maximum moves by more than 2^8 (kSkipRescale).
 #pragma once
 
+#include <string_view>
+
 namespace ltx_kernels {
+
+enum class AttnBackend : int { kCpu = 0, kTorch = 1, kSm90 = 2, kAuto = 3 };
+
+inline const char* attn_backend_name(AttnBackend b) {
+  switch (b) {
+    case AttnBackend::kCpu: return "cpu";
+    case AttnBackend::kTorch: return "torch";
+    case AttnBackend::kSm90: return "sm90";
+    default: return "auto";
+  }
+}
+
+// The names a call may request, in the order messages list them.
+constexpr AttnBackend kAttnBackendChoices[] = {AttnBackend::kAuto, AttnBackend::kSm90, AttnBackend::kTorch,
+                                               AttnBackend::kCpu};
+
+// The backend a name selects ("auto" included); false for a name that is none of them.
+inline bool parse_attn_backend(std::string_view name, AttnBackend* out) {
+  for (AttnBackend b : kAttnBackendChoices) {
+    if (name == attn_backend_name(b)) {
+      *out = b;
+      return true;
+    }
+  }
+  return false;
+}
+
+// What the choice depends on besides the requested backend.
+struct AttnBackendFacts {
+  bool cuda = false;                   // the tensors are on a CUDA device (else on the CPU)
+  bool sm90_built = false;             // the build has the sm_90a kernels
+  const char* sm90_why_not = nullptr;  // attention_sm90_why_not for the call and its device (when built)
+};
+
+struct AttnBackendChoice {
+  AttnBackend backend = AttnBackend::kCpu;
+  const char* why_not = nullptr;  // set when the requested backend cannot run the call: why
+};
+
+inline AttnBackendChoice choose_attn_backend(AttnBackend requested, const AttnBackendFacts& f) {
+  const char* sm90 = !f.cuda         ? "the tensors are on the CPU"
+                     : !f.sm90_built ? "this build has no sm_90a kernels (TORCH_CUDA_ARCH_LIST without 9.0a)"
+                                     : f.sm90_why_not;
+  switch (requested) {
+    case AttnBackend::kAuto:
+      if (!f.cuda) return {AttnBackend::kCpu, nullptr};
+      return {sm90 == nullptr ? AttnBackend::kSm90 : AttnBackend::kTorch, nullptr};
+    case AttnBackend::kCpu: return {AttnBackend::kCpu, f.cuda ? "the tensors are on a CUDA device" : nullptr};
+    case AttnBackend::kSm90: return {AttnBackend::kSm90, sm90};
+    default: return {AttnBackend::kTorch, nullptr};
+  }
+}
+
 namespace attention_sm90 {
 
 // The plain kernel. Every field is read by Traits; a named configuration overrides some.
