@@ -51,6 +51,15 @@ BF16_TILES = [(128, 128), (128, 192), (128, 256), (256, 128), (64, 256)]
 FP8_OUT_TILES = {"fp8": [(128, 128), (256, 128), (64, 256)], "bf16": [(128, 128), (128, 256), (256, 128), (64, 256)]}
 
 
+@pytest.fixture
+def gemm_config():
+    """Sets the developer setting LTX_KERNELS_GEMM_CONFIG (read by the library from the environment
+    once, at load) for one test; the value before it is restored after."""
+    before = lk.developer_setting("LTX_KERNELS_GEMM_CONFIG")
+    yield lambda value: lk.set_developer_setting("LTX_KERNELS_GEMM_CONFIG", value)
+    lk.set_developer_setting("LTX_KERNELS_GEMM_CONFIG", before)
+
+
 def skip_without_kernel(device, op):
     if device == "cuda" and not has_cuda_kernel(op):
         pytest.skip(f"{op}: no CUDA kernel registered in this build")
@@ -362,7 +371,7 @@ CFG_SUFFIX_FP8 = CFG_SUFFIX + [":c1:m0", ":c2:m0", ":c1:s7:m0", ":c2:s8:g2:m0", 
 @CUDA
 @pytest.mark.parametrize("tile", FP8_TILES, ids=lambda t: f"{t[0]}x{t[1]}")
 @pytest.mark.parametrize("suffix", CFG_SUFFIX_FP8)
-def test_forced_tiles_fp8(tile, suffix, monkeypatch):
+def test_forced_tiles_fp8(tile, suffix, gemm_config):
     """Ragged M, N, K (none multiples of the tile; more K blocks than pipeline stages), bias,
     cluster 1 and 2, few persistent CTAs (many tiles each), odd raster groups."""
     need_sm90()
@@ -370,7 +379,7 @@ def test_forced_tiles_fp8(tile, suffix, monkeypatch):
     m, n, k = 3 * bm + 17, 2 * bn + 24, 128 * 11
     a, sa, b, sb = fp8_operands(m, n, k, "cuda", layout="row" if "s7" in suffix else "mn_major")
     bias = torch.randn(n, device="cuda")
-    monkeypatch.setenv("LTX_KERNELS_GEMM_CONFIG", f"{bm}x{bn}{suffix}")
+    gemm_config(f"{bm}x{bn}{suffix}")
     cfg = lk.gemm_config("fp8_blockwise_gemm", a, b, sa, sb, bias=bias, backend="sm90")
     assert (cfg["bm"], cfg["bn"]) == tile and cfg["backend"] == "sm90"
     out = torch.full((m, n + 16), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -383,13 +392,13 @@ def test_forced_tiles_fp8(tile, suffix, monkeypatch):
 @CUDA
 @pytest.mark.parametrize("tile", BF16_TILES, ids=lambda t: f"{t[0]}x{t[1]}")
 @pytest.mark.parametrize("suffix", CFG_SUFFIX)
-def test_forced_tiles_bf16(tile, suffix, monkeypatch):
+def test_forced_tiles_bf16(tile, suffix, gemm_config):
     need_sm90("bf16_gemm")
     bm, bn = tile
     m, n, k = 3 * bm + 17, 2 * bn + 24, 64 * 11 + 40  # K not a multiple of the 64-element stage
     a, b = bf16_operands(m, n, k, "cuda")
     bias = torch.randn(n, device="cuda").to(torch.bfloat16)
-    monkeypatch.setenv("LTX_KERNELS_GEMM_CONFIG", f"{bm}x{bn}{suffix}")
+    gemm_config(f"{bm}x{bn}{suffix}")
     cfg = lk.gemm_config("bf16_gemm", a, b, bias=bias, backend="sm90")
     assert (cfg["bm"], cfg["bn"]) == tile
     out = torch.full((m, n + 16), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -405,7 +414,7 @@ def test_forced_tiles_bf16(tile, suffix, monkeypatch):
 @pytest.mark.parametrize("tile_index", range(4))
 @pytest.mark.parametrize("cluster", [1, 2])
 @pytest.mark.parametrize("mainloop", [0, 1, 2])
-def test_forced_tiles_every_epilogue(op, tile_index, cluster, mainloop, monkeypatch):
+def test_forced_tiles_every_epilogue(op, tile_index, cluster, mainloop, gemm_config):
     """Each tile with gelu_tanh, the gated residual (per sample straddling tiles) and, where the
     tile allows it, the FP8 output (gelu_tanh + quantization)."""
     need_sm90("fp8_blockwise_gemm" if op == "fp8" else "bf16_gemm")
@@ -429,7 +438,7 @@ def test_forced_tiles_every_epilogue(op, tile_index, cluster, mainloop, monkeypa
             y = ref.bf16_gemm(a, b)
             e_y = acc_bound("bf16", "sm90", ref.bf16_gemm(a.abs(), b.abs()), k)
             f = lambda **kw: lk.bf16_gemm(a, b, backend="sm90", **kw)
-        monkeypatch.setenv("LTX_KERNELS_GEMM_CONFIG", f"{bm}x{bn}:c{cluster}:m{mainloop}")
+        gemm_config(f"{bm}x{bn}:c{cluster}:m{mainloop}")
         cfg = {"bm": bm, "bn": bn, "cluster": cluster, "mainloop": mainloop}
         check16(f(epilogue="gelu_tanh"), ref.gemm_epilogue(y, "gelu_tanh"), e_y, 1.13, f"{op} {bm}x{bn} gelu", cfg)
         h = torch.randn(B, tokens, n, device="cuda").to(torch.bfloat16)
@@ -572,7 +581,7 @@ def test_empty_and_k0(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_errors(device, monkeypatch):
+def test_errors(device, gemm_config):
     skip_without_kernel(device, "fp8_blockwise_gemm")
     a, sa, b, sb = fp8_operands(4, 128, 256, device)
     x, w = bf16_operands(4, 128, 64, device)
@@ -610,11 +619,11 @@ def test_errors(device, monkeypatch):
         with pytest.raises(RuntimeError, match=f"ltx_kernels.{op}: .*" + re.escape(msg)):
             fn()
     for bad_cfg in ("128by160", "128x192:p1", "128x192:p9", "128x192:q2", "128x192:c3", "128x192:m3"):
-        monkeypatch.setenv("LTX_KERNELS_GEMM_CONFIG", bad_cfg)
+        gemm_config(bad_cfg)
         with pytest.raises(RuntimeError, match="LTX_KERNELS_GEMM_CONFIG must be"):
             f(a, sa, b, sb)
     if device == "cuda" and torch.cuda.get_device_capability() == (9, 0):
-        monkeypatch.setenv("LTX_KERNELS_GEMM_CONFIG", "128x176")
+        gemm_config("128x176")
         try:
             f(a, sa, b, sb, backend="sm90")
         except RuntimeError as e:

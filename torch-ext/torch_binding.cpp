@@ -203,16 +203,18 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // y = sum_kb (a_kb . b_kb) * a_scales[m, kb] * b_scales[n/128, kb] + bias, then the epilogue
   // ('none' | 'gelu_tanh' | 'gated_residual': out = residual + gate * y) into bf16 / fp16 out, or
   // quantized per 128 columns into an e4m3 out + out_scales; backend 'auto' | 'sm90' | 'skinny' |
-  // 'sm89' | 'sm90_cutlass' | 'torch' (fp32 dequant + matmul) | 'cpu'
+  // 'sm89' | 'sm90_cutlass' | 'cublaslt' | 'torch' (fp32 dequant + matmul) | 'cpu'
   ops.def("fp8_blockwise_gemm(Tensor(a!) out, Tensor(b!)? out_scales, Tensor a, Tensor a_scales, Tensor b, Tensor b_scales, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> ()");
   ops.impl("fp8_blockwise_gemm", c10::DeviceType::CPU, &fp8_blockwise_gemm);
   // the same for a [..., K] bf16 @ b [N, K]^T bf16 (fp32 accumulation); backend 'auto' | 'sm90' | 'torch' | 'cpu'
   ops.def("bf16_gemm(Tensor(a!) out, Tensor(b!)? out_scales, Tensor a, Tensor b, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> ()");
   ops.impl("bf16_gemm", c10::DeviceType::CPU, &bf16_gemm);
-  // what op ('fp8_blockwise_gemm' | 'bf16_gemm') would run: [backend (0 cpu, 1 torch, 2 sm89, 3 sm90,
-  // 4 skinny, 5 sm90_cutlass), bm, bn, cluster, group_m, sms]; raises as the op would
+  // what op ('fp8_blockwise_gemm' | 'bf16_gemm') would run: [backend (an index of gemm_backends()),
+  // bm, bn, cluster, group_m, sms]; raises as the op would
   ops.def("gemm_plan(str op, Tensor out, Tensor? out_scales, Tensor a, Tensor? a_scales, Tensor b, Tensor? b_scales, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> int[]");
   ops.impl("gemm_plan", c10::DeviceType::CPU, &gemm_plan);
+  // the GEMM backends' names by index (the registry: ltx_kernels/gemm/backend.h)
+  ops.def("gemm_backends() -> str[]", &gemm_backends);
   // the same with b as LTX-2 packed FP6 [N, 3K/4] uint8; backend 'auto' | 'sm89' | 'torch' | 'cpu'
   ops.def("fp6_blockwise_gemm(Tensor! out, Tensor a, Tensor a_scales, Tensor b_packed, Tensor b_scales, Tensor? bias, str backend) -> ()");
   ops.impl("fp6_blockwise_gemm", c10::DeviceType::CPU, &fp6_blockwise_gemm);
@@ -220,6 +222,9 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // the device; backend 'auto' | 'cublaslt' (cc >= 10.0) | 'torch' (dequantize + fp32 matmul) | 'cpu'
   ops.def("scaled_mm_nvfp4(Tensor! out, Tensor a_packed, Tensor b_packed, Tensor block_a, Tensor block_b, Tensor alpha, Tensor? bias, bool hi_first, str backend) -> ()");
   ops.impl("scaled_mm_nvfp4", c10::DeviceType::CPU, &scaled_mm_nvfp4);
+  // backend 'torch' of the ops above (op: their name; alpha, hi_first: scaled_mm_nvfp4's), called by
+  // them through the dispatcher; its kernel is Python, registered by ltx_kernels/gemm.py
+  ops.def("gemm_exact(str op, Tensor(a!) out, Tensor(b!)? out_scales, Tensor a, Tensor? a_scales, Tensor b, Tensor? b_scales, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, Tensor? alpha, bool hi_first) -> ()");
 #ifdef LTX_KERNELS_WITH_CUDA
   ops.impl("scaled_mm_nvfp4", c10::DeviceType::CUDA, &scaled_mm_nvfp4);
   ops.impl("fp8_blockwise_gemm", c10::DeviceType::CUDA, &fp8_blockwise_gemm);

@@ -161,6 +161,7 @@ void fp6_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& 
 void scaled_mm_nvfp4(at::Tensor& out, const at::Tensor& a_packed, const at::Tensor& b_packed, const at::Tensor& block_a,
                      const at::Tensor& block_b, const at::Tensor& alpha, const std::optional<at::Tensor>& bias,
                      bool hi_first, c10::string_view backend);
+std::vector<std::string> gemm_backends();
 
 // ---- developer settings (csrc/torch/developer.cpp; docs/knobs.md)
 bool set_developer_setting(c10::string_view name, c10::string_view value);

@@ -1,908 +1,222 @@
 // Torch adapter for the GEMM family: fp8_blockwise_gemm (blockwise-scaled FP8, semantics in
-// docs/semantics.md, "FP8 block scaling"), bf16_gemm, both with the fused epilogues of
-// ltx_kernels/gemm/gemm_params.h; fp6_blockwise_gemm (LTX-2 packed FP6 weights); scaled_mm_nvfp4.
-// Each op: checks, one GemmParams, then
-//   CPU   "cpu" (the C++ backend, rows in parallel) or "torch";
-//   CUDA  the GEMM entry (ltx_kernels/gemm/gemm.h) picks the kernel ("auto") or checks the forced
-//         one, and launches it; "torch" is the exact fallback below.
-// "torch": both operands dequantized exactly in fp32 (e4m3 value * scale, or bf16 -> fp32), an
-// fp32 matmul, + bias, the epilogue in fp32, one rounding (or the FP8 quantizer) at the end. fp32
-// rather than bf16 operands: rounding the dequantized operands to bf16 would add two relative
-// errors of up to 2^-8 per product next to the output's own 2^-8 (calc_diff up to ~2.3e-5 in the
-// worst case, over the 1e-5 the tests hold every backend to). It is there to be right, not fast.
-// A forced backend that cannot run a call raises "backend 'X' cannot run this call (<why>)"; under
-// "auto" a kernel answering cudaErrorNotSupported falls through to the next backend.
-//
-// LTX_KERNELS_GEMM_CONFIG (read per call, for tests and sweeps) forces all or part of the sm_90a
-// kernel's tile configuration: "auto" or "<bm>x<bn>", then optionally ":c<1|2>" (cluster),
-// ":g<n>" (M tiles per raster group), ":s<n>" (persistent CTAs), ":p<n>" (at most n pipeline
-// stages), e.g. "128x160:c2:g8".
+// docs/semantics.md, "FP8 block scaling") and bf16_gemm with the fused epilogues of
+// ltx_kernels/gemm/gemm_params.h, fp6_blockwise_gemm (LTX-2 packed FP6 weights), scaled_mm_nvfp4;
+// gemm_plan (what a call would run) and gemm_backends (the registry's names, gemm/backend.h).
+// Each op: checks, one GemmParams, then one call into the core:
+//   CPU   "cpu": the C++ backend (cpu/gemm.h), rows in parallel;
+//   CUDA  the GEMM entry (gemm/gemm.h): gemm::plan decides once which kernel runs (the "auto"
+//         chain, the bias widening, why a forced backend cannot run), gemm::execute launches it;
+// and "torch", asked for or where the entry's chain ends (execute ran nothing): the exact
+// fallback, written in Python (ltx_kernels/gemm.py, on reference.py) and reached through the
+// dispatcher as the op gemm_exact, with the call's arguments as given.
+// LTX_KERNELS_GEMM_CONFIG (a developer setting) forces all or part of the sm_90a kernel's tile
+// configuration; its grammar: gemm/config.h.
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 
-#include <cstdlib>
-#include <memory>
 #include <string>
+#include <vector>
 
 #include "common.h"
-#include "ltx_kernels/cpu/ops.h"
+#include "gemm_args.h"
 #include "ltx_kernels/cpu/gemm.h"
-#include "ltx_kernels/cpu/lowbit.h"
-#include "ltx_kernels/gemm/gemm_params.h"
+#include "ltx_kernels/cpu/ops.h"
+#include "ltx_kernels/gemm/config.h"
 #include "torch_binding.h"
 
 #ifdef LTX_KERNELS_WITH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-
-#include "ltx_kernels/gemm/gemm.h"
 #include "ltx_kernels/cuda/ops.h"
-#include "ltx_kernels/quant/lowbit.h"
-#if defined(CUDART_VERSION) && CUDART_VERSION >= 12080
-#include <cublasLt.h>
-#define LTX_HAS_CUBLASLT_FP4 1
+#include "ltx_kernels/gemm/gemm.h"
 #endif
-#endif
+
+#define LTX_STR2(x) #x
+#define LTX_STR(x) LTX_STR2(x)
 
 namespace {
 using namespace ltx_kernels;
 using namespace ltx_kernels::torch_adapter;
-using gemm::Epilogue;
-using gemm::GateKind;
-using gemm::GemmParams;
-using gemm::Operands;
-using gemm::OutKind;
+using namespace ltx_kernels::torch_adapter::gemm_op;
 
-constexpr int64_t kGroup = 128;
-constexpr int64_t kCpuGrain = 16;  // rows per CPU task (the backend blocks 16 rows)
-
-// Backend indices as gemm_plan reports them (ltx_kernels.gemm._BACKENDS); same values as
-// gemm::Backend in CUDA builds.
-enum class Be : int64_t {
-  kCpu = 0, kTorch = 1, kSm89 = 2, kSm90 = 3, kSkinny = 4, kSm90Cutlass = 5, kCublasLt = 6, kAuto = -1
-};
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-const char* be_name(Be b) {
-  switch (b) {
-    case Be::kCpu: return "cpu";
-    case Be::kTorch: return "torch";
-    case Be::kSm89: return "sm89";
-    case Be::kSm90: return "sm90";
-    case Be::kSkinny: return "skinny";
-    case Be::kSm90Cutlass: return "sm90_cutlass";
-    case Be::kCublasLt: return "cublaslt";
-    case Be::kAuto: return "auto";
-  }
-  return "?";
+// The "torch" backend: the Python kernel of gemm_exact, through the dispatcher.
+void run_exact(const Args& x) {
+  static const c10::OperatorHandle h =
+      c10::Dispatcher::singleton().findSchemaOrThrow(LTX_STR(TORCH_EXTENSION_NAME) "::gemm_exact", "");
+  LTX_CHECK(h.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd), x.op,
+            "the exact fallback (backend 'torch') is implemented in Python: import ltx_kernels first");
+  torch::jit::Stack st{std::string(x.op), x.out, x.out_scales, x.a, x.a_scales, x.b, x.b_scales, x.bias,
+                       x.epilogue, x.residual, x.gate, x.alpha, x.hi_first};
+  h.callBoxed(&st);
 }
 
-Be parse_backend(c10::string_view s, const char* op, Operands ops) {
-  const std::string b(s.data(), s.size());
-  if (b == "auto") return Be::kAuto;
-  if (b == "cpu") return Be::kCpu;
-  if (b == "torch") return Be::kTorch;
-  if (ops == Operands::kFp8Blockwise) {
-    if (b == "sm90") return Be::kSm90;
-    if (b == "sm89") return Be::kSm89;
-    if (b == "skinny") return Be::kSkinny;
-    if (b == "sm90_cutlass") return Be::kSm90Cutlass;
-    if (b == "cublaslt") return Be::kCublasLt;
-    LTX_CHECK(false, op,
-              "backend must be 'auto', 'sm90', 'skinny', 'sm89', 'sm90_cutlass', 'cublaslt', 'torch' or 'cpu' (got '",
-              b, "')");
-  } else if (ops == Operands::kBf16) {
-    if (b == "sm90") return Be::kSm90;
-    LTX_CHECK(false, op, "backend must be 'auto', 'sm90', 'torch' or 'cpu' (got '", b, "')");
-  } else {
-    if (b == "sm89") return Be::kSm89;
-    LTX_CHECK(false, op, "backend must be 'auto', 'sm89', 'torch' or 'cpu' (got '", b, "')");
-  }
-  return Be::kAuto;
-}
-
-Epilogue parse_epilogue(c10::string_view s, const char* op) {
-  const std::string e(s.data(), s.size());
-  if (e == "none") return Epilogue::kNone;
-  if (e == "gelu_tanh") return Epilogue::kGeluTanh;
-  if (e == "gated_residual") return Epilogue::kGatedResidual;
-  LTX_CHECK(false, op, "epilogue must be 'none', 'gelu_tanh' or 'gated_residual' (got '", e, "')");
-  return Epilogue::kNone;
-}
-
-// LTX_KERNELS_GEMM_CONFIG -> the forced part of the sm_90a tile configuration.
-gemm::TileConfig env_config(const char* op) {
-  gemm::TileConfig c;
-  const std::string s = dev_setting("LTX_KERNELS_GEMM_CONFIG");  // common/dev_config.h
-  if (s.empty()) return c;
-  auto bad = [&](const std::string& why) {
-    LTX_CHECK(false, op, "LTX_KERNELS_GEMM_CONFIG must be 'auto' or '<bm>x<bn>', optionally followed by ':c<1|2>', "
-              "':g<n>', ':s<n>', ':p<2..8>' (", why, "; got '", s, "')");
-  };
-  size_t pos = s.find(':');
-  const std::string tile = s.substr(0, pos);
-  if (tile != "auto") {
-    const size_t x = tile.find('x');
-    if (x == std::string::npos) bad("no tile");
-    try {
-      c.bm = std::stoi(tile.substr(0, x));
-      c.bn = std::stoi(tile.substr(x + 1));
-    } catch (...) {
-      bad("unreadable tile");
-    }
-    if (c.bm <= 0 || c.bn <= 0) bad("bad tile");
-  }
-  while (pos != std::string::npos) {
-    const size_t next = s.find(':', pos + 1);
-    const std::string f = s.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
-    if (f.size() < 2) bad("empty field");
-    int v = 0;
-    try {
-      v = std::stoi(f.substr(1));
-    } catch (...) {
-      bad("unreadable field '" + f + "'");
-    }
-    if (f[0] == 'c' && (v == 1 || v == 2)) c.cluster = v;
-    else if (f[0] == 'g' && v > 0 && v <= 1024) c.group_m = v;
-    else if (f[0] == 's' && v > 0) c.sms = v;
-    else if (f[0] == 'p' && v >= 2 && v <= 8) c.stages = v;
-    else bad("bad field '" + f + "'");
-    pos = next;
-  }
-  return c;
-}
-
-void check_device_kind(const at::Tensor& t, const char* op) {
-#ifdef LTX_KERNELS_WITH_CUDA
-  LTX_CHECK(t.is_cpu() || t.is_cuda(), op, "tensors must be on the CPU or a CUDA device (got ", t.device(), ")");
-#else
-  LTX_CHECK(t.is_cpu(), op, "this build has no CUDA backend (got a tensor on ", t.device(), ")");
-#endif
-}
-
-// The checked call and the tensors that keep its pointers alive.
-struct Call {
-  GemmParams p;
-  const char* op = "";
-  at::Tensor a2, b2, a_scales, b_scales, bias, out2, out_scales, res2, gate2;
-  RowLayout al{}, bl{}, ol{};
-  int64_t B = 0;  // samples of a per-sample gate
-  bool empty = false;
-};
-
-OutKind out_kind(const at::Tensor& out) {
-  return out.scalar_type() == at::kFloat8_e4m3fn ? OutKind::kFP8
-         : out.scalar_type() == at::kHalf        ? OutKind::kFP16
-                                                 : OutKind::kBF16;
-}
-
-// A scale table [M, G] is row-major (strides (G, 1)) or M-major (strides (1, M_pad), M_pad >= M);
-// a dimension of size 1 may have any stride.
-bool row_or_m_major(const at::Tensor& s, int64_t M, int64_t G) {
-  const int64_t s0 = s.stride(0), s1 = s.stride(1);
-  const bool row_major = (G <= 1 || s1 == 1) && (M <= 1 || s0 >= G);
-  const bool m_major = (M <= 1 || s0 == 1) && (G <= 1 || s1 >= M);
-  return row_major || m_major;
-}
-
-// Checks shared by fp8_blockwise_gemm, bf16_gemm and fp6_blockwise_gemm; fills c.p.
-void prepare(Call& c, at::Tensor& out, const std::optional<at::Tensor>& out_scales, const at::Tensor& a,
-             const std::optional<at::Tensor>& a_scales, const at::Tensor& b, const std::optional<at::Tensor>& b_scales,
-             const std::optional<at::Tensor>& bias, Epilogue epi, const std::optional<at::Tensor>& residual,
-             const std::optional<at::Tensor>& gate) {
-  GemmParams& p = c.p;
-  const char* op = c.op;
-  const bool fp8 = p.operands == Operands::kFp8Blockwise, fp6 = p.operands == Operands::kFp6Blockwise;
-  const bool scaled = fp8 || fp6;
-  p.epilogue = epi;
-  if (scaled) {
-    LTX_CHECK(a.scalar_type() == at::kFloat8_e4m3fn, op, "a must be float8_e4m3fn (got ", a.scalar_type(), ")");
-  } else {
-    LTX_CHECK(a.scalar_type() == at::kBFloat16, op, "a must be bfloat16 (got ", a.scalar_type(), ")");
-  }
-  const char* bname = fp6 ? "b_packed" : "b";
-  if (fp6) {
-    LTX_CHECK(b.scalar_type() == at::kByte, op, "b_packed must be uint8 (LTX-2 packed FP6) (got ", b.scalar_type(), ")");
-  } else {
-    LTX_CHECK(b.scalar_type() == a.scalar_type(), op, "b must be ", fp8 ? "float8_e4m3fn" : "bfloat16", " (got ",
-              b.scalar_type(), ")");
-  }
-  LTX_CHECK(a.dim() >= 1, op, "a must have at least one dimension [..., K] (got a scalar)");
-  LTX_CHECK(b.dim() == 2, op, bname, " must be 2-D [N, ", fp6 ? "3K/4" : "K", "] (got shape ", shape_str(b.sizes()),
-            ")");
-  p.K = a.size(-1);
-  p.N = b.size(0);
-  p.M = 1;
-  for (int64_t d = 0; d + 1 < a.dim(); ++d) p.M *= a.size(d);
-  if (scaled) {
-    LTX_CHECK(p.K % kGroup == 0, op, "K = a.shape[-1] must be a multiple of 128, the scaling block (got ", p.K,
-              "; pad K with zeros)");
-  }
-  const int64_t want_bcols = fp6 ? p.K / 4 * 3 : p.K;
-  LTX_CHECK(b.size(1) == want_bcols, op, bname, " must have shape [N, ", fp6 ? "3K/4" : "K", "] with ",
-            fp6 ? "3K/4" : "K", " = ", want_bcols, " for K = a.shape[-1] = ", p.K, " (got shape ", shape_str(b.sizes()),
-            ")");
-  if (scaled) {
-    LTX_CHECK(p.N % 8 == 0, op,
-              "N = b.shape[0] must be a multiple of 8: the output rows must be 16-byte aligned "
-              "(8 bf16/fp16) for the tensor-core kernels' vector stores (got N = ", p.N, ")");
-    const at::Tensor& sa = *a_scales;
-    const at::Tensor& sb = *b_scales;
-    const int64_t G = p.K / kGroup;
-    LTX_CHECK(sa.scalar_type() == at::kFloat, op, "a_scales must be float32 (got ", sa.scalar_type(), ")");
-    LTX_CHECK(sa.dim() == 2 && sa.size(0) == p.M && sa.size(1) == G, op, "a_scales must have shape [M, K / 128] = [",
-              p.M, ", ", G, "] (got ", shape_str(sa.sizes()), ")");
-    LTX_CHECK(row_or_m_major(sa, p.M, G), op,
-              "a_scales must be row-major (strides (K/128, 1)) or M-major (strides (1, M_pad) with M_pad >= M, "
-              "as quantize_fp8_per_token_group(..., scale_layout='mn_major') writes) (got strides ",
-              shape_str(sa.strides()), ")");
-    const int64_t tn = ceil_div(p.N, kGroup);
-    LTX_CHECK(sb.scalar_type() == at::kFloat, op, "b_scales must be float32 (got ", sb.scalar_type(), ")");
-    LTX_CHECK(sb.dim() == 2 && sb.size(0) == tn && sb.size(1) == G, op,
-              "b_scales must have shape [ceil(N / 128), K / 128] = [", tn, ", ", G, "] (got ", shape_str(sb.sizes()),
-              ")");
-    check_same_device(sa, a, op, "a_scales", "a");
-    check_same_device(sb, a, op, "b_scales", "a");
-    c.a_scales = sa;
-    c.b_scales = sb;
-    p.a_scales = sa.data_ptr<float>();
-    p.sa_stride_m = sa.stride(0);
-    p.sa_stride_k = sa.stride(1);
-    p.b_scales = sb.data_ptr<float>();
-    p.sb_stride_n = sb.stride(0);
-    p.sb_stride_k = sb.stride(1);
-  }
-  // output
-  const bool fp8_out = out.scalar_type() == at::kFloat8_e4m3fn;
-  LTX_CHECK(out.scalar_type() == at::kBFloat16 || out.scalar_type() == at::kHalf || (fp8_out && !fp6), op,
-            "out must be bfloat16 or float16", fp6 ? "" : " (or float8_e4m3fn with out_scales: FP8 output)", " (got ",
-            out.scalar_type(), ")");
-  p.out = out_kind(out);
-  std::vector<int64_t> want(a.sizes().begin(), a.sizes().end());
-  want.back() = p.N;
-  LTX_CHECK(out.sizes() == c10::IntArrayRef(want), op, "out must have shape a.shape[:-1] + [N] = ", shape_str(want),
-            " (got ", shape_str(out.sizes()), ")");
-  check_same_device(b, a, op, bname, "a");
-  check_same_device(out, a, op, "out", "a");
-  check_device_kind(a, op);
-  if (fp8_out) {
-    LTX_CHECK(out_scales.has_value(), op, "an FP8 out needs out_scales (fp32 [M, N / 128])");
-    const at::Tensor& os = *out_scales;
-    LTX_CHECK(p.N % kGroup == 0, op, "the FP8 output quantizes groups of 128 columns: N must be a multiple of 128 (got N = ",
-              p.N, ")");
-    LTX_CHECK(epi != Epilogue::kGatedResidual, op, "the gated residual writes bfloat16 or float16, not FP8");
-    const int64_t G = p.N / kGroup;
-    LTX_CHECK(os.scalar_type() == at::kFloat, op, "out_scales must be float32 (got ", os.scalar_type(), ")");
-    LTX_CHECK(os.dim() == 2 && os.size(0) == p.M && os.size(1) == G, op, "out_scales must have shape [M, N / 128] = [",
-              p.M, ", ", G, "] (got ", shape_str(os.sizes()), ")");
-    LTX_CHECK(row_or_m_major(os, p.M, G), op, "out_scales must be row-major (strides (N/128, 1)) or M-major (strides (1, M_pad)) (got strides ",
-              shape_str(os.strides()), ")");
-    check_same_device(os, a, op, "out_scales", "a");
-    LTX_CHECK(!bytes_overlap(os, out), op, "out_scales and out must not overlap");
-    c.out_scales = os;
-    p.d_scales = os.data_ptr<float>();
-    p.ds_stride_m = os.stride(0);
-    p.ds_stride_g = os.stride(1);
-  } else {
-    LTX_CHECK(!out_scales.has_value(), op, "out_scales is only written for an FP8 (float8_e4m3fn) out");
-  }
-  if (bias.has_value()) {
-    // fp32, or the 16-bit output dtype (bfloat16 with an FP8 output)
-    const at::ScalarType b16 = fp8_out ? at::kBFloat16 : out.scalar_type();
-    const bool ok_dtype = bias->scalar_type() == at::kFloat || (!fp6 && bias->scalar_type() == b16);
-    LTX_CHECK(ok_dtype, op, "bias must be float32", fp6 ? "" : (fp8_out ? " or bfloat16" : " or out's dtype"), " (got ",
-              bias->scalar_type(), ")");
-    LTX_CHECK(bias->dim() == 1 && bias->size(0) == p.N, op, "bias must have shape [N] = [", p.N, "] (got ",
-              shape_str(bias->sizes()), ")");
-    check_same_device(*bias, a, op, "bias", "a");
-    c.bias = bias->stride(0) == 1 ? *bias : bias->contiguous();
-    p.bias = c.bias.data_ptr();
-    p.bias_is_out_dtype = bias->scalar_type() != at::kFloat;
-  }
-  // gated residual: h of out's shape and dtype, gate per sample [B, N] or per token (out's shape)
-  if (epi == Epilogue::kGatedResidual) {
-    LTX_CHECK(residual.has_value() && gate.has_value(), op, "epilogue 'gated_residual' needs residual and gate");
-    const at::Tensor& h = *residual;
-    const at::Tensor& g = *gate;
-    LTX_CHECK(h.scalar_type() == out.scalar_type() && h.sizes() == out.sizes(), op,
-              "residual must have out's shape and dtype ", shape_str(out.sizes()), " ", out.scalar_type(), " (got ",
-              shape_str(h.sizes()), " ", h.scalar_type(), ")");
-    LTX_CHECK(g.scalar_type() == out.scalar_type(), op, "gate must have out's dtype ", out.scalar_type(), " (got ",
-              g.scalar_type(), ")");
-    check_same_device(h, a, op, "residual", "a");
-    check_same_device(g, a, op, "gate", "a");
-    const bool per_token = g.sizes() == out.sizes();
-    bool per_sample = out.dim() >= 2 && g.dim() >= 2 && g.size(0) == out.size(0) && g.size(-1) == p.N &&
-                      (g.dim() == 2 || g.dim() == out.dim());
-    for (int64_t d = 1; per_sample && d + 1 < g.dim(); ++d) per_sample = g.size(d) == 1;
-    LTX_CHECK(per_token || per_sample, op,
-              "gate must be [B, N] (per sample, B = a.shape[0], a with at least 2 dimensions) or out.shape (per token) "
-              "(got gate ", shape_str(g.sizes()), " for out ", shape_str(out.sizes()), ")");
-    p.gate_kind = per_token ? GateKind::kPerToken : GateKind::kPerSample;
-    c.B = per_token ? p.M : out.size(0);
-    p.gate_rows = c.B;
-    p.tokens_per_sample = per_token ? 1 : (c.B > 0 ? p.M / c.B : 1);
-  } else {
-    LTX_CHECK(!residual.has_value() && !gate.has_value(), op,
-              "residual and gate are only read by epilogue='gated_residual' (got epilogue without them)");
-  }
-  c.empty = out.numel() == 0;
-  if (c.empty) return;
-  c.ol = output_rows(out, op);
-  c.out2 = at::as_strided(out, {p.M, p.N}, {c.ol.stride, 1});
-  p.d = c.out2.data_ptr();
-  p.ldd = c.ol.stride;
-  check_no_partial_overlap(out, a, op, "a");
-  check_no_partial_overlap(out, b, op, bname);
-  if (c.bias.defined()) check_no_partial_overlap(out, c.bias, op, "bias");
-  if (c.a_scales.defined()) check_no_partial_overlap(out, c.a_scales, op, "a_scales");
-  if (c.b_scales.defined()) check_no_partial_overlap(out, c.b_scales, op, "b_scales");
-  if (c.out_scales.defined()) {
-    for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&a, &b, &c.a_scales, &c.b_scales, &c.bias})
-      if (t->defined()) LTX_CHECK(!bytes_overlap(c.out_scales, *t), op, "out_scales must not overlap the inputs");
-  }
-  if (epi == Epilogue::kGatedResidual) {
-    // out may be residual itself (in place); the gate must be apart from out
-    check_no_partial_overlap(out, *residual, op, "residual");
-    LTX_CHECK(!bytes_overlap(out, *gate), op, "out must not overlap gate");
-    const RowLayout hl = input_rows(*residual, c.res2);
-    p.residual = c.res2.data_ptr();
-    p.ld_residual = hl.stride;
-    const at::Tensor g2d = p.gate_kind == GateKind::kPerToken ? *gate : gate->reshape({c.B, p.N});
-    const RowLayout gl = input_rows(g2d, c.gate2);
-    p.gate = c.gate2.data_ptr();
-    p.ld_gate = gl.stride;
-  }
-  if (p.K == 0) return;
-  const at::Tensor a_flat = a.dim() == 2 ? a : a.reshape({p.M, p.K});
-  c.al = input_rows(a_flat, c.a2);
-  c.bl = input_rows(b, c.b2);
-  check_rows_fit(c.al, op);
-  p.a = c.a2.data_ptr();
-  p.lda = c.al.stride;
-  p.b = c.b2.data_ptr();
-  p.ldb = c.bl.stride;
-}
-
-// ---- the "cpu" backend
-void run_cpu(const Call& c) {
-  const GemmParams& p = c.p;
-  at::parallel_for(0, p.M, kCpuGrain, [&](int64_t b, int64_t e) { cpu::gemm_rows(p, b, e); });
-}
-
-// ---- the "torch" backend (any device): fp32 operands, fp32 matmul, epilogue in fp32
-at::Tensor dequantized(const at::Tensor& q2d, const at::Tensor& scales_rows, int64_t rows, int64_t K) {
-  // scales_rows: [rows, K/128] fp32 (one scale per row and K block)
-  return (q2d.to(at::kFloat).view({rows, K / kGroup, kGroup}) * scales_rows.unsqueeze(-1)).view({rows, K});
-}
-
-void run_torch(Call& c, const at::Tensor& b_values /* [N, K] e4m3 or bf16 */) {
-  GemmParams& p = c.p;
-  const auto f32 = c.out2.options().dtype(at::kFloat);
-  at::Tensor y;
-  if (p.K == 0) {
-    y = at::zeros({p.M, p.N}, f32);
-  } else {
-    const at::Tensor a2 = at::as_strided(c.a2, {p.M, p.K}, {c.al.stride, 1});
-    if (p.operands == Operands::kBf16) {
-      y = at::matmul(a2.to(at::kFloat), b_values.to(at::kFloat).t());
-    } else {
-      const at::Tensor af = dequantized(a2, c.a_scales, p.M, p.K);
-      const at::Tensor sbn = c.b_scales.repeat_interleave(kGroup, 0).narrow(0, 0, p.N);  // [N, G]
-      const at::Tensor bf = dequantized(b_values, sbn, p.N, p.K);
-      y = at::matmul(af, bf.t());
-    }
-  }
-  if (c.bias.defined()) y.add_(c.bias.to(at::kFloat));
-  if (p.epilogue == Epilogue::kGeluTanh) y = at::gelu(y, "tanh");
-  if (p.epilogue == Epilogue::kGatedResidual) {
-    const at::Tensor h = at::as_strided(c.res2, {p.M, p.N}, {p.ld_residual, 1}).to(at::kFloat);
-    at::Tensor g = at::as_strided(c.gate2, {p.gate_rows, p.N}, {p.ld_gate, 1}).to(at::kFloat);
-    if (p.gate_kind == GateKind::kPerSample) g = g.repeat_interleave(p.tokens_per_sample, 0);
-    y = h + y * g;
-  }
-  if (p.out != OutKind::kFP8) {
-    c.out2.copy_(y);
-    return;
-  }
-  y = y.contiguous();
-  // y [M, N] fp32 through the per-token-group quantizer into out2 and d_scales.
-  Fp8QuantizeParams q{};
-  q.dtype = DType::kFloat32;
-  q.format = Fp8Format::E4M3;
-  q.q = OutRows{c.out2.data_ptr(), RowLayout{p.M, p.N, p.ldd}};
-  q.x = InRows{y.data_ptr(), RowLayout{p.M, p.N, p.N}};
-  q.scales = p.d_scales;
-  q.s_row = p.ds_stride_m;
-  q.s_col = p.ds_stride_g;
-  q.block_rows = 1;
-  q.block_cols = kGroup;
-  if (y.is_cpu()) return cpu::quantize_fp8_per_token_group(q, torch_parallel_for);
-#ifdef LTX_KERNELS_WITH_CUDA
-  const CudaScope scope(y, c.op);
-  check_cuda(ltx_kernels::quantize_fp8_per_token_group(q, scope.stream), c.op);
-#endif
+void check_cpu_backend(const Call& c) {
+  const Backend r = c.requested;
+  LTX_CHECK(r == Backend::kAuto || r == Backend::kCpu || r == Backend::kTorch, c.x.op, "backend '",
+            gemm::backend_name(r), "' cannot run this call (the tensors are on the CPU)");
 }
 
 #ifdef LTX_KERNELS_WITH_CUDA
-// The device's attributes (cached per device by common/device.h, read through gemm::query_device).
 gemm::Device gemm_device(const at::Tensor& t) {
   const int idx = t.device().index();
   TORCH_CHECK(idx >= 0 && idx < 64, "ltx_kernels: CUDA device index out of range");
-  return gemm::query_device(idx);
+  return gemm::query_device(idx);  // cached per device (common/device.h)
 }
 
-// A 16-bit bias widened to fp32 (exact) for the kernels that read an fp32 bias only (skinny,
-// sm89, the CUTLASS kernel); cuBLASLt reads a bf16 one only, the sm_90a kernel either.
-void widen_bias(Call& c) {
-  if (c.p.bias == nullptr || !c.p.bias_is_out_dtype) return;
-  c.bias = c.bias.to(at::kFloat);
-  c.p.bias = c.bias.data_ptr();
-  c.p.bias_is_out_dtype = false;
+// The entry's decision for the call (a forced backend that cannot run it raises).
+gemm::Plan checked_plan(const Call& c, const gemm::Device& dev) {
+  gemm::Plan pl = gemm::plan(c.requested, c.p, dev);
+  LTX_CHECK(pl.error.empty(), c.x.op, "backend '", gemm::backend_name(c.requested), "' cannot run this call (",
+            pl.error, ")");
+  return pl;
 }
 
-// Which backend runs the call on its CUDA device (a forced one that cannot raises).
-Be select_cuda(Call& c, Be requested, const at::Tensor& like) {
-  LTX_CHECK(requested != Be::kCpu, c.op, "backend 'cpu' cannot run this call (the tensors are on ", like.device(),
-            "; move them to the CPU)");
-  if (requested == Be::kTorch) return Be::kTorch;
-  const gemm::Device& dev = gemm_device(like);
-  if (c.empty || c.p.K == 0 || c.p.M == 0) return Be::kTorch;  // nothing for a kernel to do
-  if (requested == Be::kAuto) {
-    Be be = Be(int64_t(gemm::choose_auto(c.p, dev)));
-    if (be != Be::kCublasLt && c.p.bias != nullptr && c.p.bias_is_out_dtype) {
-      // not cuBLASLt: what "auto" runs for the same bias in fp32 (widened only if that differs)
-      GemmParams p32 = c.p;
-      p32.bias_is_out_dtype = false;
-      const Be be32 = Be(int64_t(gemm::choose_auto(p32, dev)));
-      if (be32 != be) {
-        widen_bias(c);
-        be = be32;
-      }
-    }
-    return be;
+// Carries the plan out on the current stream; false: no kernel ran (the exact fallback is due).
+bool launch(Call& c, const gemm::Plan& pl, const gemm::Device& dev, cudaStream_t stream) {
+  if (pl.backend == Backend::kTorch) return false;
+  if (pl.widen_bias) {  // exact: every bf16 / fp16 value is an fp32 value
+    c.p.bias = c.keep(c.x.bias->to(at::kFloat).contiguous());
+    c.p.bias_is_out_dtype = false;
   }
-  if (requested == Be::kSkinny || requested == Be::kSm89 || requested == Be::kSm90Cutlass) widen_bias(c);
-  const std::string why = gemm::why_not(gemm::Backend(int(requested)), c.p, dev);
-  LTX_CHECK(why.empty(), c.op, "backend '", be_name(requested), "' cannot run this call (", why, ")");
-  return requested;
-}
-
-// cuBLASLt's blockwise FP8 GEMM through PyTorch's _scaled_mm (gemm::why_not(kCublasLt) has checked
-// the layouts it reads: these views address exactly what GemmParams describes).
-void run_cublaslt(Call& c) {
-#if defined(CUDART_VERSION) && CUDART_VERSION >= 12090
-  const GemmParams& p = c.p;
-  const CudaScope scope(c.a2, c.op);
-  const int64_t G = p.K / kGroup, Nb = ceil_div(p.N, kGroup);
-  const at::Tensor a = at::as_strided(c.a2, {p.M, p.K}, {p.lda, 1});
-  const at::Tensor b = at::as_strided(c.b2, {p.N, p.K}, {p.ldb, 1});
-  const at::Tensor sa = at::as_strided(c.a_scales, {p.M, G}, {1, p.M});
-  const at::Tensor sb = at::as_strided(c.b_scales, {Nb, G}, {G, 1});
-  std::optional<at::Tensor> bias;
-  if (c.bias.defined()) bias = c.bias;
-  at::_scaled_mm_out(c.out2, a, b.t(), sa, sb.t(), bias, std::nullopt, at::kBFloat16, false);
-#else
-  LTX_CHECK(false, c.op, "backend 'cublaslt' needs a build with CUDA >= 12.9");
-#endif
-}
-
-void run_cuda(Call& c, Be be, bool is_auto, const at::Tensor& b_values) {
-  if (be == Be::kTorch) return run_torch(c, b_values);
-  if (be == Be::kCublasLt) return run_cublaslt(c);
-  const CudaScope scope(c.a2, c.op);
-  const gemm::Device& dev = gemm_device(c.a2);
-  const gemm::Backend gb = gemm::Backend(int(be));
-  const size_t ws = gemm::workspace_bytes(gb, c.p, dev);
-  at::Tensor w;
-  if (ws > 0) w = at::empty({int64_t(ws)}, c.a2.options().dtype(at::kByte));
-  cudaError_t err = gemm::run(gb, c.p, dev, ws > 0 ? w.data_ptr() : nullptr, ws, scope.stream);
-  if (err == cudaErrorNotSupported && is_auto) {
-    if (be != Be::kSm89 && gemm::why_not(gemm::Backend::kSm89, c.p, dev).empty()) {
-      err = gemm::run(gemm::Backend::kSm89, c.p, dev, nullptr, 0, scope.stream);
-      if (err != cudaErrorNotSupported) return check_cuda(err, c.op);
-    }
-    return run_torch(c, b_values);
-  }
-  LTX_CHECK(err != cudaErrorNotSupported, c.op, "backend '", be_name(be),
+  void* ws = pl.workspace > 0 ? c.keep(at::empty({int64_t(pl.workspace)}, c.x.a.options().dtype(at::kByte))) : nullptr;
+  const gemm::Outcome o = gemm::execute(pl, c.p, dev, ws, stream);
+  if (o.ran == Backend::kTorch) return false;
+  LTX_CHECK(o.error != cudaErrorNotSupported, c.x.op, "backend '", gemm::backend_name(o.ran),
             "' cannot run this call (the kernel answered 'not supported')");
-  check_cuda(err, c.op);
+  check_cuda(o.error, c.x.op);
+  return true;
 }
 #endif
 
-Be select(Call& c, Be requested, const at::Tensor& like) {
-  if (like.is_cpu()) {
-    LTX_CHECK(requested == Be::kAuto || requested == Be::kCpu || requested == Be::kTorch, c.op, "backend '",
-              be_name(requested), "' cannot run this call (the tensors are on the CPU)");
-    return requested == Be::kTorch ? Be::kTorch : Be::kCpu;
+// Runs a prepared call on its device: the CPU backend, the entry's plan, or the exact fallback.
+void run(Call& c) {
+  const at::Tensor& a = c.x.a;
+  if (a.is_cpu()) {
+    check_cpu_backend(c);
+    if (c.empty) return;
+    if (c.requested == Backend::kTorch || c.p.operands == Operands::kNvfp4) return run_exact(c.x);
+    const gemm::GemmParams& p = c.p;  // blocks of 16 rows, as the backend works
+    return at::parallel_for(0, p.M, 16, [&](int64_t b, int64_t e) { cpu::gemm_rows(p, b, e); });
   }
 #ifdef LTX_KERNELS_WITH_CUDA
-  return select_cuda(c, requested, like);
-#else
-  no_cuda_backend(like, c.op);
-#endif
-}
-
-void execute(Call& c, Be be, bool is_auto, const at::Tensor& b_values) {
+  const CudaScope scope(a, c.x.op);
+  const gemm::Device dev = gemm_device(a);
+  const gemm::Plan pl = checked_plan(c, dev);
   if (c.empty) return;
-  if (be == Be::kCpu) return run_cpu(c);
-  if (be == Be::kTorch) return run_torch(c, b_values);
-#ifdef LTX_KERNELS_WITH_CUDA
-  run_cuda(c, be, is_auto, b_values);
+  if (!launch(c, pl, dev, scope.stream)) run_exact(c.x);
 #else
-  (void)is_auto;
+  no_cuda_backend(a, c.x.op);
 #endif
 }
 
-// Sets up `c` as a call of `op` on `operands`: parses the backend asked for (into `requested`) and
-// the epilogue, checks and prepares the arguments, reads the tile override; returns the backend
-// that will run it.
-Be plan_call(Call& c, const char* op, Operands operands, Be& requested, at::Tensor& out,
-             const std::optional<at::Tensor>& out_scales, const at::Tensor& a, const std::optional<at::Tensor>& a_scales,
-             const at::Tensor& b, const std::optional<at::Tensor>& b_scales, const std::optional<at::Tensor>& bias,
-             c10::string_view epilogue, const std::optional<at::Tensor>& residual,
-             const std::optional<at::Tensor>& gate, c10::string_view backend) {
-  c.op = op;
-  c.p.operands = operands;
-  requested = parse_backend(backend, op, operands);
-  const Epilogue epi = parse_epilogue(epilogue, op);
-  prepare(c, out, out_scales, a, a_scales, b, b_scales, bias, epi, residual, gate);
-  c.p.config = env_config(op);
-  return select(c, requested, a);
-}
-
-at::Tensor b_matrix(const Call& c) {
-  return c.b2.defined() ? at::as_strided(c.b2, {c.p.N, c.p.K}, {c.bl.stride, 1}) : at::Tensor();
+// The checked call of fp8_blockwise_gemm / bf16_gemm (gemm_plan asks the same).
+Call gemm_call(const char* op, Operands ops, const at::Tensor& out, const Opt& out_scales, const at::Tensor& a,
+               const Opt& a_scales, const at::Tensor& b, const Opt& b_scales, const Opt& bias, c10::string_view epilogue,
+               const Opt& residual, const Opt& gate, c10::string_view backend) {
+  Call c;
+  c.x = Args{op, out, a, b, out_scales, a_scales, b_scales, bias, residual, gate, std::nullopt,
+             std::string(epilogue.data(), epilogue.size())};
+  c.requested = parse_backend(backend, op, ops);
+  prepare(c, ops);
+  std::string error;
+  LTX_CHECK(gemm::parse_tile_config(dev_setting("LTX_KERNELS_GEMM_CONFIG"), &c.p.config, &error), op, error);
+  return c;
 }
 
 }  // namespace
 
-void fp8_blockwise_gemm(at::Tensor& out, const std::optional<at::Tensor>& out_scales, const at::Tensor& a,
-                        const at::Tensor& a_scales, const at::Tensor& b, const at::Tensor& b_scales,
-                        const std::optional<at::Tensor>& bias, c10::string_view epilogue,
-                        const std::optional<at::Tensor>& residual, const std::optional<at::Tensor>& gate,
-                        c10::string_view backend) {
-  Call c;
-  Be requested;
-  const Be be = plan_call(c, "fp8_blockwise_gemm", Operands::kFp8Blockwise, requested, out, out_scales, a, a_scales, b,
-                          b_scales, bias, epilogue, residual, gate, backend);
-  execute(c, be, requested == Be::kAuto, b_matrix(c));
+void fp8_blockwise_gemm(at::Tensor& out, const Opt& out_scales, const at::Tensor& a, const at::Tensor& a_scales,
+                        const at::Tensor& b, const at::Tensor& b_scales, const Opt& bias, c10::string_view epilogue,
+                        const Opt& residual, const Opt& gate, c10::string_view backend) {
+  Call c = gemm_call("fp8_blockwise_gemm", Operands::kFp8Blockwise, out, out_scales, a, a_scales, b, b_scales, bias,
+                     epilogue, residual, gate, backend);
+  run(c);
 }
 
-void bf16_gemm(at::Tensor& out, const std::optional<at::Tensor>& out_scales, const at::Tensor& a, const at::Tensor& b,
-               const std::optional<at::Tensor>& bias, c10::string_view epilogue,
-               const std::optional<at::Tensor>& residual, const std::optional<at::Tensor>& gate,
-               c10::string_view backend) {
-  Call c;
-  Be requested;
-  const Be be = plan_call(c, "bf16_gemm", Operands::kBf16, requested, out, out_scales, a, std::nullopt, b, std::nullopt,
-                          bias, epilogue, residual, gate, backend);
-  execute(c, be, requested == Be::kAuto, b_matrix(c));
+void bf16_gemm(at::Tensor& out, const Opt& out_scales, const at::Tensor& a, const at::Tensor& b, const Opt& bias,
+               c10::string_view epilogue, const Opt& residual, const Opt& gate, c10::string_view backend) {
+  Call c = gemm_call("bf16_gemm", Operands::kBf16, out, out_scales, a, std::nullopt, b, std::nullopt, bias, epilogue,
+                     residual, gate, backend);
+  run(c);
 }
 
 // [backend, bm, bn, cluster, group_m, sms] of the call (tile fields 0 unless the backend is "sm90");
 // raises what the op would raise.
-std::vector<int64_t> gemm_plan(c10::string_view op_name, const at::Tensor& out,
-                               const std::optional<at::Tensor>& out_scales, const at::Tensor& a,
-                               const std::optional<at::Tensor>& a_scales, const at::Tensor& b,
-                               const std::optional<at::Tensor>& b_scales, const std::optional<at::Tensor>& bias,
-                               c10::string_view epilogue, const std::optional<at::Tensor>& residual,
-                               const std::optional<at::Tensor>& gate, c10::string_view backend) {
+std::vector<int64_t> gemm_plan(c10::string_view op_name, const at::Tensor& out, const Opt& out_scales,
+                               const at::Tensor& a, const Opt& a_scales, const at::Tensor& b, const Opt& b_scales,
+                               const Opt& bias, c10::string_view epilogue, const Opt& residual, const Opt& gate,
+                               c10::string_view backend) {
   const std::string name(op_name.data(), op_name.size());
   const bool fp8 = name == "fp8_blockwise_gemm";
   LTX_CHECK(fp8 || name == "bf16_gemm", "gemm_plan", "op must be 'fp8_blockwise_gemm' or 'bf16_gemm' (got '", name,
             "')");
   const char* op = fp8 ? "fp8_blockwise_gemm" : "bf16_gemm";
-  if (fp8) {
-    LTX_CHECK(a_scales.has_value() && b_scales.has_value(), op, "a_scales and b_scales are required");
+  LTX_CHECK(!fp8 || (a_scales.has_value() && b_scales.has_value()), op, "a_scales and b_scales are required");
+  const Call c = gemm_call(op, fp8 ? Operands::kFp8Blockwise : Operands::kBf16, out, out_scales, a, a_scales, b,
+                           b_scales, bias, epilogue, residual, gate, backend);
+  if (a.is_cpu()) {
+    check_cpu_backend(c);
+    return {int64_t(c.requested == Backend::kTorch ? Backend::kTorch : Backend::kCpu), 0, 0, 0, 0, 0};
   }
-  Call c;
-  Be requested;
-  at::Tensor o = out;  // only inspected, never written
-  const Be be = plan_call(c, op, fp8 ? Operands::kFp8Blockwise : Operands::kBf16, requested, o, out_scales, a, a_scales,
-                          b, b_scales, bias, epilogue, residual, gate, backend);
-  std::vector<int64_t> r = {int64_t(be), 0, 0, 0, 0, 0};
 #ifdef LTX_KERNELS_WITH_CUDA
-  if (be == Be::kSm90) {
-    const gemm::TileConfig t = gemm::sm90_config(c.p, gemm_device(a));
-    r = {int64_t(be), t.bm, t.bn, t.cluster, t.group_m, t.sms};
-  }
+  const CudaScope scope(a, op);
+  const gemm::Device dev = gemm_device(a);
+  const Backend be = checked_plan(c, dev).backend;
+  if (be != Backend::kSm90) return {int64_t(be), 0, 0, 0, 0, 0};
+  const gemm::TileConfig t = gemm::sm90_config(c.p, dev);
+  return {int64_t(be), t.bm, t.bn, t.cluster, t.group_m, t.sms};
+#else
+  no_cuda_backend(a, op);
 #endif
-  return r;
 }
 
 void fp6_blockwise_gemm(at::Tensor& out, const at::Tensor& a, const at::Tensor& a_scales, const at::Tensor& b_packed,
-                        const at::Tensor& b_scales, const std::optional<at::Tensor>& bias,
-                        c10::string_view backend) {
+                        const at::Tensor& b_scales, const Opt& bias, c10::string_view backend) {
   Call c;
-  c.op = "fp6_blockwise_gemm";
-  c.p.operands = Operands::kFp6Blockwise;
-  const Be requested = parse_backend(backend, c.op, Operands::kFp6Blockwise);
-  prepare(c, out, std::nullopt, a, a_scales, b_packed, b_scales, bias, Epilogue::kNone, std::nullopt, std::nullopt);
-  if (a.is_cpu()) {
-    LTX_CHECK(requested == Be::kAuto || requested == Be::kCpu || requested == Be::kTorch, c.op, "backend '",
-              be_name(requested), "' cannot run this call (the tensors are on the CPU)");
-  } else {
-    LTX_CHECK(requested != Be::kCpu, c.op, "backend 'cpu' cannot run this call (the tensors are on ", a.device(),
-              "; move them to the CPU)");
-  }
+  c.x = Args{"fp6_blockwise_gemm", out, a, b_packed, std::nullopt, a_scales, b_scales, bias};
+  c.requested = parse_backend(backend, c.x.op, Operands::kFp6Blockwise);
+  prepare(c, Operands::kFp6Blockwise);
+  if (a.is_cpu()) check_cpu_backend(c);
+  LTX_CHECK(a.is_cpu() || c.requested != Backend::kCpu, c.x.op, "backend 'cpu' cannot run this call (the tensors are on ",
+            a.device(), "; move them to the CPU)");
   if (c.empty) return;
-  const bool is_auto = requested == Be::kAuto;
-  if (c.p.K == 0) return run_torch(c, at::Tensor());
+  if (c.p.K == 0 || c.requested == Backend::kTorch) return run_exact(c.x);
+  // the sm89 FP6 kernel reads the packed bytes directly (ldb in bytes); otherwise B is unpacked
+  // to e4m3 once (fp6_unpack) and the FP8 chain runs ("auto")
 #ifdef LTX_KERNELS_WITH_CUDA
   if (a.is_cuda()) {
-    const CudaScope scope(a, c.op);
-    const gemm::Device& dev = gemm_device(a);
-    // the sm89 FP6 kernel reads the packed bytes directly (ldb in bytes)
-    const std::string why = gemm::why_not(gemm::Backend::kSm89, c.p, dev);
-    if (requested == Be::kSm89) LTX_CHECK(why.empty(), c.op, "backend 'sm89' cannot run this call (", why, ")");
-    if ((is_auto || requested == Be::kSm89) && why.empty()) {
-      const cudaError_t err = gemm::run(gemm::Backend::kSm89, c.p, dev, nullptr, 0, scope.stream);
-      if (err != cudaErrorNotSupported) return check_cuda(err, c.op);
-      LTX_CHECK(is_auto, c.op, "backend 'sm89' cannot run this call (the kernel answered 'not supported')");
-    }
+    const CudaScope scope(a, c.x.op);
+    const gemm::Device dev = gemm_device(a);
+    if (launch(c, checked_plan(c, dev), dev, scope.stream)) return;
   }
 #endif
-  // otherwise: unpack to e4m3 once (our fp6_unpack), then the FP8 path
-  const int64_t groups = c.p.N * c.p.K / 4;
-  const at::Tensor packed = c.b2.is_contiguous() ? c.b2 : c.b2.contiguous();
-  at::Tensor b8 = at::empty({c.p.N, c.p.K}, a.options().dtype(at::kFloat8_e4m3fn));
-  auto* dst = reinterpret_cast<uint8_t*>(b8.data_ptr());
-  const auto* src = reinterpret_cast<const uint8_t*>(packed.data_ptr());
+  Fp6PackParams u{static_cast<uint8_t*>(c.keep(at::empty({c.p.N, c.p.K}, a.options().dtype(at::kFloat8_e4m3fn)))),
+                  static_cast<uint8_t*>(c.keep(b_packed.contiguous())), c.p.N * c.p.K / 4};
   if (a.is_cpu()) {
-    at::parallel_for(0, groups, 4096, [&](int64_t b, int64_t e) { cpu::fp6_unpack(dst, src, b, e); });
+    cpu::fp6_unpack(u, torch_parallel_for);
   } else {
 #ifdef LTX_KERNELS_WITH_CUDA
-    const CudaScope scope(a, c.op);
-    check_cuda(ltx_kernels::fp6_unpack(dst, src, groups, scope.stream), c.op);
+    const CudaScope scope(a, c.x.op);
+    check_cuda(ltx_kernels::fp6_unpack(u, scope.stream), c.x.op);
 #endif
   }
   c.p.operands = Operands::kFp8Blockwise;
-  c.b2 = b8;
-  c.bl = RowLayout{c.p.N, c.p.K, c.p.K};
-  c.p.b = b8.data_ptr();
+  c.p.b = u.codes;
   c.p.ldb = c.p.K;
-  const Be be = requested == Be::kTorch ? Be::kTorch : select(c, Be::kAuto, a);
-  execute(c, be, true, b_matrix(c));
+  c.requested = Backend::kAuto;
+  run(c);
 }
-
-// ---- NVFP4 scaled matmul
-//   out[m, n] = alpha * sum_k (q_a[m, k] s_a[m, k/16]) (q_b[n, k] s_b[n, k/16]) + bias[n]
-// (the per-tensor scales are folded into alpha = s_a * s_w). backend "cublaslt": cuBLASLt's
-// block-scaled FP4 GEMM (compute capability >= 10.0, CUDA >= 12.8): CUDA_R_4F_E2M1 operands,
-// VEC16_UE4M3 scales in the 128x4 swizzled layout quantize_nvfp4 writes, TN, alpha read from
-// the device, bias epilogue. "torch": dequantize both operands exactly in fp32 (our dequantize_nvfp4
-// with s_t = 1), fp32 matmul, * alpha, + bias. "auto": cublaslt when it can run, else torch.
-namespace {
-
-struct Nvfp4Problem {
-  int64_t M = 0, N = 0, K = 0;
-  at::Tensor a, b;    // packed uint8 [M, K/2], [N, K/2], contiguous
-  at::Tensor ba, bb;  // swizzled E4M3 block scales, contiguous
-  at::Tensor alpha;   // fp32, one element
-  at::Tensor bias;    // fp32 [N] or undefined
-  at::Tensor out2;    // [M, N] view of out
-  RowLayout ol{};
-};
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-void nvfp4_fallback(Nvfp4Problem& p, bool hi_first, const char* op) {
-  const auto f32 = p.a.options().dtype(at::kFloat);
-  at::Tensor af = at::empty({p.M, p.K}, f32), bf = at::empty({p.N, p.K}, f32);
-  if (p.a.is_cpu()) {
-    auto deq = [&](at::Tensor& o, const at::Tensor& q, const at::Tensor& s, int64_t rows) {
-      float* op_ = o.data_ptr<float>();
-      const auto* qp = q.data_ptr<uint8_t>();
-      const auto* sp = s.data_ptr<uint8_t>();
-      at::parallel_for(0, rows, 16, [&](int64_t b, int64_t e) {
-        cpu::dequantize_nvfp4<float>(op_, qp, sp, 1.f, p.K, hi_first, b, e);
-      });
-    };
-    deq(af, p.a, p.ba, p.M);
-    deq(bf, p.b, p.bb, p.N);
-  } else {
-#ifdef LTX_KERNELS_WITH_CUDA
-    const CudaScope scope(p.a, op);
-    const at::Tensor one = at::ones({1}, f32);
-    check_cuda(ltx_kernels::dequantize_nvfp4<float>(af.data_ptr<float>(), p.a.data_ptr<uint8_t>(),
-                                                    p.ba.data_ptr<uint8_t>(), one.data_ptr<float>(), p.M,
-                                                    p.K, hi_first, scope.stream),
-               op);
-    check_cuda(ltx_kernels::dequantize_nvfp4<float>(bf.data_ptr<float>(), p.b.data_ptr<uint8_t>(),
-                                                    p.bb.data_ptr<uint8_t>(), one.data_ptr<float>(), p.N,
-                                                    p.K, hi_first, scope.stream),
-               op);
-#endif
-  }
-  at::Tensor y = at::matmul(af, bf.t());
-  y.mul_(p.alpha.reshape({}));
-  if (p.bias.defined()) y.add_(p.bias);
-  p.out2.copy_(y);
-}
-
-#ifdef LTX_HAS_CUBLASLT_FP4
-// "" when cuBLASLt's FP4 GEMM can take the call on this device, else why not.
-std::string nvfp4_cublaslt_why_not(const Nvfp4Problem& p, int cc) {
-  if (cc < 100) return "cuBLASLt NVFP4 needs compute capability >= 10.0; this device is " +
-                       std::to_string(cc / 10) + "." + std::to_string(cc % 10);
-  if (p.K % 32 != 0) return "cuBLASLt NVFP4 needs K % 32 == 0 (got K = " + std::to_string(p.K) + ")";
-  if (p.ol.stride % 8 != 0 || reinterpret_cast<uintptr_t>(p.out2.data_ptr()) % 16 != 0)
-    return "out rows must be 16-byte aligned";
-  return "";
-}
-
-// cuBLASLt descriptor objects, destroyed with their scope.
-struct LtDeleter {
-  void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
-  void operator()(cublasLtMatrixLayoutOpaque_t* l) const { cublasLtMatrixLayoutDestroy(l); }
-  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const { cublasLtMatmulPreferenceDestroy(p); }
-};
-using LtDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDeleter>;
-using LtLayout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDeleter>;
-using LtPref = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, LtDeleter>;
-
-cublasStatus_t nvfp4_cublaslt(Nvfp4Problem& p, bool hi_first, cudaStream_t stream) {
-  // cuBLASLt packs element 2j in the LOW nibble; LTX-2's hi_first puts it in the high one.
-  auto lo_first = [&](const at::Tensor& q) {
-    return hi_first ? at::bitwise_or(at::bitwise_left_shift(q, 4), at::bitwise_right_shift(q, 4)) : q;
-  };
-  const at::Tensor a = lo_first(p.a), b = lo_first(p.b);
-  const bool bf16 = p.out2.scalar_type() == at::kBFloat16;
-  const cudaDataType_t dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  // column-major view: D^T [N, M] = B [N, K] * A^T, i.e. cuBLAS "A" = our b (transposed), "B" = our a.
-  // The handle is PyTorch's (one per device and thread, created once and cached by PyTorch).
-  cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
-  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-  auto ok = [&](cublasStatus_t s) {
-    if (st == CUBLAS_STATUS_SUCCESS) st = s;
-    return st == CUBLAS_STATUS_SUCCESS;
-  };
-  cublasLtMatmulDesc_t desc_raw = nullptr;
-  if (!ok(cublasLtMatmulDescCreate(&desc_raw, CUBLAS_COMPUTE_32F, CUDA_R_32F))) return st;
-  const LtDesc desc(desc_raw);
-  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  const cublasLtMatmulMatrixScale_t smode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
-  const cublasLtPointerMode_t pmode = CUBLASLT_POINTER_MODE_DEVICE;
-  const void* scale_a = p.bb.data_ptr();  // scales of cuBLAS's A (our b)
-  const void* scale_b = p.ba.data_ptr();
-  at::Tensor bias_d;
-  const at::Tensor beta = at::zeros({1}, p.alpha.options());
-  const at::Tensor alpha = p.alpha.reshape({1}).contiguous();
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &smode, sizeof(smode)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &smode, sizeof(smode)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof(scale_a)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof(scale_b)));
-  ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_POINTER_MODE, &pmode, sizeof(pmode)));
-  if (st == CUBLAS_STATUS_SUCCESS && p.bias.defined()) {
-    // bias in the output type (cuBLASLt's default bias type for 16-bit D)
-    bias_d = p.bias.to(p.out2.scalar_type());
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    const void* bptr = bias_d.data_ptr();
-    ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
-    ok(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bptr, sizeof(bptr)));
-  }
-  if (st != CUBLAS_STATUS_SUCCESS) return st;
-  cublasLtMatrixLayout_t la_raw = nullptr, lb_raw = nullptr, lc_raw = nullptr;
-  cublasLtMatmulPreference_t pref_raw = nullptr;
-  ok(cublasLtMatrixLayoutCreate(&la_raw, CUDA_R_4F_E2M1, p.K, p.N, p.K));
-  const LtLayout la(la_raw);
-  ok(cublasLtMatrixLayoutCreate(&lb_raw, CUDA_R_4F_E2M1, p.K, p.M, p.K));
-  const LtLayout lb(lb_raw);
-  ok(cublasLtMatrixLayoutCreate(&lc_raw, dt, p.N, p.M, p.ol.stride));
-  const LtLayout lc(lc_raw);
-  ok(cublasLtMatmulPreferenceCreate(&pref_raw));
-  const LtPref pref(pref_raw);
-  if (st != CUBLAS_STATUS_SUCCESS) return st;
-  const size_t max_ws = size_t(32) << 20;
-  ok(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_ws, sizeof(max_ws)));
-  cublasLtMatmulHeuristicResult_t res{};
-  int found = 0;
-  if (!ok(cublasLtMatmulAlgoGetHeuristic(handle, desc.get(), la.get(), lb.get(), lc.get(), lc.get(), pref.get(), 1, &res,
-                                         &found)))
-    return st;
-  if (found == 0) return CUBLAS_STATUS_NOT_SUPPORTED;
-  at::Tensor ws;
-  if (res.workspaceSize > 0) ws = at::empty({int64_t(res.workspaceSize)}, p.a.options().dtype(at::kByte));
-  ok(cublasLtMatmul(handle, desc.get(), alpha.data_ptr<float>(), b.data_ptr(), la.get(), a.data_ptr(), lb.get(),
-                    beta.data_ptr<float>(), p.out2.data_ptr(), lc.get(), p.out2.data_ptr(), lc.get(), &res.algo,
-                    res.workspaceSize > 0 ? ws.data_ptr() : nullptr, res.workspaceSize, stream));
-  return st;
-}
-#endif  // LTX_HAS_CUBLASLT_FP4
-
-}  // namespace
 
 void scaled_mm_nvfp4(at::Tensor& out, const at::Tensor& a_packed, const at::Tensor& b_packed, const at::Tensor& block_a,
-                     const at::Tensor& block_b, const at::Tensor& alpha, const std::optional<at::Tensor>& bias,
-                     bool hi_first, c10::string_view backend) {
-  constexpr const char* op = "scaled_mm_nvfp4";
-  const std::string be(backend.data(), backend.size());
-  LTX_CHECK(be == "auto" || be == "cublaslt" || be == "torch" || be == "cpu", op,
-            "backend must be 'auto', 'cublaslt', 'torch' or 'cpu' (got '", be, "')");
-  LTX_CHECK(a_packed.scalar_type() == at::kByte && b_packed.scalar_type() == at::kByte, op,
-            "a_packed and b_packed must be uint8 (two E2M1 values per byte) (got ", a_packed.scalar_type(), " and ",
-            b_packed.scalar_type(), ")");
-  LTX_CHECK(a_packed.dim() >= 1, op, "a_packed must be [..., K/2] (got a scalar)");
-  LTX_CHECK(b_packed.dim() == 2, op, "b_packed must be 2-D [N, K/2] (got shape ", shape_str(b_packed.sizes()), ")");
-  Nvfp4Problem p;
-  p.K = a_packed.size(-1) * 2;
-  p.N = b_packed.size(0);
-  p.M = 1;
-  for (int64_t d = 0; d + 1 < a_packed.dim(); ++d) p.M *= a_packed.size(d);
-  LTX_CHECK(p.K % 16 == 0, op, "K = 2 * a_packed.shape[-1] must be a multiple of 16, the NVFP4 block (got ", p.K, ")");
-  LTX_CHECK(b_packed.size(1) * 2 == p.K, op, "b_packed must have shape [N, K/2] = [N, ", p.K / 2, "] (got shape ",
-            shape_str(b_packed.sizes()), ")");
-  LTX_CHECK(p.N % 8 == 0, op, "N = b_packed.shape[0] must be a multiple of 8 (16-byte output rows) (got ", p.N, ")");
-  const int64_t sc = round_up(p.K / 16, 4);
-  LTX_CHECK(block_a.scalar_type() == at::kByte && block_a.dim() == 2 && block_a.size(0) == round_up(p.M, 128) &&
-                block_a.size(1) == sc,
-            op, "block_a must be uint8 [roundup(M, 128), roundup(K/16, 4)] = [", round_up(p.M, 128), ", ", sc,
-            "] as quantize_nvfp4 writes it (got ", block_a.scalar_type(), " ", shape_str(block_a.sizes()), ")");
-  LTX_CHECK(block_b.scalar_type() == at::kByte && block_b.dim() == 2 && block_b.size(0) == round_up(p.N, 128) &&
-                block_b.size(1) == sc,
-            op, "block_b must be uint8 [roundup(N, 128), roundup(K/16, 4)] = [", round_up(p.N, 128), ", ", sc,
-            "] as quantize_nvfp4 writes it (got ", block_b.scalar_type(), " ", shape_str(block_b.sizes()), ")");
-  LTX_CHECK(alpha.scalar_type() == at::kFloat && alpha.numel() == 1, op,
-            "alpha must be a one-element float32 tensor (s_a * s_w) (got ", alpha.scalar_type(), " ",
-            shape_str(alpha.sizes()), ")");
-  if (bias.has_value()) {
-    LTX_CHECK(bias->scalar_type() == at::kFloat && bias->dim() == 1 && bias->size(0) == p.N, op,
-              "bias must be float32 [N] = [", p.N, "] (got ", bias->scalar_type(), " ", shape_str(bias->sizes()), ")");
-  }
-  LTX_CHECK(out.scalar_type() == at::kBFloat16 || out.scalar_type() == at::kHalf, op,
-            "out must be bfloat16 or float16 (got ", out.scalar_type(), ")");
-  std::vector<int64_t> want(a_packed.sizes().begin(), a_packed.sizes().end());
-  want.back() = p.N;
-  LTX_CHECK(out.sizes() == c10::IntArrayRef(want), op, "out must have shape a_packed.shape[:-1] + [N] = ",
-            shape_str(want), " (got ", shape_str(out.sizes()), ")");
-  check_same_device(b_packed, a_packed, op, "b_packed", "a_packed");
-  check_same_device(block_a, a_packed, op, "block_a", "a_packed");
-  check_same_device(block_b, a_packed, op, "block_b", "a_packed");
-  check_same_device(alpha, a_packed, op, "alpha", "a_packed");
-  check_same_device(out, a_packed, op, "out", "a_packed");
-  if (bias.has_value()) check_same_device(*bias, a_packed, op, "bias", "a_packed");
-  check_device_kind(a_packed, op);
-  if (a_packed.is_cpu()) {
-    LTX_CHECK(be != "cublaslt", op, "backend 'cublaslt' cannot run this call (the tensors are on the CPU)");
-  } else {
-    LTX_CHECK(be != "cpu", op, "backend 'cpu' cannot run this call (the tensors are on ", a_packed.device(), ")");
-  }
-  if (out.numel() == 0) return;
-  p.ol = output_rows(out, op);
-  p.out2 = at::as_strided(out, {p.M, p.N}, {p.ol.stride, 1});
-  if (p.K == 0) {
-    if (bias.has_value()) p.out2.copy_(bias->unsqueeze(0).expand({p.M, p.N}));
-    else p.out2.zero_();
-    return;
-  }
-  p.a = a_packed.reshape({p.M, p.K / 2}).contiguous();
-  p.b = b_packed.contiguous();
-  p.ba = block_a.contiguous();
-  p.bb = block_b.contiguous();
-  p.alpha = alpha;
-  if (bias.has_value()) p.bias = bias->contiguous();
-#ifdef LTX_KERNELS_WITH_CUDA
-  if (a_packed.is_cuda() && be != "torch") {
-    const int cc = device_cc(a_packed);
-#ifdef LTX_HAS_CUBLASLT_FP4
-    const std::string why = nvfp4_cublaslt_why_not(p, cc);
-#else
-    const std::string why = "this build's CUDA is older than 12.8 (no cuBLASLt NVFP4)";
-#endif
-    LTX_CHECK(be != "cublaslt" || why.empty(), op, "backend 'cublaslt' cannot run this call (", why, ")");
-#ifdef LTX_HAS_CUBLASLT_FP4
-    if (why.empty()) {
-      const CudaScope scope(a_packed, op);
-      const cublasStatus_t st = nvfp4_cublaslt(p, hi_first, scope.stream);
-      if (st == CUBLAS_STATUS_SUCCESS) return;
-      LTX_CHECK(st == CUBLAS_STATUS_NOT_SUPPORTED && be == "auto", op, "cuBLASLt NVFP4 matmul failed (cublasStatus ",
-                int(st), ")");
-    }
-#endif
-    (void)cc;
-  }
-#endif
-  nvfp4_fallback(p, hi_first, op);
+                     const at::Tensor& block_b, const at::Tensor& alpha, const Opt& bias, bool hi_first,
+                     c10::string_view backend) {
+  Call c;
+  c.x = Args{"scaled_mm_nvfp4", out, a_packed, b_packed, std::nullopt, block_a, block_b, bias, std::nullopt,
+             std::nullopt, alpha, "none", hi_first};
+  c.requested = parse_backend(backend, c.x.op, Operands::kNvfp4);
+  prepare_nvfp4(c);
+  run(c);
+}
+
+std::vector<std::string> gemm_backends() {
+  return std::vector<std::string>(std::begin(gemm::kBackendNames), std::end(gemm::kBackendNames));
 }

@@ -1,13 +1,17 @@
 // GoogleTest for the GEMM family's pure host functions: the persistent tile order of the sm_90a
 // kernels (every tile exactly once; multicast pairs share B), their shared-memory plan (fits,
-// aligned, disjoint) and the heuristics (compiled tiles only, FP8-output constraints, wave model).
+// aligned, disjoint), the heuristics (compiled tiles only, FP8-output constraints, wave model) and
+// the grammar of LTX_KERNELS_GEMM_CONFIG (gemm/config.h) and the backend registry (gemm/backend.h).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "ltx_kernels/gemm/backend.h"
+#include "ltx_kernels/gemm/config.h"
 #include "ltx_kernels/gemm/heuristics.h"
 #include "ltx_kernels/gemm/sm90_plan.h"
 
@@ -229,4 +233,101 @@ TEST(GemmHeuristics, CublasLtRule) {
   biased.N = 4096;
   biased.K = 16384;
   EXPECT_TRUE(heuristics::prefer_cublaslt(biased));
+}
+
+TEST(GemmConfig, ParsesEveryField) {
+  TileConfig c;
+  std::string err;
+  ASSERT_TRUE(parse_tile_config("", &c, &err));  // unset: nothing forced
+  EXPECT_EQ(c.bm, 0);
+  EXPECT_EQ(c.cluster, 0);
+  ASSERT_TRUE(parse_tile_config("auto", &c, &err));
+  EXPECT_EQ(c.bm, 0);
+  EXPECT_EQ(c.bn, 0);
+  ASSERT_TRUE(parse_tile_config("128x160:c2:g8", &c, &err)) << err;
+  EXPECT_EQ(c.bm, 128);
+  EXPECT_EQ(c.bn, 160);
+  EXPECT_EQ(c.cluster, 2);
+  EXPECT_EQ(c.group_m, 8);
+  EXPECT_EQ(c.sms, 0);
+  EXPECT_EQ(c.stages, 0);
+  ASSERT_TRUE(parse_tile_config("64x256:s66:p4:c1:g1024", &c, &err)) << err;
+  EXPECT_EQ(c.bm, 64);
+  EXPECT_EQ(c.bn, 256);
+  EXPECT_EQ(c.sms, 66);
+  EXPECT_EQ(c.stages, 4);
+  EXPECT_EQ(c.cluster, 1);
+  EXPECT_EQ(c.group_m, 1024);
+  // the tile left to the heuristic, other fields forced; a repeated field: the last wins
+  ASSERT_TRUE(parse_tile_config("auto:s132:g4:g16", &c, &err)) << err;
+  EXPECT_EQ(c.bm, 0);
+  EXPECT_EQ(c.sms, 132);
+  EXPECT_EQ(c.group_m, 16);
+  // a tile nothing compiles still parses: whether it can run is the entry's question
+  ASSERT_TRUE(parse_tile_config("128x176", &c, &err)) << err;
+  EXPECT_EQ(c.bn, 176);
+}
+
+TEST(GemmConfig, RefusesMalformedValues) {
+  const char* bad[] = {"128by160",   "x",          "128x",        "x128",       "0x128",      "128x0",
+                       "-128x128",   "128x128 ",   "12a8x128",    "128x192:p1", "128x192:p9", "128x192:q2",
+                       "128x192:c3", "128x192:c0", "128x192:m3",  "128x192:",   "128x192:g",  "128x192:g0",
+                       "128x192:g1025", "128x192:s0", "128x192:sx", "auto:",    "autox",      "128x1234567890"};
+  for (const char* s : bad) {
+    TileConfig c;
+    c.bm = 7;  // untouched on failure
+    std::string err;
+    EXPECT_FALSE(parse_tile_config(s, &c, &err)) << s;
+    EXPECT_EQ(c.bm, 7) << s;
+    EXPECT_EQ(err.rfind("LTX_KERNELS_GEMM_CONFIG must be 'auto' or '<bm>x<bn>'", 0), 0u) << err;
+    EXPECT_NE(err.find(std::string("got '") + s + "'"), std::string::npos) << err;
+  }
+  std::string err;
+  TileConfig c;
+  EXPECT_FALSE(parse_tile_config("128x192:q2", &c, &err));
+  EXPECT_NE(err.find("bad field 'q2'"), std::string::npos) << err;
+  EXPECT_FALSE(parse_tile_config("128by160", &c, &err));
+  EXPECT_NE(err.find("no tile"), std::string::npos) << err;
+  EXPECT_FALSE(parse_tile_config("128x192::c2", &c, &err));
+  EXPECT_NE(err.find("empty field"), std::string::npos) << err;
+}
+
+TEST(GemmBackends, OneTableOfNames) {
+  // a backend's value is its index in the table (what gemm_plan reports, what Python lists)
+  for (int i = 0; i < kNumBackends; ++i) EXPECT_STREQ(backend_name(static_cast<Backend>(i)), kBackendNames[i]);
+  EXPECT_STREQ(backend_name(Backend::kAuto), "auto");
+  EXPECT_STREQ(backend_name(Backend::kCublasLt), "cublaslt");
+  std::set<std::string> names(std::begin(kBackendNames), std::end(kBackendNames));
+  EXPECT_EQ(names.size(), size_t(kNumBackends));
+  // every op takes "auto", "torch" and "cpu" and parses back what it lists
+  for (Operands ops : {Operands::kFp8Blockwise, Operands::kBf16, Operands::kFp6Blockwise, Operands::kNvfp4}) {
+    const BackendList list = accepted_backends(ops);
+    ASSERT_GE(list.n, 3);
+    Backend b = Backend::kCpu;
+    EXPECT_TRUE(parse_backend("auto", ops, &b, nullptr));
+    EXPECT_EQ(b, Backend::kAuto);
+    for (int i = 0; i < list.n; ++i) {
+      EXPECT_TRUE(parse_backend(backend_name(list.items[i]), ops, &b, nullptr));
+      EXPECT_EQ(b, list.items[i]);
+    }
+    EXPECT_TRUE(parse_backend("torch", ops, &b, nullptr));
+    EXPECT_TRUE(parse_backend("cpu", ops, &b, nullptr));
+  }
+}
+
+TEST(GemmBackends, RefusalsListWhatTheOpTakes) {
+  Backend b = Backend::kAuto;
+  std::string err;
+  EXPECT_FALSE(parse_backend("cutlass", Operands::kFp8Blockwise, &b, &err));
+  EXPECT_EQ(err, "backend must be 'auto', 'sm90', 'skinny', 'sm89', 'sm90_cutlass', 'cublaslt', 'torch' or 'cpu' "
+                 "(got 'cutlass')");
+  EXPECT_FALSE(parse_backend("sm89", Operands::kBf16, &b, &err));
+  EXPECT_EQ(err, "backend must be 'auto', 'sm90', 'torch' or 'cpu' (got 'sm89')");
+  EXPECT_FALSE(parse_backend("sm90", Operands::kFp6Blockwise, &b, &err));
+  EXPECT_EQ(err, "backend must be 'auto', 'sm89', 'torch' or 'cpu' (got 'sm90')");
+  EXPECT_FALSE(parse_backend("sm90", Operands::kNvfp4, &b, &err));
+  EXPECT_EQ(err, "backend must be 'auto', 'cublaslt', 'torch' or 'cpu' (got 'sm90')");
+  EXPECT_FALSE(parse_backend("", Operands::kBf16, &b, &err));
+  EXPECT_FALSE(parse_backend("Auto", Operands::kBf16, &b, &err));
+  EXPECT_EQ(b, Backend::kAuto);  // untouched by a refusal
 }

@@ -29,19 +29,21 @@ out, M-major activation scales as FP8BlockwiseLinear makes them) cuBLASLt's bloc
 "cublaslt" (the rules and their records: docs/design/gemm.md, benchmarks/results/h200/gemm.json);
 else the sm_90a persistent TMA + wgmma kernel "sm90" (or for other plain GEMMs the CUTLASS kernel
 "sm90_cutlass"); other GPUs >= 8.9: the mma.sync kernel "sm89" for the plain epilogue; else
-"torch"), or one of "sm90", "skinny", "sm89", "sm90_cutlass", "cublaslt" (torch._scaled_mm with
-1x128 / 128x128 scales), "torch" (operands dequantized exactly in fp32, fp32 matmul, epilogue in
-fp32; any device) and "cpu" (the C++ backend; what "auto" means on the CPU). A forced backend
-that cannot run a call raises instead of falling back.
+"torch"), or one of "sm90", "skinny", "sm89", "sm90_cutlass", "cublaslt" (cuBLASLt with 1x128 /
+128x128 scales), "torch" (operands dequantized exactly in fp32, fp32 matmul, epilogue in fp32; any
+device; written in Python below, on reference.py) and "cpu" (the C++ backend; what "auto" means on
+the CPU). A forced backend that cannot run a call raises instead of falling back.
 """
 
 from typing import Optional, Tuple, Union
 
 import torch
 
+from . import reference as _ref
 from ._common import register_fake
-from ._ops import ops
+from ._ops import add_op_namespace_prefix, ops
 from .fp8 import mn_major_scales
+from .lowbit import dequantize_nvfp4
 
 __all__ = [
     "fp8_blockwise_gemm",
@@ -54,7 +56,7 @@ __all__ = [
     "GEMM_EPILOGUES",
 ]
 
-_BACKENDS = ("cpu", "torch", "sm89", "sm90", "skinny", "sm90_cutlass", "cublaslt")
+_BACKENDS = tuple(ops.gemm_backends())  # by the index gemm_plan reports (ltx_kernels/gemm/backend.h)
 _OUT_DTYPES = (torch.bfloat16, torch.float16)
 GEMM_EPILOGUES = ("none", "gelu_tanh", "gated_residual")
 _F8 = torch.float8_e4m3fn
@@ -145,9 +147,9 @@ def fp8_gemm_backend(a: torch.Tensor, b: torch.Tensor, a_scales: torch.Tensor,
                      out_dtype: torch.dtype = torch.bfloat16, backend: str = "auto", *, epilogue: str = "none",
                      residual: Optional[torch.Tensor] = None, gate: Optional[torch.Tensor] = None) -> str:
     """Which backend fp8_blockwise_gemm(a, a_scales, b, b_scales, bias, out_dtype, backend=...,
-    epilogue=...) would run with a freshly allocated out: "cpu", "torch", "sm89", "sm90", "skinny" or
-    "sm90_cutlass" (raises what the GEMM would raise). b_scales None: ones of the right shape (the
-    choice does not depend on their values)."""
+    epilogue=...) would run with a freshly allocated out: "cpu", "torch", "sm89", "sm90", "skinny",
+    "sm90_cutlass" or "cublaslt" (raises what the GEMM would raise). b_scales None: ones of the right
+    shape (the choice does not depend on their values)."""
     if b_scales is None:
         n, k = (b.shape[0], b.shape[1]) if b.dim() == 2 else (0, 0)
         b_scales = torch.ones(-(-n // 128), k // 128, dtype=torch.float32, device=b.device)
@@ -211,6 +213,64 @@ def scaled_mm_nvfp4(a_packed: torch.Tensor, b_packed: torch.Tensor, block_a: tor
     out = _out(a_packed, b_packed.shape[0] if b_packed.dim() else 0, out_dtype, out)
     ops.scaled_mm_nvfp4(out, a_packed, b_packed, block_a, block_b, alpha, bias, bool(hi_first), backend)
     return out
+
+
+# ---- the "torch" backend: the exact fallback. The ops run it (through the gemm_exact op, which
+# this module implements) when "torch" is asked for, or under "auto" when no kernel can take the
+# call (no kernel for this device or build, an empty K, a kernel that declined the arguments).
+# Both operands dequantized exactly as reference.py defines them, rounded once to fp32, an fp32
+# matmul (the BLAS's summation order), + bias, the epilogue in fp32, then one rounding to out's
+# dtype or the FP8 quantizer (reference.quantize_fp8_per_token_group, which the kernels match bit
+# for bit). fp32 rather than bf16 operands: rounding the dequantized operands to bf16 would add two
+# relative errors of up to 2^-8 per product next to the output's own 2^-8 (calc_diff up to ~2.3e-5
+# in the worst case, over the 1e-5 the tests hold every backend to). It is there to be right, not
+# fast. NVFP4 operands are dequantized by dequantize_nvfp4 (s_t = 1, exact in fp32),
+# and the product is scaled by alpha.
+def _exact(op, out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residual, gate, alpha, hi_first):
+    f32 = torch.float32
+    n = out.shape[-1]
+    if op == "scaled_mm_nvfp4":
+        k = 2 * a.shape[-1]
+    else:
+        k = a.shape[-1]
+    m = out.numel() // n if n else 0
+    if k == 0:
+        y = torch.zeros(m, n, dtype=f32, device=out.device)
+        if bias is not None:
+            y = y + bias.to(f32)
+    elif op == "scaled_mm_nvfp4":
+        one = torch.ones((), dtype=f32, device=a.device)
+        af = dequantize_nvfp4(a.reshape(m, k // 2), a_scales, one, k, f32, hi_first)
+        bf = dequantize_nvfp4(b, b_scales, one, k, f32, hi_first)
+        y = (af @ bf.t()) * alpha.to(f32).reshape(())
+        if bias is not None:
+            y = y + bias.to(f32)
+    elif op == "bf16_gemm":
+        y = _ref.bf16_gemm(a, b, bias, dtype=f32)
+    else:
+        if op == "fp6_blockwise_gemm":
+            b = _ref.fp6_unpack(b, k)
+        y = _ref.fp8_blockwise_gemm(a, a_scales, b, b_scales, bias, dtype=f32)
+    y = _ref.gemm_epilogue(y.reshape(out.shape), epilogue, residual, gate, dtype=f32)
+    if out.dtype == _F8:
+        q, scales = _ref.quantize_fp8_per_token_group(y, 128)
+        out.copy_(q)
+        out_scales.copy_(scales)
+    else:
+        out.copy_(y)
+
+
+def _register_exact():
+    """The Python kernel of gemm_exact (every device), once per process."""
+    name = add_op_namespace_prefix("gemm_exact")
+    if torch._C._dispatch_has_kernel_for_dispatch_key(name, "CompositeExplicitAutograd"):
+        return None
+    lib = torch.library.Library(name.split("::")[0], "IMPL")
+    lib.impl("gemm_exact", _exact, "CompositeExplicitAutograd")
+    return lib
+
+
+_EXACT_LIB = _register_exact()  # kept alive: the registration lasts as long as the library object
 
 
 # ---- fake implementations (shapes only; the wrappers allocate out)

@@ -226,7 +226,7 @@ def fp8_decode_table(fp8_dtype=torch.float8_e4m3fn) -> torch.Tensor:
 def fp8_encode(v: torch.Tensor, fp8_dtype=torch.float8_e4m3fn) -> torch.Tensor:
     """fp32 values -> uint8 codes: round to nearest, ties to even code, saturating."""
     _, _, _, max_code, nan_code, _ = FP8_FORMATS[fp8_dtype]
-    mags = fp8_decode_table(fp8_dtype)[: max_code + 1]  # increasing, codes 0..max_code
+    mags = fp8_decode_table(fp8_dtype)[: max_code + 1].to(v.device)  # increasing, codes 0..max_code
     a = v.float().abs().double()
     hi = torch.searchsorted(mags, a.clamp(max=float(mags[-1])).reshape(-1)).reshape(a.shape)
     hi = hi.clamp(min=1, max=max_code)
@@ -585,48 +585,51 @@ def neighborhood_attention(q, k, v, kernel_size, dilation=None, is_causal=None, 
     return o.reshape(q.shape)
 # ---- GEMMs, in float64 from the (dequantized) operands (docs/semantics.md, "FP8 block scaling"):
 # FP8 blockwise: out = (decode(A) * sa[m, k // 128]) @ (decode(B) * sb[n // 128, k // 128])^T + bias.
-def fp8_blockwise_gemm(a, a_scales, b, b_scales, bias=None) -> torch.Tensor:
+# With dtype=torch.float32 the same formulas are the GEMMs' "torch" backend (ltx_kernels.gemm): each
+# dequantized operand rounded once to fp32 (code value * scale), an fp32 matmul in the BLAS's order,
+# the bias and the epilogue in fp32.
+def fp8_blockwise_gemm(a, a_scales, b, b_scales, bias=None, dtype=torch.float64) -> torch.Tensor:
     """a e4m3 [..., K], a_scales [M, K/128], b e4m3 [N, K], b_scales [ceil(N/128), K/128] ->
-    float64 [..., N]."""
+    [..., N] in dtype (float64: the oracle)."""
     k = a.shape[-1]
     n = b.shape[0]
-    dev = a.device  # computed where a lives (float64 matmul), so large CUDA cases stay fast
-    table = fp8_decode_table(torch.float8_e4m3fn).to(dev)
+    dev = a.device  # computed where a lives, so large CUDA cases stay fast
+    table = fp8_decode_table(torch.float8_e4m3fn).to(dev, dtype)  # every e4m3 value is exact in fp32
 
     def decode(q):
         return table[q.to(dev).view(torch.uint8).long()]
 
-    a64 = decode(a).reshape(-1, k // 128, 128) * a_scales.to(dev).double().unsqueeze(-1)
-    sb = b_scales.to(dev).double().repeat_interleave(128, 0)[:n]
-    b64 = decode(b).reshape(n, k // 128, 128) * sb.unsqueeze(-1)
-    y = a64.reshape(-1, k) @ b64.reshape(n, k).t()
+    ad = decode(a).reshape(-1, k // 128, 128) * a_scales.to(dev, dtype).unsqueeze(-1)
+    sb = b_scales.to(dev, dtype).repeat_interleave(128, 0)[:n]
+    bd = decode(b).reshape(n, k // 128, 128) * sb.unsqueeze(-1)
+    y = ad.reshape(-1, k) @ bd.reshape(n, k).t()
     if bias is not None:
-        y = y + bias.to(dev).double()
+        y = y + bias.to(dev, dtype)
     return y.reshape(*a.shape[:-1], n)
 
 
-def bf16_gemm(a, b, bias=None) -> torch.Tensor:
-    """a [..., K] @ b [N, K]^T + bias in float64 (every bf16 value and product is exact there)."""
-    y = a.double().reshape(-1, a.shape[-1]) @ b.double().t()
+def bf16_gemm(a, b, bias=None, dtype=torch.float64) -> torch.Tensor:
+    """a [..., K] @ b [N, K]^T + bias in dtype (float64: every bf16 value and product is exact)."""
+    y = a.to(dtype).reshape(-1, a.shape[-1]) @ b.to(dtype).t()
     if bias is not None:
-        y = y + bias.to(y.device).double()
+        y = y + bias.to(y.device, dtype)
     return y.reshape(*a.shape[:-1], b.shape[0])
 
 
-def gemm_epilogue(y, epilogue: str = "none", residual=None, gate=None) -> torch.Tensor:
-    """The GEMMs' fused epilogues on y [..., N] in float64: "none" -> y; "gelu_tanh" ->
-    0.5 y (1 + tanh(sqrt(2/pi) (y + 0.044715 y^3))); "gated_residual" -> residual + gate * y with
-    gate per sample [B, N] (B = y.shape[0]) or per token (y.shape)."""
-    y = y.double()
+def gemm_epilogue(y, epilogue: str = "none", residual=None, gate=None, dtype=torch.float64) -> torch.Tensor:
+    """The GEMMs' fused epilogues on y [..., N] in dtype (float64: the oracle): "none" -> y;
+    "gelu_tanh" -> 0.5 y (1 + tanh(sqrt(2/pi) (y + 0.044715 y^3))); "gated_residual" ->
+    residual + gate * y with gate per sample [B, N] (B = y.shape[0]) or per token (y.shape)."""
+    y = y.to(dtype)
     if epilogue == "none":
         return y
     if epilogue == "gelu_tanh":
         return 0.5 * y * (1.0 + torch.tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)))
     if epilogue == "gated_residual":
-        g = gate.to(y.device).double()
+        g = gate.to(y.device, dtype)
         if g.shape != y.shape:
             g = g.reshape(g.shape[0], *([1] * (y.dim() - 2)), g.shape[-1]).expand(y.shape)
-        return residual.to(y.device).double() + g * y
+        return residual.to(y.device, dtype) + g * y
     raise ValueError(f"unknown epilogue {epilogue!r}")
 
 

@@ -10,6 +10,7 @@
 #include "ltx_kernels/gemm/fp8_gemm.h"
 #include "ltx_kernels/gemm/gemm.h"
 #include "ltx_kernels/gemm/heuristics.h"
+#include "cublaslt_gemm.h"
 #ifdef LTX_KERNELS_HAS_SM90
 #include "sm90_gemm.h"
 #endif
@@ -79,11 +80,31 @@ std::string plain_only(const GemmParams& p, const char* name) {
   return "";
 }
 
-// What PyTorch's _scaled_mm hands to cuBLASLt's blockwise FP8 GEMM (1x128 scales for A, 128x128
-// for B): A row-major and B [N, K] row-major (its transpose column-major), rows 16-byte aligned,
-// sa(m, kb) at kb * M + m exactly, sb row-major [ceil(N / 128), K / 128]; bf16 out with rows of
-// exactly N; a bias in bf16 (cuBLASLt's epilogue adds it in fp32 before the one rounding).
+// cuBLASLt's block-scaled FP4 GEMM (cublaslt_gemm.cu): compute capability >= 10.0, K % 32 == 0,
+// 16-byte aligned out rows, 32-bit extents.
+std::string cublaslt_fp4_why_not(const GemmParams& p, const Device& dev) {
+#if defined(CUDART_VERSION) && CUDART_VERSION >= 12080
+  if (dev.cc < 100) return "cuBLASLt NVFP4 needs compute capability >= 10.0; this device is " + cc_str(dev.cc);
+  if (p.K % 32 != 0) return "cuBLASLt NVFP4 needs K % 32 == 0 (got K = " + std::to_string(p.K) + ")";
+  if (p.epilogue != Epilogue::kNone || p.out == OutKind::kFP8 || (p.bias && p.bias_is_out_dtype))
+    return "cuBLASLt NVFP4 takes the plain epilogue, an fp32 bias and a 16-bit out";
+  if (p.ldd % 8 != 0 || !aligned16(p.d)) return "out rows must be 16-byte aligned";
+  if (p.M > kIntMax || p.N > kIntMax || p.K > kIntMax) return "cuBLASLt NVFP4 takes M, N, K < 2^31";
+  return "";
+#else
+  (void)p;
+  (void)dev;
+  return "this build's CUDA is older than 12.8 (no cuBLASLt NVFP4)";
+#endif
+}
+
+// What cuBLASLt's blockwise FP8 GEMM (1x128 scales for A, 128x128 for B; cublaslt_gemm.cu) reads,
+// as PyTorch's _scaled_mm hands it over: A row-major and B [N, K] row-major (its transpose
+// column-major), rows 16-byte aligned, sa(m, kb) at kb * M + m exactly, sb row-major
+// [ceil(N / 128), K / 128]; bf16 out with rows of exactly N; a bias in bf16 (cuBLASLt's epilogue
+// adds it in fp32 before the one rounding).
 std::string cublaslt_why_not(const GemmParams& p, const Device& dev) {
+  if (p.operands == Operands::kNvfp4) return cublaslt_fp4_why_not(p, dev);
 #if defined(CUDART_VERSION) && CUDART_VERSION >= 12090
   const std::string name = "cuBLASLt's blockwise FP8 GEMM";
   if (dev.cc != 90) return name + " is used on compute capability 9.0 only; this device is " + cc_str(dev.cc);
@@ -147,19 +168,6 @@ std::string sm90_args_why_not(const GemmParams& p) {
 
 }  // namespace
 
-const char* backend_name(Backend b) {
-  switch (b) {
-    case Backend::kCpu: return "cpu";
-    case Backend::kTorch: return "torch";
-    case Backend::kSm89: return "sm89";
-    case Backend::kSm90: return "sm90";
-    case Backend::kSkinny: return "skinny";
-    case Backend::kSm90Cutlass: return "sm90_cutlass";
-    case Backend::kCublasLt: return "cublaslt";
-  }
-  return "?";
-}
-
 Device query_device(int index) {
   const DeviceProps& props = device_props(index);  // queried once per device, then cached
   Device d;
@@ -192,6 +200,8 @@ TileConfig sm90_config(const GemmParams& p, const Device& dev) {
 
 std::string why_not(Backend be, const GemmParams& p, const Device& dev) {
   const std::string ccs = cc_str(dev.cc);
+  if (p.operands == Operands::kNvfp4 && be != Backend::kCublasLt && be != Backend::kTorch && be != Backend::kCpu)
+    return std::string("the ") + backend_name(be) + " kernel reads no NVFP4 operands";
   switch (be) {
     case Backend::kCpu:
       return "the tensors are on a CUDA device";
@@ -266,6 +276,7 @@ std::string why_not(Backend be, const GemmParams& p, const Device& dev) {
 Backend choose_auto(const GemmParams& p, const Device& dev) {
   if (p.M == 0 || p.N == 0 || p.K == 0) return Backend::kTorch;  // nothing for a kernel to do
   if (p.operands == Operands::kFp6Blockwise) return why_not(Backend::kSm89, p, dev).empty() ? Backend::kSm89 : Backend::kTorch;
+  if (p.operands == Operands::kNvfp4) return why_not(Backend::kCublasLt, p, dev).empty() ? Backend::kCublasLt : Backend::kTorch;
   const bool sm90_ok = why_not(Backend::kSm90, p, dev).empty();
   if (heuristics::prefer_skinny(problem_of(p), dev.sms, sm90_ok) && why_not(Backend::kSkinny, p, dev).empty())
     return Backend::kSkinny;
@@ -279,6 +290,7 @@ Backend choose_auto(const GemmParams& p, const Device& dev) {
 }
 
 size_t workspace_bytes(Backend be, const GemmParams& p, const Device& dev) {
+  if (be == Backend::kCublasLt) return cublaslt::workspace_bytes(p, dev);
 #ifdef LTX_KERNELS_HAS_SM89
   if (be == Backend::kSkinny) return fp8_blockwise_gemm_skinny_workspace(legacy_args(p), dev.sms);
 #endif
@@ -294,6 +306,8 @@ size_t workspace_bytes(Backend be, const GemmParams& p, const Device& dev) {
 cudaError_t run(Backend be, const GemmParams& p, const Device& dev, void* workspace, size_t ws_bytes,
                 cudaStream_t stream) {
   switch (be) {
+    case Backend::kCublasLt:
+      return cublaslt::run(p, dev, workspace, ws_bytes, stream);
 #ifdef LTX_KERNELS_HAS_SM90
     case Backend::kSm90: {
       const TileConfig c = sm90_config(p, dev);
@@ -320,6 +334,56 @@ cudaError_t run(Backend be, const GemmParams& p, const Device& dev, void* worksp
   (void)ws_bytes;
   (void)stream;
   return cudaErrorNotSupported;
+}
+
+Plan plan(Backend requested, const GemmParams& p, const Device& dev) {
+  Plan pl;
+  pl.fallback = requested == Backend::kAuto;
+  if (requested == Backend::kTorch) return pl;
+  if (requested == Backend::kCpu) {
+    pl.error = why_not(Backend::kCpu, p, dev);
+    return pl;
+  }
+  if (p.M == 0 || p.N == 0 || p.K == 0) return pl;  // nothing for a kernel to do
+  GemmParams p32 = p;  // the same call with the 16-bit bias widened to fp32
+  p32.bias_is_out_dtype = false;
+  const bool bias16 = p.bias != nullptr && p.bias_is_out_dtype;
+  if (requested == Backend::kAuto) {
+    pl.backend = choose_auto(p, dev);
+    if (bias16 && pl.backend != Backend::kCublasLt) {
+      const Backend be32 = choose_auto(p32, dev);
+      if (be32 != pl.backend) {
+        pl.backend = be32;
+        pl.widen_bias = true;
+      }
+    }
+  } else {
+    pl.widen_bias = bias16 && (requested == Backend::kSkinny || requested == Backend::kSm89 ||
+                               requested == Backend::kSm90Cutlass);
+    pl.error = why_not(requested, pl.widen_bias ? p32 : p, dev);
+    if (!pl.error.empty()) return pl;
+    pl.backend = requested;
+  }
+  if (pl.backend != Backend::kTorch) pl.workspace = workspace_bytes(pl.backend, pl.widen_bias ? p32 : p, dev);
+  return pl;
+}
+
+Outcome execute(const Plan& pl, const GemmParams& p, const Device& dev, void* workspace, cudaStream_t stream) {
+  Outcome o;
+  if (pl.backend == Backend::kTorch) return o;
+  o.ran = pl.backend;
+  if (pl.widen_bias && p.bias_is_out_dtype) {
+    o.error = cudaErrorInvalidValue;
+    return o;
+  }
+  o.error = run(pl.backend, p, dev, workspace, pl.workspace, stream);
+  if (o.error != cudaErrorNotSupported || !pl.fallback) return o;
+  if (pl.backend != Backend::kSm89 && why_not(Backend::kSm89, p, dev).empty()) {
+    o.ran = Backend::kSm89;
+    o.error = run(Backend::kSm89, p, dev, nullptr, 0, stream);
+    if (o.error != cudaErrorNotSupported) return o;
+  }
+  return Outcome{};  // the exact fallback
 }
 
 }  // namespace gemm

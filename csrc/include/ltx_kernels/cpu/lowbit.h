@@ -1,5 +1,5 @@
-// The low-bit CPU routines on raw pointers that the GEMM's dequantizing paths call
-// (csrc/torch/gemm.cpp); the family's entry points are in cpu/ops.h. No torch.
+// The low-bit CPU routines on raw pointers under the family's entry points (cpu/ops.h, which the
+// adapters call). No torch.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,9 @@
 // The GEMM family's CUDA entry (csrc/cuda/gemm/gemm_entry.cu): which kernel can run a problem on
 // this device and build, the "auto" fallback chain, and the launch. No torch; the adapter
-// (csrc/torch/gemm.cpp) checks arguments, fills one GemmParams and calls these. The "torch"
-// (dequantize + fp32 matmul) and "cpu" backends live outside the CUDA core: the entry only names
-// them.
+// (csrc/torch/gemm.cpp) checks arguments, fills one GemmParams, asks plan() once and hands the
+// plan to execute(). The "torch" backend (the exact fallback: dequantize, fp32 matmul, written in
+// Python) and the "cpu" backend live outside the CUDA core: the entry only names them, and
+// execute() answers kTorch where the chain ends in the exact fallback.
 //
 // Backends of fp8_blockwise_gemm / bf16_gemm on a CUDA device:
 //   kSm90         the persistent warp-specialized TMA + wgmma kernel (sm90_gemm.cuh): FP8 1D2D and
@@ -10,12 +11,14 @@
 //   kSkinny       few tokens (M <= 64), FP8, plain epilogue, 16-bit out; cc >= 8.9
 //   kSm89         mma.sync FP8 / FP6-weight kernel, plain epilogue, 16-bit out; cc >= 8.9
 //   kSm90Cutlass  the CUTLASS-collective FP8 kernel, plain epilogue, 16-bit out
-//   kCublasLt     cuBLASLt's blockwise FP8 GEMM (1x128 / 128x128 scales) through PyTorch's
-//                 _scaled_mm: plain epilogue with a bf16 bias at most, bf16 out, M-major activation
-//                 scales with stride (1, M), row-major weight scales; compute capability 9.0, CUDA
-//                 >= 12.9. The core only says when it can run (why_not); the torch adapter runs it.
-//   kTorch        the adapter's exact fallback (fp32 dequantize + matmul + epilogue in fp32)
+//   kCublasLt     cuBLASLt (csrc/cuda/gemm/cublaslt_gemm.cu): its blockwise FP8 GEMM (1x128 /
+//                 128x128 scales; plain epilogue with a bf16 bias at most, bf16 out, M-major
+//                 activation scales with stride (1, M), row-major weight scales; compute capability
+//                 9.0, CUDA >= 12.9), and for scaled_mm_nvfp4 (Operands::kNvfp4) its block-scaled
+//                 FP4 GEMM (compute capability >= 10.0, CUDA >= 12.8)
+//   kTorch        the exact fallback (fp32 dequantize + matmul + epilogue in fp32), run by the caller
 // "auto" (choose_auto): FP6 weights -> kSm89 if it can, else the FP8 chain on unpacked weights;
+// NVFP4 -> kCublasLt if it can, else kTorch;
 // cc 9.0 with the sm_90a kernels -> kSkinny when heuristics::prefer_skinny, else kCublasLt when
 // heuristics::prefer_cublaslt and it can run the call, else kSm90Cutlass (heuristics::prefer_cutlass),
 // else kSm90;
@@ -28,14 +31,11 @@
 #include <cstddef>
 #include <string>
 
+#include "ltx_kernels/gemm/backend.h"
 #include "ltx_kernels/gemm/gemm_params.h"
 
 namespace ltx_kernels {
 namespace gemm {
-
-enum class Backend : int { kCpu = 0, kTorch = 1, kSm89 = 2, kSm90 = 3, kSkinny = 4, kSm90Cutlass = 5, kCublasLt = 6 };
-
-const char* backend_name(Backend b);
 
 struct Device {
   int index = 0;
@@ -59,10 +59,38 @@ TileConfig sm90_config(const GemmParams& p, const Device& dev);
 // Device scratch `be` needs for p (bytes; the caller allocates it on the launch stream).
 size_t workspace_bytes(Backend be, const GemmParams& p, const Device& dev);
 
-// Launch on `stream` (kCublasLt: cudaErrorNotSupported, the adapter runs it). cudaErrorNotSupported: the kernel declined these arguments after all
-// ("auto" falls through to the next backend); anything else but cudaSuccess is a failure.
+// Launch on `stream`. cudaErrorNotSupported: the kernel declined these arguments after all ("auto"
+// falls through to the next backend); anything else but cudaSuccess is a failure.
 cudaError_t run(Backend be, const GemmParams& p, const Device& dev, void* workspace, size_t workspace_bytes,
                 cudaStream_t stream);
+
+// The decision for one call, made once. requested: Backend::kAuto or a forced backend.
+//   "auto": choose_auto; when it picks a kernel other than cuBLASLt for a 16-bit bias, what "auto"
+//           picks for the same bias in fp32 (the skinny, sm89 and CUTLASS kernels read an fp32 bias
+//           only), with the bias widened if that differs; at run time a kernel answering
+//           cudaErrorNotSupported falls through to kSm89 (if it can take the call), then to kTorch.
+//   forced: that backend, the bias widened for the kernels that read fp32 only; `error` says why it
+//           cannot run the call. A forced kernel that declines at run time is an error.
+//   kTorch, and every problem with M, N or K of 0 (nothing for a kernel to do): kTorch.
+// FP6 weights: kSm89 or kTorch, which for them means "unpack B to e4m3 and plan again".
+struct Plan {
+  Backend backend = Backend::kTorch;  // what runs first; kTorch: no kernel, the exact fallback
+  bool fallback = false;              // "auto": a kernel's cudaErrorNotSupported falls through
+  bool widen_bias = false;            // the caller passes its 16-bit bias widened to fp32 (exact)
+  size_t workspace = 0;               // device scratch `backend` needs (bytes)
+  std::string error;                  // not empty: the forced backend cannot run the call (why)
+};
+Plan plan(Backend requested, const GemmParams& p, const Device& dev);
+
+// What execute() did: ran the kernel `ran` (error: its launch status; cudaErrorNotSupported from a
+// forced backend: it declined), or nothing (ran == kTorch): the caller runs the exact fallback.
+struct Outcome {
+  Backend ran = Backend::kTorch;
+  cudaError_t error = cudaSuccess;
+};
+// Carries out `plan` on `stream` with p as the plan wants it (bias widened when widen_bias:
+// bias_is_out_dtype false, else cudaErrorInvalidValue) and `workspace` of plan.workspace bytes.
+Outcome execute(const Plan& plan, const GemmParams& p, const Device& dev, void* workspace, cudaStream_t stream);
 
 }  // namespace gemm
 }  // namespace ltx_kernels

@@ -33,7 +33,12 @@ enum class OutKind : int { kBF16 = 0, kFP16 = 1, kFP8 = 2 };
 enum class GateKind : int { kNone = 0, kPerSample = 1, kPerToken = 2 };
 // kFp6Blockwise: FP8 activations and LTX-2's packed FP6 weights ([N, 3K/4] bytes, ldb in bytes);
 // only the sm89 kernel reads them directly, every other backend gets B unpacked to e4m3 first.
-enum class Operands : int { kFp8Blockwise = 0, kBf16 = 1, kFp6Blockwise = 2 };
+// kNvfp4: scaled_mm_nvfp4's operands (quantize_nvfp4):
+//   out[m, n] = alpha * sum_k (q_a[m, k] s_a(m, k / 16)) (q_b[n, k] s_b(n, k / 16)) + bias[n]
+// A [M, K/2] and B [N, K/2] contiguous bytes of two E2M1 codes (lda = ldb = K / 2), their E4M3
+// block scales in the 128x4 swizzled layout, alpha one fp32 on the device; plain epilogue, fp32
+// bias, 16-bit out. Only cuBLASLt runs it (compute capability >= 10.0).
+enum class Operands : int { kFp8Blockwise = 0, kBf16 = 1, kFp6Blockwise = 2, kNvfp4 = 3 };
 
 // A tile configuration of the sm_90a kernels (heuristics.h chooses one; LTX_KERNELS_GEMM_CONFIG
 // forces all or part of one). bm x bn output tile per CTA, K step of 128 bytes per pipeline stage
@@ -85,6 +90,13 @@ struct GemmParams {
   int64_t ldd = 0;
   float* d_scales = nullptr;
   int64_t ds_stride_m = 0, ds_stride_g = 0;
+  // kNvfp4 only: the block scales of A and B ([roundup(rows, 128), roundup(K / 16, 4)] E4M3 bytes,
+  // swizzled as quantize_nvfp4 writes them), alpha (device fp32), and the nibble order (hi_first:
+  // element 2j in the high nibble, as LTX-2 packs; else the low one, as cuBLASLt reads).
+  const void* a_block_scales = nullptr;
+  const void* b_block_scales = nullptr;
+  const float* alpha = nullptr;
+  bool fp4_hi_first = false;
   // Forced tile configuration of the sm_90a kernels (bm == 0: the heuristic's choice).
   TileConfig config{};
 };

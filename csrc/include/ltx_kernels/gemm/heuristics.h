@@ -155,7 +155,7 @@ inline bool prefer_cutlass(const Problem& pr) {
 }
 
 // Whether "auto" runs cuBLASLt's blockwise FP8 GEMM (1x128 activation and 128x128 weight scales,
-// through PyTorch's _scaled_mm) for a plain FP8 GEMM: no epilogue beyond a bias, bf16 output, more
+// csrc/cuda/gemm/cublaslt_gemm.cu) for a plain FP8 GEMM: no epilogue beyond a bias, bf16 output, more
 // than 64 rows; with a (bf16) bias only for the large weights of LTX-2 (N x K >= 12288 x 4096),
 // where cuBLASLt's bias epilogue pays against the CUTLASS kernel's fp32 bias. The records:
 // benchmarks/results/h200/gemm.json (the fp8_blockwise_gemm rows without and with [bias], each

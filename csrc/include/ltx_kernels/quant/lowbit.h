@@ -1,5 +1,5 @@
-// The low-bit CUDA routines on raw pointers that the GEMM's dequantizing paths call
-// (csrc/torch/gemm.cpp); the family's entry points are in cuda/ops.h.
+// The low-bit CUDA routines on raw pointers under the family's entry points (cuda/ops.h, which
+// the adapters call).
 #pragma once
 
 #include <cuda_runtime.h>
