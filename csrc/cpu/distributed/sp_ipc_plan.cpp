@@ -1,5 +1,5 @@
 // The IPC exchanges' plans (distributed/sp_ipc_plan.h): the checks of a call against the
-// communicator, in the order the adapter's messages had them, then the layouts.
+// communicator, in the order the adapter raises them after its tensor checks, then the layouts.
 #include "ltx_kernels/distributed/sp_ipc_plan.h"
 
 #include <algorithm>
