@@ -220,8 +220,8 @@ def test_fp8_torch_backend(device, layout, k_block):
     lengths = torch.tensor([skv - 70, 0], device=device)
     mask = torch.rand(b, skv, device=device) > 0.3
     key_bias = torch.zeros(b, skv).masked_fill(~mask.cpu(), float("-inf"))
-    qd, kd, vd = ref.attention_fp8_dequantize(*ops8, layout=layout)
-    want = ref.attention(qd, kd, vd, kv_lengths=lengths, key_bias=key_bias, layout=layout)
+    qd, kd, vd = (t.cpu() for t in ref.attention_fp8_dequantize(*ops8, layout=layout))
+    want = ref.attention(qd, kd, vd, kv_lengths=lengths.cpu(), key_bias=key_bias, layout=layout)
     assert lk.attention_backend(*ops8, layout=layout, backend="torch") == "torch"
     for dtype in (torch.bfloat16, torch.float16):
         out = lk.attention(*ops8, layout=layout, kv_lengths=lengths, attn_mask=mask, out_dtype=dtype, backend="torch")

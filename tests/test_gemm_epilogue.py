@@ -363,9 +363,7 @@ def test_fp8_output_bit_exact(device, epilogue):
 # Every compiled tile configuration, forced, on ragged shapes (CUDA, sm_90a)
 # =============================================================================================
 CFG_SUFFIX = [":c1", ":c2", ":c1:s7", ":c2:s8:g2", ":c2:g3"]
-# FP8 also with the other mainloops (sm90_gemm.cuh kMainloop; the suffixes above run the default,
-# 2): both clusters, both activation-scale paths (TMA and, with ':s7', cp.async), few CTAs
-CFG_SUFFIX_FP8 = CFG_SUFFIX + [":c1:m0", ":c2:m0", ":c1:s7:m0", ":c2:s8:g2:m0", ":c1:m1", ":c2:m1", ":c1:s7:m1"]
+CFG_SUFFIX_FP8 = CFG_SUFFIX
 
 
 @CUDA
@@ -413,16 +411,13 @@ def test_forced_tiles_bf16(tile, suffix, gemm_config):
 @pytest.mark.parametrize("op", ["fp8", "bf16"])
 @pytest.mark.parametrize("tile_index", range(4))
 @pytest.mark.parametrize("cluster", [1, 2])
-@pytest.mark.parametrize("mainloop", [0, 1, 2])
-def test_forced_tiles_every_epilogue(op, tile_index, cluster, mainloop, gemm_config):
+def test_forced_tiles_every_epilogue(op, tile_index, cluster, gemm_config):
     """Each tile with gelu_tanh, the gated residual (per sample straddling tiles) and, where the
     tile allows it, the FP8 output (gelu_tanh + quantization)."""
     need_sm90("fp8_blockwise_gemm" if op == "fp8" else "bf16_gemm")
     tiles = FP8_TILES if op == "fp8" else BF16_TILES
     if tile_index >= len(tiles):
         pytest.skip("fewer tiles")
-    if mainloop and op != "fp8":
-        pytest.skip("the mainloop knob selects among FP8 kernels only")
     picks = tiles[tile_index::4]
     for bm, bn in picks:
         B, tokens = 2, 2 * bm - 40
@@ -438,8 +433,8 @@ def test_forced_tiles_every_epilogue(op, tile_index, cluster, mainloop, gemm_con
             y = ref.bf16_gemm(a, b)
             e_y = acc_bound("bf16", "sm90", ref.bf16_gemm(a.abs(), b.abs()), k)
             f = lambda **kw: lk.bf16_gemm(a, b, backend="sm90", **kw)
-        gemm_config(f"{bm}x{bn}:c{cluster}:m{mainloop}")
-        cfg = {"bm": bm, "bn": bn, "cluster": cluster, "mainloop": mainloop}
+        gemm_config(f"{bm}x{bn}:c{cluster}")
+        cfg = {"bm": bm, "bn": bn, "cluster": cluster}
         check16(f(epilogue="gelu_tanh"), ref.gemm_epilogue(y, "gelu_tanh"), e_y, 1.13, f"{op} {bm}x{bn} gelu", cfg)
         h = torch.randn(B, tokens, n, device="cuda").to(torch.bfloat16)
         g = torch.randn(B, n, device="cuda").to(torch.bfloat16)
@@ -618,7 +613,7 @@ def test_errors(device, gemm_config):
     for op, fn, msg in bad:
         with pytest.raises(RuntimeError, match=f"ltx_kernels.{op}: .*" + re.escape(msg)):
             fn()
-    for bad_cfg in ("128by160", "128x192:p1", "128x192:p9", "128x192:q2", "128x192:c3", "128x192:m3"):
+    for bad_cfg in ("128by160", "128x192:p1", "128x192:p9", "128x192:q2", "128x192:c3", "128x192:m2"):
         gemm_config(bad_cfg)
         with pytest.raises(RuntimeError, match="LTX_KERNELS_GEMM_CONFIG must be"):
             f(a, sa, b, sb)

@@ -30,7 +30,7 @@ out, M-major activation scales as FP8BlockwiseLinear makes them) cuBLASLt's bloc
 else the sm_90a persistent TMA + wgmma kernel "sm90" (or for other plain GEMMs the CUTLASS kernel
 "sm90_cutlass"); other GPUs >= 8.9: the mma.sync kernel "sm89" for the plain epilogue; else
 "torch"), or one of "sm90", "skinny", "sm89", "sm90_cutlass", "cublaslt" (cuBLASLt with 1x128 /
-128x128 scales), "torch" (operands dequantized exactly in fp32, fp32 matmul, epilogue in fp32; any
+128x128 scales), "torch" (operands dequantized exactly, a float64 matmul rounded once to fp32, the epilogue in fp32; any
 device; written in Python below, on reference.py) and "cpu" (the C++ backend; what "auto" means on
 the CPU). A forced backend that cannot run a call raises instead of falling back.
 """
@@ -218,13 +218,12 @@ def scaled_mm_nvfp4(a_packed: torch.Tensor, b_packed: torch.Tensor, block_a: tor
 # ---- the "torch" backend: the exact fallback. The ops run it (through the gemm_exact op, which
 # this module implements) when "torch" is asked for, or under "auto" when no kernel can take the
 # call (no kernel for this device or build, an empty K, a kernel that declined the arguments).
-# Both operands dequantized exactly as reference.py defines them, rounded once to fp32, an fp32
-# matmul (the BLAS's summation order), + bias, the epilogue in fp32, then one rounding to out's
-# dtype or the FP8 quantizer (reference.quantize_fp8_per_token_group, which the kernels match bit
-# for bit). fp32 rather than bf16 operands: rounding the dequantized operands to bf16 would add two
-# relative errors of up to 2^-8 per product next to the output's own 2^-8 (calc_diff up to ~2.3e-5
-# in the worst case, over the 1e-5 the tests hold every backend to). It is there to be right, not
-# fast. NVFP4 operands are dequantized by dequantize_nvfp4 (s_t = 1, exact in fp32),
+# Both operands dequantized exactly as reference.py defines them, the matmul and the bias in float64
+# (every dequantized product is exact there) rounded once to fp32, the epilogue in fp32, then one
+# rounding to out's dtype or the FP8 quantizer (reference.quantize_fp8_per_token_group, which the
+# kernels match bit for bit). float64 rather than an fp32 matmul: the result does not depend on the
+# BLAS's summation order or on PyTorch's global matmul precision (TF32), which another caller in the
+# process may have lowered. It is there to be right, not fast. NVFP4 operands are dequantized by dequantize_nvfp4 (s_t = 1, exact in fp32),
 # and the product is scaled by alpha.
 def _exact(op, out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residual, gate, alpha, hi_first):
     f32 = torch.float32
@@ -242,15 +241,15 @@ def _exact(op, out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residu
         one = torch.ones((), dtype=f32, device=a.device)
         af = dequantize_nvfp4(a.reshape(m, k // 2), a_scales, one, k, f32, hi_first)
         bf = dequantize_nvfp4(b, b_scales, one, k, f32, hi_first)
-        y = (af @ bf.t()) * alpha.to(f32).reshape(())
+        y = ((af.double() @ bf.double().t()).float()) * alpha.to(f32).reshape(())
         if bias is not None:
             y = y + bias.to(f32)
     elif op == "bf16_gemm":
-        y = _ref.bf16_gemm(a, b, bias, dtype=f32)
+        y = _ref.bf16_gemm(a, b, bias).float()
     else:
         if op == "fp6_blockwise_gemm":
             b = _ref.fp6_unpack(b, k)
-        y = _ref.fp8_blockwise_gemm(a, a_scales, b, b_scales, bias, dtype=f32)
+        y = _ref.fp8_blockwise_gemm(a, a_scales, b, b_scales, bias).float()
     y = _ref.gemm_epilogue(y.reshape(out.shape), epilogue, residual, gate, dtype=f32)
     if out.dtype == _F8:
         q, scales = _ref.quantize_fp8_per_token_group(y, 128)
