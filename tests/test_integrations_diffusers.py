@@ -555,7 +555,7 @@ def test_e2e_tiny_smoke(script, tmp_path, capsys):
 
     mod = load_bench(script)
     out = tmp_path / "r.json"
-    rc = mod.main(["--tiny", "--steps", "2", "--warmup-iterations", "1", "--out", str(out)])
+    rc = mod.main(["--tiny", "--device", "cpu", "--steps", "2", "--warmup-iterations", "1", "--out", str(out)])
     assert rc in (None, 0)
     res = json.loads(out.read_text())
     assert res["steps"] == 2 and res["per_step_ms"] > 0 and math.isfinite(res["rel_l2_vs_eager"])
@@ -566,7 +566,7 @@ def test_e2e_tiny_smoke(script, tmp_path, capsys):
     assert "git_sha" in res and isinstance(res["build"], dict)
 
     out2 = tmp_path / "c.json"
-    mod.main(["--tiny", "--steps", "2", "--warmup-iterations", "0", "--compare", "--no-compile-variants",
+    mod.main(["--tiny", "--device", "cpu", "--steps", "2", "--warmup-iterations", "0", "--compare", "--no-compile-variants",
               "--timed-runs", "2", "--out", str(out2)])
     rows = json.loads(out2.read_text())["rows"]
     assert {r["variant"] for r in rows} >= {"eager", "optimized"}

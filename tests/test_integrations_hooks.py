@@ -516,7 +516,7 @@ def test_e2e_cache_tiny_smoke(script, caches, tmp_path):
 
     mod = load_bench(script)
     out = tmp_path / "c.json"
-    rc = mod.main(["--tiny", "--steps", "6", "--warmup-iterations", "0", "--cache", *caches,
+    rc = mod.main(["--tiny", "--device", "cpu", "--steps", "6", "--warmup-iterations", "0", "--cache", *caches,
                    "--cache-threshold", "0.3", "--out", str(out)])
     assert rc in (None, 0)
     res = json.loads(out.read_text())
