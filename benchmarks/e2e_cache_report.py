@@ -51,17 +51,12 @@ def loops(r) -> str:
 
 def route(r):
     """Which attention ran, for a variant that asked for ltx_kernels' kernel ("+attn-MODE"): None
-    if it did not ask, False if it asked and the record does not say."""
-    m = re.search(r"\+attn-(\w+)", r["variant"])
-    if not m:
-        return None
-    counts = r.get("attention_calls")
-    if not counts:
-        return False
-    k, s = counts.get("ltx_kernels", 0), counts.get("sdpa", 0)
-    if k == 0:
-        return "SDPA: the routing rule sent every call there"
-    return f"ours ({m.group(1)}) for {k} of {k + s} calls" if s else f"ours ({m.group(1)})"
+    if it did not ask, False if it asked and the record does not say (figures.route_label, which
+    the generated tables use too)."""
+    sys.path.insert(0, str(HERE))
+    from figures import route_label
+
+    return route_label(r)
 
 
 def section(name: str, d: dict) -> str:
