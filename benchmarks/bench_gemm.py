@@ -1,7 +1,10 @@
 """GEMM family benchmarks: our sm_90a blockwise FP8 GEMM and bf16 GEMM (with fused epilogues)
-beside cuBLASLt's blockwise FP8 GEMM (torch._scaled_mm with 1x128 / 128x128 scales), FP8
-tensorwise _scaled_mm, bf16 F.linear (cuBLAS), the CUTLASS-collective FP8 kernel ("sm90_cutlass")
-and, for the epilogues, the same GEMM followed by the separate op(s) or by torch.compile's fused glue.
+beside cuBLASLt's blockwise FP8 GEMM (torch._scaled_mm with 1x128 / 128x128 scales), FP8 rowwise
+(per-row x per-column scales) and tensorwise _scaled_mm, bf16 matmul (cuBLAS), the CUTLASS-collective
+FP8 kernel ("sm90_cutlass"), DeepGEMM's fp8_gemm_nt on the same 1x128 / 128x128 operands when
+`import deep_gemm` works (a build of it on PYTHONPATH; its version from a DG_SOURCE.txt beside the
+package, else deep_gemm.__version__; otherwise one line says why it is absent) and, for the
+epilogues, the same GEMM followed by the separate op(s) or by torch.compile's fused glue.
 
 GEMMs are compute bound: rows report TFLOP/s = 2 M N K / time. Timing: CUDA-graph replay with
 input sets rotated past 3x L2, medians (common.time_graph). Every comparison is within one run.
@@ -67,6 +70,36 @@ def timed(fn, sets):
     return time_graph(fn, sets), ""
 
 
+def deepgemm():
+    """(module, label) of an importable DeepGEMM, or (None, why not). The label names the version:
+    describe and commit from DG_SOURCE.txt in the directory above the package, else __version__."""
+    try:
+        import deep_gemm
+    except Exception as e:  # absent, or a build that does not load here
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+    if not hasattr(deep_gemm, "fp8_gemm_nt"):
+        return None, f"{deep_gemm.__file__} has no fp8_gemm_nt"
+    label = f"deep_gemm {getattr(deep_gemm, '__version__', '?')}"
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(deep_gemm.__file__))), "DG_SOURCE.txt")
+    if os.path.isfile(src):
+        with open(src) as f:
+            kv = dict(line.strip().split("=", 1) for line in f if "=" in line)
+        label = f"DeepGEMM {kv.get('describe', '?')} ({kv.get('commit', '?')[:12]})"
+    return deep_gemm, label
+
+
+def deepgemm_scales(dg, sa):
+    """DeepGEMM's activation scales: M-major with the M stride padded to 16 bytes (TMA), made here
+    so that fp8_gemm_nt finds them in its layout and converts nothing inside the timed call."""
+    for mod in (dg, getattr(dg, "_C", None), sys.modules.get("deep_gemm_cpp")):
+        fn = getattr(mod, "get_mn_major_tma_aligned_tensor", None) if mod is not None else None
+        if fn is not None:
+            return fn(sa)
+    m, g = sa.shape
+    pad = -(-m // 4) * 4
+    return torch.empty(g, pad, device=sa.device, dtype=torch.float32)[:, :m].copy_(sa.t()).t()
+
+
 def fp8_inputs(m, n, k, sets):
     out = []
     for _ in range(sets):
@@ -75,7 +108,10 @@ def fp8_inputs(m, n, k, sets):
         a, sa = lk.quantize_fp8_per_token_group(x, 128, "mn_major")
         b, sb = lk.quantize_fp8_block(w)
         out.append(dict(a=a, sa=sa, b=b, sb=sb, sa_cm=sa.contiguous().t().contiguous().t(),
-                        y=torch.empty(m, n, device="cuda", dtype=torch.bfloat16), one=torch.ones((), device="cuda")))
+                        y=torch.empty(m, n, device="cuda", dtype=torch.bfloat16), one=torch.ones((), device="cuda"),
+                        # rowwise: one fp32 factor per row of a ([M, 1]) and per column of b.t() ([1, N])
+                        s_row=sa.amax(1, keepdim=True).float().contiguous(),
+                        s_col=sb.amax(1).repeat_interleave(128).reshape(1, n).float().contiguous()))
     return out
 
 
@@ -96,6 +132,8 @@ def section_fp8(quick, rows, summary):
     shapes = [(m, n, k, name) for m in LTX_M for (n, k, name) in LTX_NK] + [(m, n, k, name) for (m, n, k, name) in PEAK]
     if quick:
         shapes = [s for s in shapes if s[0] == 5376][:4] + PEAK[:1]
+    dg, dg_label = deepgemm()
+    print(f"deepgemm: {dg_label}" if dg else f"deepgemm: not available ({dg_label})", flush=True)
     ratios = {}
     for m, n, k, name in shapes:
         sets = n_copies(m * k + n * k + 2 * m * n)
@@ -109,8 +147,13 @@ def section_fp8(quick, rows, summary):
                                                                       out=ins[i]["y"], backend="sm90_cutlass"), sets)
         t["cublaslt_blockwise"], _ = timed(lambda i: torch._scaled_mm(ins[i]["a"], ins[i]["b"].t(), scale_a=ins[i]["sa_cm"],
                                                                       scale_b=ins[i]["sb"].t(), out_dtype=torch.bfloat16), sets)
+        t["fp8_rowwise"], _ = timed(lambda i: torch._scaled_mm(ins[i]["a"], ins[i]["b"].t(), scale_a=ins[i]["s_row"],
+                                                               scale_b=ins[i]["s_col"], out_dtype=torch.bfloat16), sets)
         t["fp8_tensorwise"], _ = timed(lambda i: torch._scaled_mm(ins[i]["a"], ins[i]["b"].t(), scale_a=ins[i]["one"],
                                                                   scale_b=ins[i]["one"], out_dtype=torch.bfloat16), sets)
+        dg_note = ""
+        if dg is not None:
+            t["deepgemm"], dg_note = time_deepgemm(dg, ins, sets)
         del ins
         torch.cuda.empty_cache()
         bins = bf16_inputs(m, n, k, min(sets, 4))
@@ -122,6 +165,8 @@ def section_fp8(quick, rows, summary):
             continue
         base = {kk: v for kk, v in t.items() if kk != "ours" and v is not None}
         note = "; ".join(f"{kk} {tflops(m, n, k, v):.0f}" for kk, v in base.items())
+        if dg is not None:
+            note += f"; deepgemm = {dg_label}" + (f", {dg_note}" if dg_note else "")
         r = Row("fp8_blockwise_gemm", [m, n, k], "e4m3->bf16", t["ours"], base, flops=2 * m * n * k,
                 note=f"{name}; {_cfg_str(cfg)}; ours {tflops(m, n, k, t['ours']):.0f} TFLOP/s; {note}").finish(0.0)
         rows.append(r)
@@ -131,13 +176,38 @@ def section_fp8(quick, rows, summary):
         summary.append(dict(section="fp8", shape=f"{m}x{n}x{k}", name=name, config=_cfg_str(cfg),
                             ours_tflops=round(tflops(m, n, k, t["ours"]), 1),
                             **{f"{kk}_tflops": round(tflops(m, n, k, v), 1) for kk, v in base.items()},
-                            vs_cublaslt=round(cb / t["ours"], 3) if cb else None))
+                            vs_cublaslt=round(cb / t["ours"], 3) if cb else None,
+                            **({"deepgemm": dg_label, "vs_deepgemm": round(t["deepgemm"] / t["ours"], 3)
+                                if t.get("deepgemm") else None} if dg is not None else {})))
         print(f"fp8 {m}x{n}x{k} ({name}): {r.note}", flush=True)
     if ratios:
         g = math.exp(sum(math.log(v) for v in ratios.values()) / len(ratios))
         worst = min(ratios.items(), key=lambda kv: kv[1])
         summary.append(dict(section="fp8", shape="geomean", vs_cublaslt=round(g, 3),
                             min_vs_cublaslt=round(worst[1], 3), min_shape="x".join(map(str, worst[0]))))
+
+
+def time_deepgemm(dg, ins, sets):
+    """(us, note) of DeepGEMM's fp8_gemm_nt on the sets' operands (activation scales converted to
+    its layout first, outside the timing), or (None, why it did not run). The note gives the rel L2
+    of its output against cuBLASLt's blockwise GEMM on the same operands."""
+    try:
+        sa = [deepgemm_scales(dg, x["sa"]) for x in ins]
+        y = [torch.empty_like(x["y"]) for x in ins]
+
+        def call(i):
+            dg.fp8_gemm_nt((ins[i]["a"], sa[i]), (ins[i]["b"], ins[i]["sb"]), y[i], disable_ue8m0_cast=True)
+
+        call(0)
+        torch.cuda.synchronize()
+        ref = torch._scaled_mm(ins[0]["a"], ins[0]["b"].t(), scale_a=ins[0]["sa_cm"], scale_b=ins[0]["sb"].t(),
+                               out_dtype=torch.bfloat16).float()
+        err = ((y[0].float() - ref).norm() / ref.norm()).item()
+        return time_graph(call, sets), f"rel L2 vs cuBLASLt blockwise {err:.2g}"
+    except Exception as e:  # an API or layout this build does not take, a JIT failure, a capture failure
+        msg = f"deepgemm did not run: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        print(msg, flush=True)
+        return None, msg
 
 
 def section_epilogue(quick, rows, summary):
@@ -331,7 +401,9 @@ def print_table(summary):
             print(f"fp8  {s['shape']:>19} {s['name']:<13} {s['config']:<18} ours {s['ours_tflops']:7.1f}  "
                   f"cuBLASLt-bw {s.get('cublaslt_blockwise_tflops', 0):7.1f}  cutlass {s.get('sm90_cutlass_tflops', 0):7.1f}  "
                   f"tensorwise {s.get('fp8_tensorwise_tflops', 0):7.1f}  bf16 {s.get('bf16_cublas_tflops', 0):6.1f}  "
-                  f"ratio {s['vs_cublaslt'] if s['vs_cublaslt'] is not None else float('nan'):.3f}")
+                  f"rowwise {s.get('fp8_rowwise_tflops', 0):7.1f}  "
+                  + (f"deepgemm {s.get('deepgemm_tflops', 0):7.1f}  " if "deepgemm" in s else "")
+                  + f"ratio {s['vs_cublaslt'] if s['vs_cublaslt'] is not None else float('nan'):.3f}")
         elif sec == "fp8":
             print(f"fp8  geomean vs cuBLASLt blockwise {s['vs_cublaslt']:.3f}x, min {s['min_vs_cublaslt']:.3f}x at {s['min_shape']}")
         elif sec == "linear":
