@@ -7,9 +7,19 @@ replay of the op alone on inputs already in the backend's layout (SDPA: [B, H, S
 fastest SDPA backend measured in the same run. FP8 rows time the attention op on operands from
 quantize_attention_fp8 (k factors per 128 keys, the kernel's fast path); the quantization pass is
 timed on its own row ("fp8 quantize").
+
+SageAttention (`sageattention.sageattn`, INT8 QK^T / fp16 PV in Triton, when `import sageattention`
+works; otherwise one line says why) is timed beside the SDPA backends on the same [B, H, S, D]
+inputs at the shapes without a key mask (it takes none), on its own copies of k (it subtracts k's
+mean in place). Error: rel L2 and cosine of SageAttention, ours bf16 and ours FP8 against the
+float64 definition (ltx_kernels.reference.attention) on batch row 0, heads 0-1, the first 256
+queries (every statistic of these kernels is per row, head and block, so the slice's outputs are
+those of the full call), once on the benchmark's random inputs and once with keys that carry a
+per-channel offset shared by all tokens and a few outlier channels (what smoothing k is for).
 """
 
 import argparse
+import importlib.metadata
 import json
 import os
 import sys
@@ -32,6 +42,57 @@ SHAPES = [
     ("LTX-2 self 16k", 1, 16384, 16384, 32, 128, False),
 ]
 QUICK = [0, 3]
+OUTLIER_CHANNELS = (7, 33, 50)
+
+
+def sageattention():
+    """(sageattn, label) when SageAttention imports, else (None, why not)."""
+    try:
+        from sageattention import sageattn
+    except Exception as e:
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+    try:
+        version = importlib.metadata.version("sageattention")
+    except importlib.metadata.PackageNotFoundError:
+        version = "?"
+    return sageattn, f"sageattention {version}"
+
+
+def realistic_k(k, seed=0):
+    """k plus a per-channel offset shared by every token (|offset| ~ 4x the values) with channels
+    OUTLIER_CHANNELS 10x larger (values and offset)."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    d = k.shape[-1]
+    offset = (4.0 * torch.randn(d, generator=g)).to(k.device)
+    scale = torch.ones(d, device=k.device)
+    for c in OUTLIER_CHANNELS:
+        if c < d:
+            scale[c] = 10.0
+    return ((k.float() + offset) * scale).to(k.dtype)
+
+
+def attention_errors(q, k, v, sage, nq=256):
+    """{name: {"rel_l2", "cos"}} of ours bf16, ours FP8 (k per 128 keys) and SageAttention against
+    the float64 definition, on batch row 0, heads 0-1, the first nq queries of [B, S, H, D] inputs."""
+    qs, ks, vs = (t[:1, :, :2].contiguous() for t in (q, k, v))
+    qs = qs[:, :nq].contiguous()
+    ref = lk.reference.attention(qs, ks, vs)
+    outs = {"ours_bf16": lambda: lk.attention(qs, ks, vs),
+            "ours_fp8_kblock128": lambda: lk.attention(*lk.quantize_attention_fp8(qs, ks, vs), out=torch.empty_like(qs))}
+    if sage is not None:
+        outs["sageattn"] = lambda: sage(qs.transpose(1, 2).contiguous(), ks.transpose(1, 2).contiguous(),
+                                        vs.transpose(1, 2).contiguous(), tensor_layout="HND",
+                                        is_causal=False).transpose(1, 2)
+    res = {}
+    for name, fn in outs.items():
+        try:
+            o = fn().double()
+        except Exception as e:
+            res[name] = {"error": str(e).splitlines()[0][:160]}
+            continue
+        res[name] = {"rel_l2": ((o - ref).norm() / ref.norm()).item(),
+                     "cos": torch.nn.functional.cosine_similarity(o.flatten(), ref.flatten(), dim=0).item()}
+    return res
 
 
 def sdpa_backends():
@@ -94,10 +155,31 @@ def bench_shape(name, b, sq, skv, h, d, cross, sets=2):
     except Exception as e:
         row["us"]["fp16_sdpa_cudnn"] = None
         row.setdefault("skipped", {})["fp16 cudnn"] = str(e).splitlines()[0][:160]
+    sage, sage_label = sageattention()
+    if sage is not None and not cross:
+        ks_sage = [t.clone() for t in kh]  # sageattn subtracts k's mean in place
+        try:
+            row["us"]["sageattn"] = time_graph(
+                lambda i: sage(qh[i], ks_sage[i], vh[i], tensor_layout="HND", is_causal=False), sets)
+            row["sageattn"] = sage_label
+        except Exception as e:
+            row["us"]["sageattn"] = None
+            row.setdefault("skipped", {})["sageattn"] = str(e).splitlines()[0][:160]
+        del ks_sage
+    elif sage is not None:
+        row.setdefault("skipped", {})["sageattn"] = "takes no key mask"
+    else:
+        row.setdefault("skipped", {})["sageattn"] = f"not available ({sage_label})"
+    if not cross:  # the error of each path against the float64 definition (the mask path has its own tests)
+        row["error_vs_fp64"] = {"random": attention_errors(qs[0], ks[0], vs[0], sage),
+                                "k_offset_outliers": attention_errors(qs[0], realistic_k(ks[0]), vs[0], sage)}
     outf = torch.empty_like(qf[0])
     row["us"]["ours_fp16_bshd"] = time_graph(lambda i: lk.attention(qf[i], kf[i], vf[i], attn_mask=mask, out=outf), sets)
     row["us"]["fp8 quantize"] = time_graph(lambda i: lk.quantize_attention_fp8(qs[i], ks[i], vs[i]), sets)
     row["tflops"] = {k: (flops / (v * 1e-6) / 1e12 if v else None) for k, v in row["us"].items() if k != "fp8 quantize"}
+    if row["us"].get("sageattn"):
+        row["speedup_vs_sageattn"] = {k: row["us"]["sageattn"] / v for k, v in row["us"].items()
+                                      if k.startswith("ours_fp8") and v}
     sd = [v for k, v in row["us"].items() if k.startswith("sdpa_") and v]
     best = min(sd) if sd else None
     row["best_sdpa_us"] = best
@@ -113,9 +195,19 @@ def bench_shape(name, b, sq, skv, h, d, cross, sets=2):
     return row
 
 
+def _fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def _errs(r):
+    e = r.get("error_vs_fp64", {}).get("k_offset_outliers", {})
+    return " / ".join(_fmt(e.get(k, {}).get("rel_l2"), ".2g") for k in ("ours_bf16", "ours_fp8_kblock128", "sageattn"))
+
+
 def table(rows):
     lines = ["| shape | best SDPA TFLOP/s | ours bf16 (bshd) | ours bf16 (bhsd) | ours FP8 | FP8 k/token | "
-             "x best SDPA (bf16 / FP8) | FP8 quantize us |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "x best SDPA (bf16 / FP8) | FP8 quantize us | SageAttention TFLOP/s | rel L2 vs fp64, offset/outlier k "
+             "(ours bf16 / ours FP8 / Sage) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         t = r["tflops"]
         best = r["tflop"] / (r["best_sdpa_us"] * 1e-6) if r["best_sdpa_us"] else float("nan")
@@ -123,7 +215,8 @@ def table(rows):
         lines.append(
             f"| {r['shape']} | {best:.0f} | {t['ours_bf16_bshd']:.0f} | {t['ours_bf16_bhsd']:.0f} | "
             f"{t['ours_fp8_kblock128']:.0f} | {t['ours_fp8_kblock1']:.0f} | "
-            f"{sp.get('ours_bf16_bshd', 0):.2f}x / {sp.get('ours_fp8_kblock128', 0):.2f}x | {r['us']['fp8 quantize']:.0f} |")
+            f"{sp.get('ours_bf16_bshd', 0):.2f}x / {sp.get('ours_fp8_kblock128', 0):.2f}x | {r['us']['fp8 quantize']:.0f} | "
+            f"{_fmt(t.get('sageattn'), '.0f')} | {_errs(r)} |")
     return "\n".join(lines)
 
 
@@ -137,11 +230,20 @@ def run(copy_gbps=0.0, quick=False):
         r = bench_shape(*sh)
         name, b, sq, skv, h, d, cross = sh
         base, best = sdpa_baselines(r["us"])
+        sage_us = r["us"].get("sageattn")
+        errs = r.get("error_vs_fp64", {})
         for variant in ("ours_bf16_bshd", "ours_bf16_bhsd", "ours_fp8_kblock128", "ours_fp8_kblock1"):
             note = f"{name}; backend {r['backend']}; {variant}"
+            vbase = base
             if "fp8" in variant:
                 note += f"; quantize pass {r['us']['fp8 quantize']:.0f} us not included; rel L2 vs bf16 {r['fp8_rel_l2_vs_bf16']:.3g}"
-            rows.append(attention_row(variant, [b, sq, skv, h, d], r["us"][variant], base, best, r["tflop"],
+                if sage_us:  # the other quantized attention, a baseline of the FP8 rows (not of the ceiling)
+                    vbase = dict(base, sageattn=sage_us)
+                    note += f"; {r['sageattn']} {r['tflop'] / (sage_us * 1e-6):.0f} TFLOP/s"
+            for inputs, e in errs.items():
+                note += f"; rel L2 vs fp64 ({inputs}): " + ", ".join(
+                    f"{k} {v['rel_l2']:.2g}" for k, v in e.items() if "rel_l2" in v)
+            rows.append(attention_row(variant, [b, sq, skv, h, d], r["us"][variant], vbase, best, r["tflop"],
                                       int(r["tflop"] * 1e12), note, copy_gbps))
         # fp16: against cuDNN's fp16 SDPA of the same run
         f16 = r["us"].get("fp16_sdpa_cudnn")
@@ -161,12 +263,14 @@ def main():
         print("bench_attention: needs a CUDA GPU")
         return
     check_record(a.out, a.allow_dirty)
+    sage, sage_label = sageattention()
+    print(f"sageattention: {sage_label}" if sage else f"sageattention: not available ({sage_label})", flush=True)
     rows = []
     for i, s in enumerate(SHAPES):
         if a.quick and i not in QUICK:
             continue
         rows.append(bench_shape(*s))
-        print(json.dumps({k: rows[-1][k] for k in ("shape", "backend", "us")}), flush=True)
+        print(json.dumps({k: rows[-1].get(k) for k in ("shape", "backend", "us", "error_vs_fp64")}), flush=True)
     print(table(rows))
     if a.out:  # with the commit, build, command, GPU and timing (benchmarks/common.py record_meta)
         write_record(a.out, rows, "benchmarks/bench_attention.py", sys.argv[1:], graph_timing(), a.allow_dirty)
