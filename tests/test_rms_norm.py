@@ -28,6 +28,10 @@ def check(y, x, w, eps):
 @pytest.mark.parametrize("rows", ROWS)
 @pytest.mark.parametrize("cols", WIDTHS)
 def test_matches_reference(device, dtype, rows, cols):
+    if device == "cpu" and rows * cols > 1 << 23:
+        # the CPU backend runs the same per-row loop at 83 rows; its 4096-row cases of the widest
+        # rows cost a minute of the CPU suite and test nothing more
+        pytest.skip("4096 rows x >= 5125 columns: CUDA only")
     x = torch.randn(rows, cols, device=device, dtype=dtype) * 3 + 0.5
     w = torch.randn(cols, device=device, dtype=dtype)
     y = lk.rms_norm(x, w, eps=1e-6)
