@@ -46,9 +46,20 @@ for s in "${@:-build attn-tests attn-bench}"; do
     case "$st" in
       build|build-tuning)  # build-tuning: also the configurations under study (-DLTX_KERNELS_TUNING=ON)
         tuning=OFF; [ "$st" = build-tuning ] && tuning=ON
+        # BUILD_KEEP=<dir>: the built variant is kept under <dir>/<sha>-<tuning> and reused by a
+        # later call at the same commit while the machine is still held (no second build)
+        sha=${GIT_SHA:-$(git rev-parse --short HEAD 2>/dev/null)}
+        keep=${BUILD_KEEP:+$BUILD_KEEP/$sha-$tuning}
+        if [ -n "$keep" ] && [ -n "$sha" ] && [ -f "$keep/variant.txt" ]; then
+          VARIANT=$(cat "$keep/variant.txt"); say "build: reused $VARIANT (built at $sha earlier on this machine)"
+          continue
+        fi
         step build 420 bash -c "cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DLTX_KERNELS_TESTS=OFF -DLTX_KERNELS_TUNING=$tuning ${GIT_SHA:+-DLTX_KERNELS_SHA=$GIT_SHA} && cmake --build build/gpu -j $(nproc)" \
           || { tail -30 "$OUT/build.log"; exit 1; }
-        VARIANT=$(cat build/gpu/variant.txt) ;;
+        VARIANT=$(cat build/gpu/variant.txt)
+        if [ -n "$keep" ] && [ -n "$sha" ]; then
+          mkdir -p "$keep" && cp -a "$VARIANT" "$keep/" && echo "$keep/$(basename "$VARIANT")" > "$keep/variant.txt"
+        fi ;;
       crash)
         step crash 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider tests/test_build_toolchain.py ;;
       attn-tests)
