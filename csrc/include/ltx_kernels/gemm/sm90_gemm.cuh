@@ -26,9 +26,9 @@
 //              completing under the wgmma that follows.
 //   warp 9     storer: per tile, loads what the epilogue reads (bias slice, and for FP8 rowwise the
 //              tile's weight scales sb, by 1-D bulk copies; h and the gate by TMA into the staging
-//              tiles) and, once the consumers have written the
-//              output tile into shared memory, stores it with TMA. The store of tile i overlaps
-//              the mainloop of tile i + 1; the staging tile is reused once the store has read it.
+//              tiles) and, once the consumers have written the output tile into shared memory,
+//              stores it with TMA. The store of tile i overlaps the mainloop of tile i + 1; the
+//              staging tile is reused once the store has read it.
 //   warp 10    loader of B (the per-stage TMA of the B tile, split from warp 8's so that each
 //              loader issues few instructions per stage).
 //   warp 11    idle (it only exists so that the producer side is a whole warpgroup).
