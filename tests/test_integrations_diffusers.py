@@ -440,6 +440,45 @@ def test_fp8_quantization_close(device, model, monkeypatch):
     assert sum(type(mod).__name__ == "FP8BlockwiseLinear" for mod in o.modules()) == n_fp8
 
 
+@pytest.mark.parametrize("device", ALL_DEVICES)
+@pytest.mark.parametrize("model", ["ltx_video", "ltx2"])
+def test_fp8_rowwise_quantization(device, model, monkeypatch):
+    """optimize(quantization="fp8_rowwise"): the blocks' linears become FP8RowwiseLinear (never
+    handed per-128-column FP8 input by a fused norm: each quantizes its own input per token), every
+    call matches the float64 oracle of its own quantized operands within the rowwise GEMM's bound
+    (tests/test_gemm_rowwise.py), and the model stays within the FP8 linears' model-level bound."""
+    from test_gemm_rowwise import e_y
+    from ltx_kernels import reference as ref
+
+    needs_cuda(device)
+    m, kw = _fp8_model(model, device)
+    o = optimized_copy(m, quantization="fp8_rowwise")
+    layers = [mod for mod in o.modules() if type(mod).__name__ == "FP8RowwiseLinear"]
+    assert layers and not any(type(mod).__name__ == "FP8BlockwiseLinear" for mod in o.modules())
+    calls = []
+    forward = quantization.FP8RowwiseLinear.forward
+
+    def recording(self, x, residual=None, gate=None, out=None):
+        y = forward(self, x, residual, gate, out)
+        assert isinstance(x, torch.Tensor) and residual is None and gate is None
+        k = x.shape[-1]
+        q, s = ref.quantize_fp8_per_token_group(x.detach().float().cpu(), k)
+        bias = None if self.bias is None else self.bias.cpu()
+        want = ref.fp8_rowwise_gemm(q, s, self.weight_q.cpu(), self.weight_scales.cpu(), bias)
+        used = "cpu" if x.device.type == "cpu" else "sm90"  # the looser of the CUDA bounds
+        tol = (2.0**-7 + 2.0**-22) * want.abs() + e_y(q, s, self.weight_q.cpu(), self.weight_scales.cpu(), bias,
+                                                      used).reshape(want.shape)
+        calls.append(float(((y.double().cpu() - want).abs() - tol).max()))
+        return y
+
+    monkeypatch.setattr(quantization.FP8RowwiseLinear, "forward", recording)
+    got, want = run(o, kw), run(m, kw)
+    monkeypatch.undo()
+    assert len(calls) >= len(layers) and max(calls) <= 0, "a rowwise FP8 linear call is outside its bound"
+    errs = [rel_err(g, w) for g, w in zip(got, want)]
+    assert max(errs) <= FP8_LINEARS_REL, errs
+
+
 # The checks above fail wrong weight scales. Measured on the CPU (worst call's error / its bound;
 # model error vs FP8_LINEARS_REL = 0.1), with and without attention="fp8":
 #   every weight scale x 1.1 (quantize_fp8_block, as the layers are built)

@@ -202,7 +202,7 @@ def test_quantize_linears_include_exclude(device):
     assert names == ["proj_out"]
     # already quantized modules are left alone: a second pass replaces nothing new
     assert lk.quantize_linears(m, "fp8", include=lambda n, mod: mod.out_features == 128, exclude=[]) == []
-    with pytest.raises(ValueError, match=re.escape("ltx_kernels.quantize_linears: fmt must be 'fp8', 'fp6' or 'nvfp4'")):
+    with pytest.raises(ValueError, match=re.escape("ltx_kernels.quantize_linears: fmt must be 'fp8', 'fp8_rowwise', 'fp6' or 'nvfp4'")):
         lk.quantize_linears(m, "int4")
 
 

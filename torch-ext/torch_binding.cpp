@@ -206,10 +206,15 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // 'sm89' | 'sm90_cutlass' | 'cublaslt' | 'torch' (fp32 dequant + matmul) | 'cpu'
   ops.def("fp8_blockwise_gemm(Tensor(a!) out, Tensor(b!)? out_scales, Tensor a, Tensor a_scales, Tensor b, Tensor b_scales, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> ()");
   ops.impl("fp8_blockwise_gemm", c10::DeviceType::CPU, &fp8_blockwise_gemm);
+  // y = (a . b_n) * a_scales[m] * b_scales[n] + bias (one e4m3 scale per token and per output
+  // channel, fp32 accumulation over all of K), then the same epilogues and outputs; backend
+  // 'auto' | 'sm90' | 'torch' | 'cpu'
+  ops.def("fp8_rowwise_gemm(Tensor(a!) out, Tensor(b!)? out_scales, Tensor a, Tensor a_scales, Tensor b, Tensor b_scales, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> ()");
+  ops.impl("fp8_rowwise_gemm", c10::DeviceType::CPU, &fp8_rowwise_gemm);
   // the same for a [..., K] bf16 @ b [N, K]^T bf16 (fp32 accumulation); backend 'auto' | 'sm90' | 'torch' | 'cpu'
   ops.def("bf16_gemm(Tensor(a!) out, Tensor(b!)? out_scales, Tensor a, Tensor b, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> ()");
   ops.impl("bf16_gemm", c10::DeviceType::CPU, &bf16_gemm);
-  // what op ('fp8_blockwise_gemm' | 'bf16_gemm') would run: [backend (an index of gemm_backends()),
+  // what op ('fp8_blockwise_gemm' | 'fp8_rowwise_gemm' | 'bf16_gemm') would run: [backend (an index of gemm_backends()),
   // bm, bn, cluster, group_m, sms]; raises as the op would
   ops.def("gemm_plan(str op, Tensor out, Tensor? out_scales, Tensor a, Tensor? a_scales, Tensor b, Tensor? b_scales, Tensor? bias, str epilogue, Tensor? residual, Tensor? gate, str backend) -> int[]");
   ops.impl("gemm_plan", c10::DeviceType::CPU, &gemm_plan);
@@ -228,6 +233,7 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
 #ifdef LTX_KERNELS_WITH_CUDA
   ops.impl("scaled_mm_nvfp4", c10::DeviceType::CUDA, &scaled_mm_nvfp4);
   ops.impl("fp8_blockwise_gemm", c10::DeviceType::CUDA, &fp8_blockwise_gemm);
+  ops.impl("fp8_rowwise_gemm", c10::DeviceType::CUDA, &fp8_rowwise_gemm);
   ops.impl("bf16_gemm", c10::DeviceType::CUDA, &bf16_gemm);
   ops.impl("gemm_plan", c10::DeviceType::CUDA, &gemm_plan);
   ops.impl("fp6_blockwise_gemm", c10::DeviceType::CUDA, &fp6_blockwise_gemm);

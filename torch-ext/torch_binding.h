@@ -145,6 +145,11 @@ void fp8_blockwise_gemm(at::Tensor& out, const std::optional<at::Tensor>& out_sc
                         const std::optional<at::Tensor>& bias, c10::string_view epilogue,
                         const std::optional<at::Tensor>& residual, const std::optional<at::Tensor>& gate,
                         c10::string_view backend);
+void fp8_rowwise_gemm(at::Tensor& out, const std::optional<at::Tensor>& out_scales, const at::Tensor& a,
+                      const at::Tensor& a_scales, const at::Tensor& b, const at::Tensor& b_scales,
+                      const std::optional<at::Tensor>& bias, c10::string_view epilogue,
+                      const std::optional<at::Tensor>& residual, const std::optional<at::Tensor>& gate,
+                      c10::string_view backend);
 void bf16_gemm(at::Tensor& out, const std::optional<at::Tensor>& out_scales, const at::Tensor& a, const at::Tensor& b,
                const std::optional<at::Tensor>& bias, c10::string_view epilogue,
                const std::optional<at::Tensor>& residual, const std::optional<at::Tensor>& gate,

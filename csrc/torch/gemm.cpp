@@ -1,5 +1,6 @@
 // Torch adapter for the GEMM family: fp8_blockwise_gemm (blockwise-scaled FP8, semantics in
-// docs/semantics.md, "FP8 block scaling") and bf16_gemm with the fused epilogues of
+// docs/semantics.md, "FP8 block scaling"), fp8_rowwise_gemm (per-token x per-channel scaled FP8,
+// "FP8 rowwise scaling") and bf16_gemm with the fused epilogues of
 // ltx_kernels/gemm/gemm_params.h, fp6_blockwise_gemm (LTX-2 packed FP6 weights), scaled_mm_nvfp4;
 // gemm_plan (what a call would run) and gemm_backends (the registry's names, gemm/backend.h).
 // Each op: checks, one GemmParams, then one call into the core:
@@ -108,7 +109,7 @@ void run(Call& c) {
 #endif
 }
 
-// The checked call of fp8_blockwise_gemm / bf16_gemm (gemm_plan asks the same).
+// The checked call of fp8_blockwise_gemm / fp8_rowwise_gemm / bf16_gemm (gemm_plan asks the same).
 Call gemm_call(const char* op, Operands ops, const at::Tensor& out, const Opt& out_scales, const at::Tensor& a,
                const Opt& a_scales, const at::Tensor& b, const Opt& b_scales, const Opt& bias, c10::string_view epilogue,
                const Opt& residual, const Opt& gate, c10::string_view backend) {
@@ -132,6 +133,14 @@ void fp8_blockwise_gemm(at::Tensor& out, const Opt& out_scales, const at::Tensor
   run(c);
 }
 
+void fp8_rowwise_gemm(at::Tensor& out, const Opt& out_scales, const at::Tensor& a, const at::Tensor& a_scales,
+                      const at::Tensor& b, const at::Tensor& b_scales, const Opt& bias, c10::string_view epilogue,
+                      const Opt& residual, const Opt& gate, c10::string_view backend) {
+  Call c = gemm_call("fp8_rowwise_gemm", Operands::kFp8Rowwise, out, out_scales, a, a_scales, b, b_scales, bias,
+                     epilogue, residual, gate, backend);
+  run(c);
+}
+
 void bf16_gemm(at::Tensor& out, const Opt& out_scales, const at::Tensor& a, const at::Tensor& b, const Opt& bias,
                c10::string_view epilogue, const Opt& residual, const Opt& gate, c10::string_view backend) {
   Call c = gemm_call("bf16_gemm", Operands::kBf16, out, out_scales, a, std::nullopt, b, std::nullopt, bias, epilogue,
@@ -146,13 +155,14 @@ std::vector<int64_t> gemm_plan(c10::string_view op_name, const at::Tensor& out, 
                                const Opt& bias, c10::string_view epilogue, const Opt& residual, const Opt& gate,
                                c10::string_view backend) {
   const std::string name(op_name.data(), op_name.size());
-  const bool fp8 = name == "fp8_blockwise_gemm";
-  LTX_CHECK(fp8 || name == "bf16_gemm", "gemm_plan", "op must be 'fp8_blockwise_gemm' or 'bf16_gemm' (got '", name,
-            "')");
-  const char* op = fp8 ? "fp8_blockwise_gemm" : "bf16_gemm";
-  LTX_CHECK(!fp8 || (a_scales.has_value() && b_scales.has_value()), op, "a_scales and b_scales are required");
-  const Call c = gemm_call(op, fp8 ? Operands::kFp8Blockwise : Operands::kBf16, out, out_scales, a, a_scales, b,
-                           b_scales, bias, epilogue, residual, gate, backend);
+  const bool fp8 = name == "fp8_blockwise_gemm", rowwise = name == "fp8_rowwise_gemm";
+  LTX_CHECK(fp8 || rowwise || name == "bf16_gemm", "gemm_plan",
+            "op must be 'fp8_blockwise_gemm', 'fp8_rowwise_gemm' or 'bf16_gemm' (got '", name, "')");
+  const char* op = fp8 ? "fp8_blockwise_gemm" : rowwise ? "fp8_rowwise_gemm" : "bf16_gemm";
+  LTX_CHECK(!(fp8 || rowwise) || (a_scales.has_value() && b_scales.has_value()), op,
+            "a_scales and b_scales are required");
+  const Operands ops = fp8 ? Operands::kFp8Blockwise : rowwise ? Operands::kFp8Rowwise : Operands::kBf16;
+  const Call c = gemm_call(op, ops, out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residual, gate, backend);
   if (a.is_cpu()) {
     check_cpu_backend(c);
     return {int64_t(c.requested == Backend::kTorch ? Backend::kTorch : Backend::kCpu), 0, 0, 0, 0, 0};

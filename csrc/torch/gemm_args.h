@@ -1,6 +1,6 @@
 // The arguments of the GEMM ops (csrc/torch/gemm.cpp) checked, in the order their messages are
-// tested, and turned into one GemmParams: fp8_blockwise_gemm, bf16_gemm and fp6_blockwise_gemm
-// (prepare), scaled_mm_nvfp4 (prepare_nvfp4). A Call holds the arguments as given (what the exact
+// tested, and turned into one GemmParams: fp8_blockwise_gemm, fp8_rowwise_gemm, bf16_gemm and
+// fp6_blockwise_gemm (prepare), scaled_mm_nvfp4 (prepare_nvfp4). A Call holds the arguments as given (what the exact
 // fallback takes), the params, and the tensors that keep the params' pointers alive.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common.h"
+#include "gemm_scales.h"
 #include "ltx_kernels/gemm/backend.h"
 #include "ltx_kernels/gemm/gemm_params.h"
 
@@ -65,38 +66,25 @@ inline void check_device_kind(const at::Tensor& t, const char* op) {
 #endif
 }
 
-// A scale table [M, G] is row-major (strides (G, 1)) or M-major (strides (1, M_pad), M_pad >= M);
-// a dimension of size 1 may have any stride.
-inline bool row_or_m_major(const at::Tensor& s, int64_t M, int64_t G) {
-  const int64_t s0 = s.stride(0), s1 = s.stride(1);
-  return ((G <= 1 || s1 == 1) && (M <= 1 || s0 >= G)) || ((M <= 1 || s0 == 1) && (G <= 1 || s1 >= M));
-}
-
-// A float32 scale table [rows, cols] (`desc` names the shape in the message).
-inline void check_scales(const at::Tensor& s, const char* name, int64_t rows, int64_t cols, const char* desc, const char* op) {
-  LTX_CHECK(s.scalar_type() == at::kFloat, op, name, " must be float32 (got ", s.scalar_type(), ")");
-  LTX_CHECK(s.dim() == 2 && s.size(0) == rows && s.size(1) == cols, op, name, " must have shape ", desc, " = [",
-            rows, ", ", cols, "] (got ", shape_str(s.sizes()), ")");
-}
-
-// Every check of fp8_blockwise_gemm, bf16_gemm and fp6_blockwise_gemm, in the order the messages
-// are tested; fills c.p.
+// Every check of fp8_blockwise_gemm, fp8_rowwise_gemm, bf16_gemm and fp6_blockwise_gemm, in the
+// order the messages are tested; fills c.p.
 inline void prepare(Call& c, Operands ops) {
   const Args& x = c.x;
   const at::Tensor &a = x.a, &b = x.b, &out = x.out;
   const char* op = x.op;
   gemm::GemmParams& p = c.p;
   const bool fp8 = ops == Operands::kFp8Blockwise, fp6 = ops == Operands::kFp6Blockwise, scaled = fp8 || fp6;
+  const bool rowwise = ops == Operands::kFp8Rowwise, e4m3 = scaled || rowwise;  // a in e4m3
   p.operands = ops;
   const std::string& e = x.epilogue;
   LTX_CHECK(e == "none" || e == "gelu_tanh" || e == "gated_residual", op,
             "epilogue must be 'none', 'gelu_tanh' or 'gated_residual' (got '", e, "')");
   p.epilogue = e == "none" ? Epilogue::kNone : e == "gelu_tanh" ? Epilogue::kGeluTanh : Epilogue::kGatedResidual;
-  LTX_CHECK(a.scalar_type() == (scaled ? at::kFloat8_e4m3fn : at::kBFloat16), op, "a must be ",
-            scaled ? "float8_e4m3fn" : "bfloat16", " (got ", a.scalar_type(), ")");
+  LTX_CHECK(a.scalar_type() == (e4m3 ? at::kFloat8_e4m3fn : at::kBFloat16), op, "a must be ",
+            e4m3 ? "float8_e4m3fn" : "bfloat16", " (got ", a.scalar_type(), ")");
   const char* bname = fp6 ? "b_packed" : "b";
   LTX_CHECK(b.scalar_type() == (fp6 ? at::kByte : a.scalar_type()), op, bname, " must be ",
-            fp6 ? "uint8 (LTX-2 packed FP6)" : fp8 ? "float8_e4m3fn" : "bfloat16", " (got ", b.scalar_type(), ")");
+            fp6 ? "uint8 (LTX-2 packed FP6)" : e4m3 ? "float8_e4m3fn" : "bfloat16", " (got ", b.scalar_type(), ")");
   const char* bk = fp6 ? "3K/4" : "K";
   LTX_CHECK(a.dim() >= 1, op, "a must have at least one dimension [..., K] (got a scalar)");
   LTX_CHECK(b.dim() == 2, op, bname, " must be 2-D [N, ", bk, "] (got shape ", shape_str(b.sizes()), ")");
@@ -106,13 +94,27 @@ inline void prepare(Call& c, Operands ops) {
   for (int64_t d = 0; d + 1 < a.dim(); ++d) p.M *= a.size(d);
   LTX_CHECK(!scaled || p.K % kGroup == 0, op, "K = a.shape[-1] must be a multiple of 128, the scaling block (got ", p.K,
             "; pad K with zeros)");
+  LTX_CHECK(!rowwise || p.K % 16 == 0, op, "K = a.shape[-1] must be a multiple of 16: rows of a and b 16-byte "
+            "aligned for the tensor-memory copies (got ", p.K, "; pad K with zeros)");
   const int64_t want_bcols = fp6 ? p.K / 4 * 3 : p.K;
   LTX_CHECK(b.size(1) == want_bcols, op, bname, " must have shape [N, ", bk, "] with ", bk, " = ", want_bcols,
             " for K = a.shape[-1] = ", p.K, " (got shape ", shape_str(b.sizes()), ")");
-  if (scaled) {
+  if (e4m3) {
     LTX_CHECK(p.N % 8 == 0, op,
               "N = b.shape[0] must be a multiple of 8: the output rows must be 16-byte aligned "
               "(8 bf16/fp16) for the tensor-core kernels' vector stores (got N = ", p.N, ")");
+  }
+  if (rowwise) {
+    const at::Tensor &sa = *x.a_scales, &sb = *x.b_scales;
+    check_row_scales(sa, "a_scales", p.M, "row of a (token)", op);
+    check_row_scales(sb, "b_scales", p.N, "row of b (output channel)", op);
+    check_same_device(sa, a, op, "a_scales", "a");
+    check_same_device(sb, a, op, "b_scales", "a");
+    at::Tensor sb_kept;
+    set_row_scales(p, sa, sb, &sb_kept);
+    c.keep(sb_kept);
+  }
+  if (scaled) {
     const at::Tensor &sa = *x.a_scales, &sb = *x.b_scales;
     const int64_t G = p.K / kGroup, tn = (p.N + kGroup - 1) / kGroup;
     check_scales(sa, "a_scales", p.M, G, "[M, K / 128]", op);
@@ -204,7 +206,7 @@ inline void prepare(Call& c, Operands ops) {
   check_no_partial_overlap(out, a, op, "a");
   check_no_partial_overlap(out, b, op, bname);
   const at::Tensor none;
-  const at::Tensor *sa = scaled ? &*x.a_scales : &none, *sb = scaled ? &*x.b_scales : &none;
+  const at::Tensor *sa = e4m3 ? &*x.a_scales : &none, *sb = e4m3 ? &*x.b_scales : &none;
   const std::pair<const at::Tensor*, const char*> ins[] = {{&bias_c, "bias"}, {sa, "a_scales"}, {sb, "b_scales"}};
   for (const auto& [t, name] : ins)
     if (t->defined()) check_no_partial_overlap(out, *t, op, name);

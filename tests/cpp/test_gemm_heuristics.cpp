@@ -39,6 +39,12 @@ heuristics::Problem bf16_problem(int64_t m, int64_t n, int64_t k) {
   p.ops = Operands::kBf16;
   return p;
 }
+heuristics::Problem rowwise_problem(int64_t m, int64_t n, int64_t k, OutKind out = OutKind::kBF16,
+                                    Epilogue epi = Epilogue::kNone) {
+  heuristics::Problem p = fp8_problem(m, n, k, out, epi);
+  p.ops = Operands::kFp8Rowwise;
+  return p;
+}
 }  // namespace
 
 TEST(GemmTileOrder, EveryTileOnceAndPairsShareB) {
@@ -87,10 +93,10 @@ TEST(GemmTileOrder, RasterGroupsKeepMBlocksTogether) {
 }
 
 TEST(GemmPlan, FitsAlignedDisjoint) {
-  for (Operands ops : {Operands::kFp8Blockwise, Operands::kBf16}) {
-    const auto* tiles = ops == Operands::kFp8Blockwise ? heuristics::kFp8Tiles : heuristics::kBf16Tiles;
-    const int n = ops == Operands::kFp8Blockwise ? int(sizeof(heuristics::kFp8Tiles) / sizeof(heuristics::kFp8Tiles[0]))
-                                                 : int(sizeof(heuristics::kBf16Tiles) / sizeof(heuristics::kBf16Tiles[0]));
+  for (Operands ops : {Operands::kFp8Blockwise, Operands::kBf16, Operands::kFp8Rowwise}) {
+    int n = 0;
+    const heuristics::TileShape* tiles = heuristics::compiled_tiles(ops, &n);
+    ASSERT_GT(n, 0);
     for (int i = 0; i < n; ++i) {
       const int bm = tiles[i].bm, bn = tiles[i].bn;
       for (GateKind gate : {GateKind::kNone, GateKind::kPerSample, GateKind::kPerToken}) {
@@ -119,7 +125,11 @@ TEST(GemmPlan, FitsAlignedDisjoint) {
           EXPECT_GE(L.off_d, L.off_b + s * uint32_t(bn) * 128u);
           EXPECT_GE(L.off_g, L.off_d + uint32_t(bm * bn * (out == OutKind::kFP8 ? 1 : 2)));
           EXPECT_EQ(L.off_sfa % 128, 0u);  // a TMA destination (the activation scales)
-          EXPECT_GE(L.off_bias, L.off_sfa + s * (ops == Operands::kBf16 ? 0u : uint32_t(bm) * 4u));
+          // the staged scales: sa per stage (1D2D), the tile's sb once (rowwise), none (bf16)
+          const uint32_t scales = ops == Operands::kFp8Blockwise ? s * uint32_t(bm) * 4u
+                                  : ops == Operands::kFp8Rowwise ? uint32_t(bn) * 4u
+                                                                 : 0u;
+          EXPECT_GE(L.off_bias, L.off_sfa + scales);
           EXPECT_GE(L.off_bar, L.off_bias + uint32_t(bn) * 4u);
           EXPECT_LE(L.off_bar + 8u * (2u * s + 2u) + 1024u, L.smem_bytes);
           if (gate == GateKind::kPerToken) EXPECT_EQ(L.g_rows, bm);
@@ -177,6 +187,55 @@ TEST(GemmHeuristics, Fp8PreferredTile) {
   // bf16 keeps the model (it has no 128x192 preference; its tiles are its own list)
   const TileConfig b = heuristics::choose_tile(bf16_problem(5376, 2048, 2048), kSms, kH100Smem);
   EXPECT_TRUE(heuristics::tile_compiled(Operands::kBf16, b.bm, b.bn));
+}
+
+TEST(GemmHeuristics, Fp8RowwiseTiles) {
+  // bf16's tile set (one accumulator per output, as bf16), FP8's tensor-core rate in the model
+  int n = 0;
+  const heuristics::TileShape* tiles = heuristics::compiled_tiles(Operands::kFp8Rowwise, &n);
+  ASSERT_EQ(n, 5);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_TRUE(heuristics::tile_compiled(Operands::kBf16, tiles[i].bm, tiles[i].bn));
+    EXPECT_EQ(heuristics::tile_cost(rowwise_problem(5376, 2048, 4096), tiles[i].bm, tiles[i].bn, kSms),
+              heuristics::tile_cost(fp8_problem(5376, 2048, 4096), tiles[i].bm, tiles[i].bn, kSms));
+  }
+  EXPECT_TRUE(heuristics::tile_compiled(Operands::kFp8Rowwise, 128, 256));
+  EXPECT_FALSE(heuristics::tile_compiled(Operands::kFp8Rowwise, 128, 144));  // a 1D2D-only width
+  EXPECT_FALSE(heuristics::tile_compiled(Operands::kFp8Rowwise, 64, 128));
+  EXPECT_FALSE(heuristics::tile_compiled(Operands::kNvfp4, 128, 128));  // no sm_90a kernel reads NVFP4
+  EXPECT_TRUE(e4m3_operands(Operands::kFp8Rowwise));
+  EXPECT_TRUE(e4m3_operands(Operands::kFp8Blockwise));
+  EXPECT_FALSE(e4m3_operands(Operands::kBf16));
+  for (int64_t m : {1, 77, 300, 1000, 5376, 10752}) {
+    for (int64_t nn : {136, 2048, 6144, 16384}) {
+      for (int64_t k : {16, 2048, 8192}) {
+        for (OutKind out : {OutKind::kBF16, OutKind::kFP8}) {
+          if (out == OutKind::kFP8 && nn % 128 != 0) continue;
+          const heuristics::Problem p = rowwise_problem(m, nn, k, out);
+          const TileConfig c = heuristics::choose_tile(p, kSms, kH100Smem);
+          ASSERT_NE(c.bm, 0) << m << "x" << nn << "x" << k;
+          EXPECT_TRUE(heuristics::tile_compiled(Operands::kFp8Rowwise, c.bm, c.bn));
+          EXPECT_STREQ(heuristics::tile_why_not(p, c.bm, c.bn, kH100Smem), "");
+          if (out == OutKind::kFP8) EXPECT_EQ(heuristics::warpgroup_cols(c.bm, c.bn) % 128, 0);
+          EXPECT_EQ(c.cluster, 1);  // the 2-CTA rule is the 1D2D 128x192 tile's only
+          EXPECT_EQ(c.group_m, c.bm == 256 ? 8 : 16);
+          // the model's choice: no compiled tile that can run the problem is modelled faster
+          for (int i = 0; i < n; ++i)
+            if (heuristics::tile_ok(p, tiles[i].bm, tiles[i].bn, kH100Smem))
+              EXPECT_LE(heuristics::tile_cost(p, c.bm, c.bn, kSms),
+                        heuristics::tile_cost(p, tiles[i].bm, tiles[i].bn, kSms) * (1 + 1e-9));
+        }
+      }
+    }
+  }
+  // the gated residual with a per-token gate fits (the tile's sb slice included)
+  heuristics::Problem g = rowwise_problem(5376, 2048, 2048, OutKind::kBF16, Epilogue::kGatedResidual);
+  g.gate = GateKind::kPerToken;
+  EXPECT_NE(heuristics::choose_tile(g, kSms, kH100Smem).bm, 0);
+  // the other backends' rules are blockwise only: rowwise goes to the sm_90a kernel
+  EXPECT_FALSE(heuristics::prefer_skinny(rowwise_problem(16, 4096, 4096), kSms, true));
+  EXPECT_FALSE(heuristics::prefer_cublaslt(rowwise_problem(5376, 2048, 2048)));
+  EXPECT_FALSE(heuristics::prefer_cutlass(rowwise_problem(5376, 2048, 2048)));
 }
 
 TEST(GemmHeuristics, WaveQuantization) {
@@ -300,7 +359,8 @@ TEST(GemmBackends, OneTableOfNames) {
   std::set<std::string> names(std::begin(kBackendNames), std::end(kBackendNames));
   EXPECT_EQ(names.size(), size_t(kNumBackends));
   // every op takes "auto", "torch" and "cpu" and parses back what it lists
-  for (Operands ops : {Operands::kFp8Blockwise, Operands::kBf16, Operands::kFp6Blockwise, Operands::kNvfp4}) {
+  for (Operands ops : {Operands::kFp8Blockwise, Operands::kBf16, Operands::kFp6Blockwise, Operands::kNvfp4,
+                       Operands::kFp8Rowwise}) {
     const BackendList list = accepted_backends(ops);
     ASSERT_GE(list.n, 3);
     Backend b = Backend::kCpu;
@@ -327,6 +387,8 @@ TEST(GemmBackends, RefusalsListWhatTheOpTakes) {
   EXPECT_EQ(err, "backend must be 'auto', 'sm89', 'torch' or 'cpu' (got 'sm90')");
   EXPECT_FALSE(parse_backend("sm90", Operands::kNvfp4, &b, &err));
   EXPECT_EQ(err, "backend must be 'auto', 'cublaslt', 'torch' or 'cpu' (got 'sm90')");
+  EXPECT_FALSE(parse_backend("cublaslt", Operands::kFp8Rowwise, &b, &err));
+  EXPECT_EQ(err, "backend must be 'auto', 'sm90', 'torch' or 'cpu' (got 'cublaslt')");
   EXPECT_FALSE(parse_backend("", Operands::kBf16, &b, &err));
   EXPECT_FALSE(parse_backend("Auto", Operands::kBf16, &b, &err));
   EXPECT_EQ(b, Backend::kAuto);  // untouched by a refusal

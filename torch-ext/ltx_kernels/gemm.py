@@ -1,8 +1,10 @@
-"""GEMM family: blockwise-scaled FP8 GEMM (DeepGEMM "1D2D" recipe) and bf16 GEMM with fused
-epilogues, the LTX-2 FP6-weight variant, and the NVFP4 scaled matmul. Functional wrappers and
-fake implementations.
+"""GEMM family: blockwise-scaled FP8 GEMM (DeepGEMM "1D2D" recipe), rowwise-scaled FP8 GEMM and
+bf16 GEMM with fused epilogues, the LTX-2 FP6-weight variant, and the NVFP4 scaled matmul.
+Functional wrappers and fake implementations.
 
   fp8_blockwise_gemm:  y[m, n] = sum_kb (A[m, kb] . B[n, kb]) * sa[m, kb] * sb[n // 128, kb] + bias[n]
+  fp8_rowwise_gemm:    y[m, n] = (A[m, :] . B[n, :]) * (sa[m] * sb[n]) + bias[n]   (one fp32 sum over
+                       all of K; the scale product rounded once to fp32)
   bf16_gemm:           y = a @ b^T + bias (b [N, K] like nn.Linear.weight; fp32 accumulation)
 
 then the epilogue, on y in fp32:
@@ -19,6 +21,9 @@ a separate quantize pass. N must then be a multiple of 128.
 FP8 operands: A float8_e4m3fn [..., K] with per-token-group scales sa [M, K/128] (row-major or
 M-major), B float8_e4m3fn [N, K] with per-128x128-block scales sb [ceil(N/128), K/128]
 (quantize_fp8_block), bias fp32 or out's dtype [N].
+FP8 rowwise operands: A float8_e4m3fn [..., K] with one scale per token sa [M] or [M, 1], B
+float8_e4m3fn [N, K] with one scale per output channel sb [N] or [N, 1] (both as
+quantize_fp8_per_token_group(x, group_size=K) writes them), K % 16 == 0, N % 8 == 0.
 
 A fused QKV projection is one call with the three weights stacked along N (N = 3 * hidden) and
 q, k, v = out[..., :h], out[..., h:2h], out[..., 2h:] (views, no copy).
@@ -33,6 +38,8 @@ else the sm_90a persistent TMA + wgmma kernel "sm90" (or for other plain GEMMs t
 128x128 scales), "torch" (operands dequantized exactly, a float64 matmul rounded once to fp32, the epilogue in fp32; any
 device; written in Python below, on reference.py) and "cpu" (the C++ backend; what "auto" means on
 the CPU). A forced backend that cannot run a call raises instead of falling back.
+fp8_rowwise_gemm: "auto" runs the sm_90a kernel "sm90" on compute capability 9.0 (builds with
+sm_90a), else "torch"; or one of "sm90", "torch", "cpu".
 """
 
 from typing import Optional, Tuple, Union
@@ -47,6 +54,7 @@ from .lowbit import dequantize_nvfp4
 
 __all__ = [
     "fp8_blockwise_gemm",
+    "fp8_rowwise_gemm",
     "bf16_gemm",
     "fp8_gemm_backend",
     "bf16_gemm_backend",
@@ -119,6 +127,26 @@ def fp8_blockwise_gemm(a: torch.Tensor, a_scales: torch.Tensor, b: torch.Tensor,
     return (out, out_scales) if out.dtype == _F8 else out
 
 
+def fp8_rowwise_gemm(a: torch.Tensor, a_scales: torch.Tensor, b: torch.Tensor, b_scales: torch.Tensor,
+                     bias: Optional[torch.Tensor] = None, out_dtype: torch.dtype = torch.bfloat16,
+                     out: Optional[torch.Tensor] = None, backend: str = "auto", *, epilogue: str = "none",
+                     residual: Optional[torch.Tensor] = None, gate: Optional[torch.Tensor] = None,
+                     out_scales: Optional[torch.Tensor] = None,
+                     scale_layout: str = "mn_major") -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+    """a e4m3 [..., K] (K % 16 == 0), a_scales fp32 [M] or [M, 1] (one per token), b e4m3 [N, K]
+    (N % 8 == 0), b_scales fp32 [N] or [N, 1] (one per output channel), bias fp32 or out's dtype
+    [N] or None -> out [..., N] = (a . b_n) * a_scales[m] * b_scales[n] + bias after the epilogue,
+    in out_dtype (bf16 / fp16), or (q e4m3 [..., N], scales fp32 [M, N/128]) for
+    out_dtype=torch.float8_e4m3fn (or an e4m3 `out` with `out_scales`). epilogue, residual, gate:
+    see the module docstring. backend "auto" | "sm90" | "torch" | "cpu"."""
+    op = "fp8_rowwise_gemm"
+    _check_epilogue(op, epilogue)
+    n = b.shape[0] if b.dim() else 0
+    out, out_scales = _outputs(op, a, n, out_dtype, out, out_scales, scale_layout)
+    ops.fp8_rowwise_gemm(out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residual, gate, backend)
+    return (out, out_scales) if out.dtype == _F8 else out
+
+
 def bf16_gemm(a: torch.Tensor, b: torch.Tensor, bias: Optional[torch.Tensor] = None, *, epilogue: str = "none",
               residual: Optional[torch.Tensor] = None, gate: Optional[torch.Tensor] = None,
               out: Optional[torch.Tensor] = None, out_dtype: Optional[torch.dtype] = None,
@@ -169,12 +197,15 @@ def gemm_config(op: str, a: torch.Tensor, b: torch.Tensor, a_scales: Optional[to
                 b_scales: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
                 out_dtype: torch.dtype = torch.bfloat16, backend: str = "auto", *, epilogue: str = "none",
                 residual: Optional[torch.Tensor] = None, gate: Optional[torch.Tensor] = None) -> dict:
-    """What `op` ("fp8_blockwise_gemm" or "bf16_gemm") would run: {"backend", "bm", "bn",
-    "cluster", "group_m", "sms"} (the tile fields are those of the sm_90a kernel, 0 for other
-    backends; sms 0 = every SM). LTX_KERNELS_GEMM_CONFIG, when set, is taken into account."""
+    """What `op` ("fp8_blockwise_gemm", "fp8_rowwise_gemm" or "bf16_gemm") would run: {"backend",
+    "bm", "bn", "cluster", "group_m", "sms"} (the tile fields are those of the sm_90a kernel, 0 for
+    other backends; sms 0 = every SM). b_scales None: ones of the right shape (the choice does not
+    depend on their values). LTX_KERNELS_GEMM_CONFIG, when set, is taken into account."""
     if op == "fp8_blockwise_gemm" and b_scales is None:
         n, k = (b.shape[0], b.shape[1]) if b.dim() == 2 else (0, 0)
         b_scales = torch.ones(-(-n // 128), k // 128, dtype=torch.float32, device=b.device)
+    if op == "fp8_rowwise_gemm" and b_scales is None:
+        b_scales = torch.ones(b.shape[0] if b.dim() else 0, dtype=torch.float32, device=b.device)
     plan = _plan(op, a, a_scales, b, b_scales, bias, out_dtype, backend, epilogue, residual, gate)
     keys = ("backend", "bm", "bn", "cluster", "group_m", "sms")
     res = dict(zip(keys, (int(v) for v in plan)))
@@ -246,6 +277,8 @@ def _exact(op, out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residu
             y = y + bias.to(f32)
     elif op == "bf16_gemm":
         y = _ref.bf16_gemm(a, b, bias).float()
+    elif op == "fp8_rowwise_gemm":
+        y = _ref.fp8_rowwise_gemm(a, a_scales, b, b_scales, bias).float()
     else:
         if op == "fp6_blockwise_gemm":
             b = _ref.fp6_unpack(b, k)
@@ -288,6 +321,12 @@ def _fake_common(op, out, a, b, k_of_b):
 def _fp8_blockwise_gemm_fake(out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residual, gate, backend):
     torch._check(a.shape[-1] % 128 == 0, lambda: "ltx_kernels.fp8_blockwise_gemm: K must be a multiple of 128")
     _fake_common("fp8_blockwise_gemm", out, a, b, lambda k: k)
+
+
+@register_fake("fp8_rowwise_gemm")
+def _fp8_rowwise_gemm_fake(out, out_scales, a, a_scales, b, b_scales, bias, epilogue, residual, gate, backend):
+    torch._check(a.shape[-1] % 16 == 0, lambda: "ltx_kernels.fp8_rowwise_gemm: K must be a multiple of 16")
+    _fake_common("fp8_rowwise_gemm", out, a, b, lambda k: k)
 
 
 @register_fake("bf16_gemm")

@@ -7,6 +7,12 @@
                       "gated_residual" (forward(x, residual=h, gate=g) returns h + g * linear(x):
                       attention out / feed-forward down), and fp8_output=True (returns (q, scales)
                       per 128 columns, which the next FP8BlockwiseLinear takes as its input).
+  FP8RowwiseLinear    weight e4m3 with one fp32 scale per output channel, activations e4m3 with
+                      one scale per token (both quantize_fp8_per_token_group with group_size =
+                      in_features); fp8_rowwise_gemm (no per-K-block promotion: it runs at the
+                      plain FP8 tensor-core rate) with the epilogues "gelu_tanh" and
+                      "gated_residual". Coarser scales than FP8BlockwiseLinear's: an outlier
+                      anywhere in a token's row (or a weight row) sets the step for the whole row.
   FusedLinear         the same epilogues for bf16 weights (bf16_gemm on the sm_90a kernel; elsewhere
                       F.linear followed by the same math in PyTorch).
   FP6BlockwiseLinear  weight LTX-2 packed FP6 per 128x128 block (quantize_fp6_block, once);
@@ -37,12 +43,13 @@ import torch
 from torch import nn
 
 from .fp8 import _quantize_fp8_per_token_group_composed, quantize_fp8_block, quantize_fp8_per_token_group
-from .gemm import GEMM_EPILOGUES, bf16_gemm, fp6_blockwise_gemm, fp8_blockwise_gemm, scaled_mm_nvfp4
+from .gemm import GEMM_EPILOGUES, bf16_gemm, fp6_blockwise_gemm, fp8_blockwise_gemm, fp8_rowwise_gemm, scaled_mm_nvfp4
 from .lowbit import nvfp4_per_tensor_scale, quantize_fp6_block, quantize_nvfp4
 from .integrations._compile_policy import use_kernel
 
 __all__ = [
     "FP8BlockwiseLinear",
+    "FP8RowwiseLinear",
     "FusedLinear",
     "FP6BlockwiseLinear",
     "NVFP4Linear",
@@ -189,6 +196,63 @@ class FP8BlockwiseLinear(_QuantLinearBase):
         return super().extra_repr() + extra + (", fp8_output=True" if self.fp8_output else "")
 
 
+class FP8RowwiseLinear(_QuantLinearBase):
+    """y = x W^T + b with W e4m3 with one scale per output channel and x e4m3 with one scale per
+    token (quantize_fp8_per_token_group with group_size = in_features: s = amax / 448 over the
+    whole row), followed by the fused epilogue: fp8_rowwise_gemm, where the two scales multiply
+    the fp32 accumulator once, in the epilogue.
+
+    forward(x, residual=None, gate=None, out=None): x [..., in_features] float (quantized here)
+    or a tuple (q e4m3 [..., in_features], scales fp32 [M] or [M, 1]) already quantized per
+    token. epilogue "none" | "gelu_tanh" | "gated_residual" as FP8BlockwiseLinear's (a layer
+    without an epilogue runs the gated residual for a call that passes residual and gate). No
+    fp8_output: the GEMM's FP8 output is scaled per 128 columns, which is what the blockwise
+    layer reads, not this one. Not a subclass of FP8BlockwiseLinear: the fused norms' FP8 output
+    (per 128 columns) cannot feed it."""
+
+    epilogue = "none"
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, epilogue: str = "none") -> "FP8RowwiseLinear":
+        _check_layer_epilogue(epilogue, False)
+        self = cls()
+        self._init_common(linear)
+        q, s = _weight_op(lambda w: quantize_fp8_per_token_group(w, w.shape[1]), linear.weight.detach())
+        self.register_buffer("weight_q", q)
+        self.register_buffer("weight_scales", s)
+        self.epilogue = epilogue
+        return self
+
+    def set_epilogue(self, epilogue: str = "none", fp8_output: bool = False) -> "FP8RowwiseLinear":
+        """Change what forward returns (see the class docstring); returns self."""
+        if fp8_output:
+            raise ValueError("ltx_kernels.FP8RowwiseLinear: no fp8_output (the GEMM's FP8 output is scaled per "
+                             "128 columns; use FP8BlockwiseLinear for FP8 chains)")
+        _check_layer_epilogue(epilogue, False)
+        self.epilogue = epilogue
+        return self
+
+    def _quantize_input(self, x):
+        if isinstance(x, (tuple, list)):
+            return x[0], x[1]
+        k = x.shape[-1]
+        if use_kernel("quantize_fp8_per_token_group", x):
+            return quantize_fp8_per_token_group(x, k, "row")
+        return _quantize_fp8_per_token_group_composed(x, k, "row")
+
+    def forward(self, x, residual=None, gate=None, out=None):
+        q, s = self._quantize_input(x)
+        epilogue = _call_epilogue(type(self).__name__, self.epilogue, False, residual, gate)
+        kw = {"epilogue": epilogue, "out_dtype": self.out_dtype}
+        if epilogue == "gated_residual":
+            kw.update(residual=residual, gate=gate, out=out)
+        y = fp8_rowwise_gemm(q, s, self.weight_q, self.weight_scales, self.bias, **kw)
+        return self._finish(y)
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + ("" if self.epilogue == "none" else f", epilogue={self.epilogue}")
+
+
 class FusedLinear(nn.Module):
     """nn.Linear (bf16 weights kept as they are) with the fused epilogues of FP8BlockwiseLinear:
     epilogue "none" | "gelu_tanh" | "gated_residual" (forward(x, residual, gate[, out])) and
@@ -299,7 +363,10 @@ class NVFP4Linear(_QuantLinearBase):
         return self._finish(y)
 
 
-_LAYERS = {"fp8": FP8BlockwiseLinear, "fp6": FP6BlockwiseLinear, "nvfp4": NVFP4Linear}
+_LAYERS = {"fp8": FP8BlockwiseLinear, "fp8_rowwise": FP8RowwiseLinear, "fp6": FP6BlockwiseLinear,
+           "nvfp4": NVFP4Linear}
+# in_features a multiple of: the scaling block (fp8, fp6), the NVFP4 block, 16 bytes of e4m3 (fp8_rowwise)
+_K_MULTIPLE = {"fp8": 128, "fp8_rowwise": 16, "fp6": 128, "nvfp4": 16}
 # LTX-2's policy: quantize the linears inside the transformer blocks ...
 DEFAULT_INCLUDE = [r"(^|\.)(transformer_blocks|blocks|layers)\."]
 # ... but never gate logits, AdaLN tables, norms, patchify / caption / time-embedding
@@ -327,20 +394,22 @@ def quantize_linears(
     exclude: Pattern = None,
 ) -> List[str]:
     """Replace nn.Linear submodules of `module` in place by FP8BlockwiseLinear (fmt "fp8"),
-    FP6BlockwiseLinear ("fp6") or NVFP4Linear ("nvfp4"); returns the replaced names.
+    FP8RowwiseLinear ("fp8_rowwise"), FP6BlockwiseLinear ("fp6") or NVFP4Linear ("nvfp4"); returns
+    the replaced names.
 
     include / exclude: a regex (re.search on the dotted module name), a list of them, or a
     callable (name, linear) -> bool. None means the defaults DEFAULT_INCLUDE (names containing
     "transformer_blocks.", "blocks." or "layers.") and DEFAULT_EXCLUDE (gates, AdaLN, norms,
     patchify / proj_in / proj_out / caption / time-embedding projections, lm_head); passing a
     value replaces that default (exclude=[] excludes nothing). A linear the kernels cannot take
-    (in_features % 128 != 0 for fp8/fp6, % 16 for nvfp4, or out_features % 8 != 0) is left
-    as is with one log line."""
+    (in_features % 128 != 0 for fp8/fp6, % 16 for fp8_rowwise and nvfp4, or out_features % 8 != 0)
+    is left as is with one log line."""
     if fmt not in _LAYERS:
-        raise ValueError(f"ltx_kernels.quantize_linears: fmt must be 'fp8', 'fp6' or 'nvfp4' (got {fmt!r})")
+        raise ValueError(f"ltx_kernels.quantize_linears: fmt must be 'fp8', 'fp8_rowwise', 'fp6' or 'nvfp4' "
+                         f"(got {fmt!r})")
     inc = _matcher(include, DEFAULT_INCLUDE)
     exc = _matcher(exclude, DEFAULT_EXCLUDE)
-    k_mult = 16 if fmt == "nvfp4" else 128
+    k_mult = _K_MULTIPLE[fmt]
     layer = _LAYERS[fmt]
     todo = []
     for name, child in module.named_modules():

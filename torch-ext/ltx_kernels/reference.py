@@ -583,8 +583,10 @@ def neighborhood_attention(q, k, v, kernel_size, dilation=None, is_causal=None, 
     p = torch.softmax(s.flatten(-3), dim=-1).view(s.shape)
     o = torch.einsum("bthwnace,btahcwend->bthwnd", p, vw_)
     return o.reshape(q.shape)
-# ---- GEMMs, in float64 from the (dequantized) operands (docs/semantics.md, "FP8 block scaling"):
+# ---- GEMMs, in float64 from the (dequantized) operands (docs/semantics.md, "FP8 block scaling",
+# "FP8 rowwise scaling"):
 # FP8 blockwise: out = (decode(A) * sa[m, k // 128]) @ (decode(B) * sb[n // 128, k // 128])^T + bias.
+# FP8 rowwise:   out = (decode(A) @ decode(B)^T) * sa[m] * sb[n] + bias.
 # With dtype=torch.float32 the same formulas are the GEMMs' "torch" backend (ltx_kernels.gemm): each
 # dequantized operand rounded once to fp32 (code value * scale), an fp32 matmul in the BLAS's order,
 # the bias and the epilogue in fp32.
@@ -603,6 +605,22 @@ def fp8_blockwise_gemm(a, a_scales, b, b_scales, bias=None, dtype=torch.float64)
     sb = b_scales.to(dev, dtype).repeat_interleave(128, 0)[:n]
     bd = decode(b).reshape(n, k // 128, 128) * sb.unsqueeze(-1)
     y = ad.reshape(-1, k) @ bd.reshape(n, k).t()
+    if bias is not None:
+        y = y + bias.to(dev, dtype)
+    return y.reshape(*a.shape[:-1], n)
+
+
+def fp8_rowwise_gemm(a, a_scales, b, b_scales, bias=None, dtype=torch.float64) -> torch.Tensor:
+    """a e4m3 [..., K], a_scales [M] or [M, 1], b e4m3 [N, K], b_scales [N] or [N, 1] ->
+    (decode(a) @ decode(b)^T) * a_scales[m] * b_scales[n] + bias, [..., N] in dtype (float64: the
+    oracle; the e4m3 products and their sum over K are exact there, the scales are applied once)."""
+    k = a.shape[-1]
+    n = b.shape[0]
+    dev = a.device
+    table = fp8_decode_table(torch.float8_e4m3fn).to(dev, dtype)
+    ad = table[a.to(dev).view(torch.uint8).long()].reshape(-1, k)
+    bd = table[b.to(dev).view(torch.uint8).long()].reshape(n, k)
+    y = (ad @ bd.t()) * a_scales.to(dev, dtype).reshape(-1, 1) * b_scales.to(dev, dtype).reshape(1, n)
     if bias is not None:
         y = y + bias.to(dev, dtype)
     return y.reshape(*a.shape[:-1], n)

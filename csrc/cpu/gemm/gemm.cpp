@@ -81,7 +81,7 @@ void store_16bit(void* p, int64_t i, double v, OutKind t) {
 // y[i * N + n] (rows m0 .. m0 + mb - 1) = sum + bias, in double.
 void accumulate(const GemmParams& p, int64_t m0, int64_t mb, std::vector<float>& abuf, std::vector<float>& bbuf,
                 std::vector<double>& y) {
-  const bool fp8 = p.operands == Operands::kFp8Blockwise;
+  const bool fp8 = e4m3_operands(p.operands), blockwise = p.operands == Operands::kFp8Blockwise;
   const int64_t N = p.N, K = p.K;
   const int64_t G = (K + kGroup - 1) / kGroup;
   const float* table = e4m3_table();
@@ -98,13 +98,17 @@ void accumulate(const GemmParams& p, int64_t m0, int64_t mb, std::vector<float>&
         for (int64_t g = 0; g < G; ++g) {
           const int64_t len = std::min(kGroup, K - g * kGroup);
           const float dot = dot_block(&abuf[size_t(i * K + g * kGroup)], &bbuf[size_t(j * K + g * kGroup)], len);
-          if (fp8) {
+          if (blockwise) {
             const double sa = p.a_scales[(m0 + i) * p.sa_stride_m + g * p.sa_stride_k];
             const double sb = p.b_scales[((n0 + j) / kGroup) * p.sb_stride_n + g * p.sb_stride_k];
             acc += double(dot) * sa * sb;  // (dot * sa) * sb: the kernels' order
           } else {
             acc += double(dot);
           }
+        }
+        if (p.operands == Operands::kFp8Rowwise) {  // acc * (sa * sb), the scale product in fp32
+          const float s = p.a_scales[(m0 + i) * p.sa_stride_m] * p.b_scales[(n0 + j) * p.sb_stride_n];
+          acc *= double(s);
         }
         y[size_t(i * N + n0 + j)] = acc;
       }

@@ -77,6 +77,8 @@ std::string plain_only(const GemmParams& p, const char* name) {
   if (p.out == OutKind::kFP8) return std::string("the ") + name + " kernel writes bf16 / fp16 only (no FP8 output)";
   if (p.bias && p.bias_is_out_dtype) return std::string("the ") + name + " kernel takes an fp32 bias only";
   if (p.operands == Operands::kBf16) return std::string("the ") + name + " kernel is FP8 only";
+  if (p.operands == Operands::kFp8Rowwise)
+    return std::string("the ") + name + " kernel reads blockwise (1x128 / 128x128) scales, not rowwise ones";
   return "";
 }
 
@@ -108,7 +110,8 @@ std::string cublaslt_why_not(const GemmParams& p, const Device& dev) {
 #if defined(CUDART_VERSION) && CUDART_VERSION >= 12090
   const std::string name = "cuBLASLt's blockwise FP8 GEMM";
   if (dev.cc != 90) return name + " is used on compute capability 9.0 only; this device is " + cc_str(dev.cc);
-  if (p.operands != Operands::kFp8Blockwise) return name + " reads e4m3 operands only";
+  if (p.operands != Operands::kFp8Blockwise)
+    return name + " reads e4m3 operands with 1x128 / 128x128 block scales only";
   if (p.epilogue != Epilogue::kNone) return name + " fuses no epilogue besides the bias";
   if (p.out != OutKind::kBF16) return name + " writes bf16 here (no fp16 or FP8 output)";
   if (p.bias != nullptr && !p.bias_is_out_dtype) return name + " takes a bf16 bias only (got an fp32 one)";
@@ -139,11 +142,11 @@ std::string cublaslt_why_not(const GemmParams& p, const Device& dev) {
 #ifdef LTX_KERNELS_HAS_SM90
 // The sm_90a kernel's argument rules (TMA: 16-byte aligned bases and row strides; 32-bit extents).
 std::string sm90_args_why_not(const GemmParams& p) {
-  const bool fp8 = p.operands == Operands::kFp8Blockwise;
+  const bool fp8 = e4m3_operands(p.operands), rowwise = p.operands == Operands::kFp8Rowwise;
   if (p.operands == Operands::kFp6Blockwise) return "the sm_90a kernel reads e4m3 weights, not packed FP6";
   if (p.M < 1 || p.N < 1 || p.K < 1) return "empty problem";
   if (p.M > kIntMax || p.N > kIntMax || p.K > kIntMax) return "M, N, K must each be < 2^31";
-  if (fp8 && p.K % 128 != 0) return "K must be a multiple of 128";
+  if (fp8 && !rowwise && p.K % 128 != 0) return "K must be a multiple of 128";
   const int64_t in_bytes = fp8 ? 1 : 2;
   if (!aligned16(p.a) || !aligned16(p.b) || (p.lda * in_bytes) % 16 != 0 || (p.ldb * in_bytes) % 16 != 0)
     return "a and b need 16-byte aligned data pointers and row strides (TMA): " + args_str(p);
@@ -153,6 +156,9 @@ std::string sm90_args_why_not(const GemmParams& p) {
     return "out needs a 16-byte aligned data pointer and row stride (TMA): " + args_str(p);
   if (p.bias && !aligned16(p.bias)) return "bias must be 16-byte aligned";
   if (fp8 && (!p.a_scales || !p.b_scales)) return "missing scales";
+  // rowwise: the tile's weight scales are staged by one bulk copy (contiguous, 16-byte aligned)
+  if (rowwise && (p.sb_stride_n != 1 || !aligned16(p.b_scales)))
+    return "the rowwise weight scales need stride 1 and a 16-byte aligned data pointer";
   if (p.out == OutKind::kFP8 && (p.N % 128 != 0 || !p.d_scales)) return "the FP8 output needs N % 128 == 0";
   if (p.epilogue == Epilogue::kGatedResidual) {
     if (p.out == OutKind::kFP8) return "the gated residual writes bf16 / fp16";
@@ -312,6 +318,7 @@ cudaError_t run(Backend be, const GemmParams& p, const Device& dev, void* worksp
     case Backend::kSm90: {
       const TileConfig c = sm90_config(p, dev);
       if (c.bm == 0) return cudaErrorNotSupported;
+      if (p.operands == Operands::kFp8Rowwise) return sm90::run_fp8_rowwise(p, c, dev.sms, stream);
       return p.operands == Operands::kFp8Blockwise ? sm90::run_fp8_1d2d(p, c, dev.sms, stream)
                                                    : sm90::run_bf16(p, c, dev.sms, stream);
     }

@@ -16,6 +16,7 @@ namespace sm90 {
 // arguments (alignment, tensor-map limits); any other error is a launch failure.
 cudaError_t run_fp8_1d2d(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream);
 cudaError_t run_bf16(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream);
+cudaError_t run_fp8_rowwise(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream);
 
 }  // namespace sm90
 }  // namespace gemm

@@ -1,6 +1,7 @@
 // Host side of the sm_90a GEMM kernels (csrc/include/ltx_kernels/gemm/sm90_gemm.cuh): tensor maps,
 // shared-memory plan, persistent grid and cluster launch of one (operands, bm, bn) instantiation.
-// Included by the instantiation files fp8_gemm_1d2d_sm90.cu and bf16_gemm_sm90.cu only.
+// Included by the sm_90a GEMM instantiation files of csrc/cuda/gemm only (FP8 1D2D, bf16, FP8
+// rowwise).
 #pragma once
 
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
@@ -70,10 +71,13 @@ inline int device_smem_optin() {
   return v;
 }
 
-// Launch one instantiation. cudaErrorNotSupported: this configuration cannot take these
-// arguments (the caller reports or falls back); other errors are real failures.
-template <bool kFp8, int BM, int BN>
-cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream) {
+// Launch one instantiation of the recipe kOps. cudaErrorNotSupported: this configuration cannot
+// take these arguments (the caller reports or falls back); other errors are real failures.
+template <Operands kOps, int BM, int BN>
+cudaError_t launch_recipe(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream) {
+  constexpr bool kFp8 = Recipe<kOps>::kE4m3;
+  constexpr bool kPromote = Recipe<kOps>::kPromote;
+  if (g.operands != kOps) return cudaErrorNotSupported;
   const int smem_max = device_smem_optin();
   heuristics::Problem pr;
   pr.ops = g.operands;
@@ -113,12 +117,12 @@ cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cuda
       return cudaErrorNotSupported;
   }
 
-  // FP8: the activation scales by TMA (one bm x 1 box per stage, rows past M zero-filled) when
+  // FP8 1D2D: the activation scales by TMA (one bm x 1 box per stage, rows past M zero-filled) when
   // they are M-major with 16-byte aligned columns, as quantize_fp8_per_token_group's "mn_major"
   // layout stores them; any other layout is copied by the loader's 32 lanes with cp.async.
   const int64_t num_kb = heuristics::cdiv(g.K, kFp8 ? 128 : 64);
   bool sa_tma = false;
-  if (kFp8 && g.sa_stride_m == 1 && (num_kb == 1 || (g.sa_stride_k >= g.M && g.sa_stride_k % 4 == 0)))
+  if (kPromote && g.sa_stride_m == 1 && (num_kb == 1 || (g.sa_stride_k >= g.M && g.sa_stride_k % 4 == 0)))
     sa_tma = encode_2d(&tm_sa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, g.a_scales, uint64_t(g.M), uint64_t(num_kb),
                        num_kb == 1 ? uint64_t(g.M * 4 + 15) / 16 * 16 : uint64_t(g.sa_stride_k) * 4, uint32_t(BM), 1, 0);
 
@@ -153,7 +157,7 @@ cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cuda
   p.ds_sm = g.ds_stride_m;
   p.ds_sg = g.ds_stride_g;
 
-  auto kernel = gemm_kernel<kFp8, BM, BN>;
+  auto kernel = gemm_kernel<kOps, BM, BN>;
   // The kernel's dynamic shared memory limit, raised once per device and size (per_device.h)
   static PerDeviceMax smem_limit;
   if (cudaError_t e = raise_dynamic_smem(smem_limit, kernel, int(L.smem_bytes)); e != cudaSuccess) return e;
@@ -193,6 +197,12 @@ cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cuda
   if (ctas < 1) ctas = 1;
   lc.gridDim = dim3(unsigned(ctas), 1, 1);
   return cudaLaunchKernelEx(&lc, kernel, tm_a, tm_b, tm_d, tm_h, tm_g, tm_sa, p);
+}
+
+// The FP8 1D2D (kFp8) or bf16 recipe.
+template <bool kFp8, int BM, int BN>
+cudaError_t launch(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream) {
+  return launch_recipe<kFp8 ? Operands::kFp8Blockwise : Operands::kBf16, BM, BN>(g, cfg, num_sms, stream);
 }
 
 }  // namespace host

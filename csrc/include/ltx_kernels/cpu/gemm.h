@@ -1,9 +1,11 @@
-// CPU backend of the GEMM family (fp8_blockwise_gemm, bf16_gemm) with every epilogue and output
-// of ltx_kernels/gemm/gemm_params.h. Plain C++, no torch.
+// CPU backend of the GEMM family (fp8_blockwise_gemm, fp8_rowwise_gemm, bf16_gemm) with every
+// epilogue and output of ltx_kernels/gemm/gemm_params.h. Plain C++, no torch.
 //
 // Accumulation:
 //   FP8 (1D2D):  each 128-wide K block's dot product in fp32 (every e4m3 x e4m3 product is exact
 //                in fp32), scaled by sa(m, kb) * sb(n / 128, kb) and summed over the blocks in double;
+//   FP8 rowwise: the same fp32 block dot products of the e4m3 values summed in double over all of
+//                K, times sa(m) * sb(n) (that product rounded to fp32, as the kernel forms it);
 //   bf16:        the same structure without scales: fp32 dot products over 128-wide K blocks
 //                (bf16 x bf16 products are exact in fp32; the last block may be shorter), summed
 //                in double.

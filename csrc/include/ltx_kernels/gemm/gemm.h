@@ -5,9 +5,9 @@
 // Python) and the "cpu" backend live outside the CUDA core: the entry only names them, and
 // execute() answers kTorch where the chain ends in the exact fallback.
 //
-// Backends of fp8_blockwise_gemm / bf16_gemm on a CUDA device:
-//   kSm90         the persistent warp-specialized TMA + wgmma kernel (sm90_gemm.cuh): FP8 1D2D and
-//                 bf16, every epilogue and output; compute capability 9.0, sm_90a builds
+// Backends of fp8_blockwise_gemm / fp8_rowwise_gemm / bf16_gemm on a CUDA device:
+//   kSm90         the persistent warp-specialized TMA + wgmma kernel (sm90_gemm.cuh): FP8 1D2D, FP8
+//                 rowwise and bf16, every epilogue and output; compute capability 9.0, sm_90a builds
 //   kSkinny       few tokens (M <= 64), FP8, plain epilogue, 16-bit out; cc >= 8.9
 //   kSm89         mma.sync FP8 / FP6-weight kernel, plain epilogue, 16-bit out; cc >= 8.9
 //   kSm90Cutlass  the CUTLASS-collective FP8 kernel, plain epilogue, 16-bit out
@@ -18,7 +18,7 @@
 //                 FP4 GEMM (compute capability >= 10.0, CUDA >= 12.8)
 //   kTorch        the exact fallback (fp32 dequantize + matmul + epilogue in fp32), run by the caller
 // "auto" (choose_auto): FP6 weights -> kSm89 if it can, else the FP8 chain on unpacked weights;
-// NVFP4 -> kCublasLt if it can, else kTorch;
+// NVFP4 -> kCublasLt if it can, else kTorch; FP8 rowwise -> kSm90 if it can, else kTorch;
 // cc 9.0 with the sm_90a kernels -> kSkinny when heuristics::prefer_skinny, else kCublasLt when
 // heuristics::prefer_cublaslt and it can run the call, else kSm90Cutlass (heuristics::prefer_cutlass),
 // else kSm90;

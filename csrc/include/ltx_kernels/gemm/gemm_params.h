@@ -1,10 +1,13 @@
-// The GEMM family's core API: one parameter struct for every backend of fp8_blockwise_gemm and
-// bf16_gemm, the epilogue it fuses, and the tile configuration of the sm_90a kernels. No torch,
+// The GEMM family's core API: one parameter struct for every backend of fp8_blockwise_gemm,
+// fp8_rowwise_gemm and bf16_gemm, the epilogue it fuses, and the tile configuration of the sm_90a kernels. No torch,
 // no CUDA device code (host and device compilers both read it).
 //
 //   acc[m, n] = sum_k A[m, k] B[n, k]                               (bf16 x bf16, fp32 accumulation)
 //   acc[m, n] = sum_kb (A[m, kb] . B[n, kb]) * sa(m, kb) * sb(n / 128, kb)   (FP8 1D2D, kb = 128-wide
 //               K blocks; semantics in docs/semantics.md, "FP8 block scaling")
+//   acc[m, n] = (sum_k A[m, k] B[n, k]) * (sa[m] * sb[n])          (FP8 rowwise: one fp32 sum over
+//               the whole K, then the product of the row's and the column's scale, rounded once
+//               to fp32, multiplies it; docs/semantics.md, "FP8 rowwise scaling")
 //   y = acc + bias[n]                                                (fp32; bias fp32 or the out dtype)
 //   epilogue:
 //     kNone           out = y
@@ -38,7 +41,16 @@ enum class GateKind : int { kNone = 0, kPerSample = 1, kPerToken = 2 };
 // A [M, K/2] and B [N, K/2] contiguous bytes of two E2M1 codes (lda = ldb = K / 2), their E4M3
 // block scales in the 128x4 swizzled layout, alpha one fp32 on the device; plain epilogue, fp32
 // bias, 16-bit out. Only cuBLASLt runs it (compute capability >= 10.0).
-enum class Operands : int { kFp8Blockwise = 0, kBf16 = 1, kFp6Blockwise = 2, kNvfp4 = 3 };
+// kFp8Rowwise: e4m3 A and B as for kFp8Blockwise, one fp32 scale per row of A (per token:
+// sa(m) = a_scales[m * sa_stride_m]) and one per row of B (per output channel:
+// sb(n) = b_scales[n * sb_stride_n]); sa_stride_k and sb_stride_k are unused. No K blocking: K
+// is any length the operands' row strides allow.
+enum class Operands : int { kFp8Blockwise = 0, kBf16 = 1, kFp6Blockwise = 2, kNvfp4 = 3, kFp8Rowwise = 4 };
+
+// Whether A and B are e4m3 bytes (else bf16, packed FP6 or NVFP4: see above).
+inline constexpr bool e4m3_operands(Operands ops) {
+  return ops == Operands::kFp8Blockwise || ops == Operands::kFp8Rowwise;
+}
 
 // A tile configuration of the sm_90a kernels (heuristics.h chooses one; LTX_KERNELS_GEMM_CONFIG
 // forces all or part of one). bm x bn output tile per CTA, K step of 128 bytes per pipeline stage
@@ -63,8 +75,9 @@ struct GemmParams {
   int64_t lda = 0;
   const void* b = nullptr;
   int64_t ldb = 0;
-  // FP8 only: sa(m, kb) = a_scales[m * sa_stride_m + kb * sa_stride_k] (any strides: row-major or
+  // FP8 1D2D: sa(m, kb) = a_scales[m * sa_stride_m + kb * sa_stride_k] (any strides: row-major or
   // M-major), sb(nb, kb) = b_scales[nb * sb_stride_n + kb * sb_stride_k], nb = n / 128.
+  // FP8 rowwise: sa(m) = a_scales[m * sa_stride_m], sb(n) = b_scales[n * sb_stride_n].
   const float* a_scales = nullptr;
   int64_t sa_stride_m = 0, sa_stride_k = 0;
   const float* b_scales = nullptr;

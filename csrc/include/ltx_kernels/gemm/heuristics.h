@@ -37,22 +37,39 @@ struct TileShape {
   int bm, bn;
 };
 
-// The compiled sm_90a configurations (csrc/cuda/gemm/fp8_gemm_1d2d_sm90.cu, bf16_gemm_sm90.cu).
-// FP8 keeps two fp32 accumulators per output (the wgmma target and the promoted total), so a
-// 64-row warpgroup slice is at most 192 columns wide (2 x 96 registers) and bm = 256 goes with
-// bn = 128; bf16 keeps one.
+// The compiled sm_90a configurations (csrc/cuda/gemm/fp8_gemm_1d2d_sm90.cu, bf16_gemm_sm90.cu,
+// sm90_fp8_gemm_rowwise.cu). FP8 1D2D keeps two fp32 accumulators per output (the wgmma target and
+// the promoted total), so a 64-row warpgroup slice is at most 192 columns wide (2 x 96 registers)
+// and bm = 256 goes with bn = 128; bf16 keeps one, and so does FP8 rowwise (the bf16 mainloop on
+// e4m3 operands, its scales applied in the epilogue), which therefore has bf16's tile set.
 constexpr TileShape kFp8Tiles[] = {{128, 128}, {128, 144}, {128, 160}, {128, 192},
                                    {256, 128}, {64, 128},  {64, 256}};
 constexpr TileShape kBf16Tiles[] = {{128, 128}, {128, 192}, {128, 256}, {256, 128}, {64, 256}};
+constexpr TileShape kFp8RowwiseTiles[] = {{128, 128}, {128, 192}, {128, 256}, {256, 128}, {64, 256}};
+
+// The compiled tiles of `ops` (*n of them); none for the operands no sm_90a kernel reads.
+inline const TileShape* compiled_tiles(Operands ops, int* n) {
+  switch (ops) {
+    case Operands::kFp8Blockwise:
+      *n = int(sizeof(kFp8Tiles) / sizeof(kFp8Tiles[0]));
+      return kFp8Tiles;
+    case Operands::kFp8Rowwise:
+      *n = int(sizeof(kFp8RowwiseTiles) / sizeof(kFp8RowwiseTiles[0]));
+      return kFp8RowwiseTiles;
+    case Operands::kBf16:
+      *n = int(sizeof(kBf16Tiles) / sizeof(kBf16Tiles[0]));
+      return kBf16Tiles;
+    default:
+      *n = 0;
+      return nullptr;
+  }
+}
 
 inline bool tile_compiled(Operands ops, int bm, int bn) {
-  if (ops == Operands::kFp8Blockwise) {
-    for (const TileShape& t : kFp8Tiles)
-      if (t.bm == bm && t.bn == bn) return true;
-  } else {
-    for (const TileShape& t : kBf16Tiles)
-      if (t.bm == bm && t.bn == bn) return true;
-  }
+  int n = 0;
+  const TileShape* list = compiled_tiles(ops, &n);
+  for (int i = 0; i < n; ++i)
+    if (list[i].bm == bm && list[i].bn == bn) return true;
   return false;
 }
 
@@ -84,7 +101,7 @@ inline bool tile_ok(const Problem& pr, int bm, int bn, int smem_max) { return ti
 
 // Modelled cycles of one SM for the whole problem with (bm, bn) on `sms` SMs.
 inline double tile_cost(const Problem& pr, int bm, int bn, int sms) {
-  const bool fp8 = pr.ops == Operands::kFp8Blockwise;
+  const bool fp8 = e4m3_operands(pr.ops);
   const int64_t tiles = cdiv(pr.M, bm) * cdiv(pr.N, bn);
   const int64_t per_cta = cdiv(tiles, sms > 0 ? sms : 1);
   const int64_t kblocks = cdiv(pr.K, fp8 ? 128 : 64);
@@ -120,9 +137,8 @@ inline TileConfig choose_tile(const Problem& pr, int sms, int smem_max) {
     best.cluster = 2;
     return best;
   }
-  const TileShape* list = pr.ops == Operands::kFp8Blockwise ? kFp8Tiles : kBf16Tiles;
-  const int n = pr.ops == Operands::kFp8Blockwise ? int(sizeof(kFp8Tiles) / sizeof(kFp8Tiles[0]))
-                                                    : int(sizeof(kBf16Tiles) / sizeof(kBf16Tiles[0]));
+  int n = 0;
+  const TileShape* list = compiled_tiles(pr.ops, &n);
   for (int i = 0; i < n; ++i) {
     const int bm = list[i].bm, bn = list[i].bn;
     if (!tile_ok(pr, bm, bn, smem_max)) continue;

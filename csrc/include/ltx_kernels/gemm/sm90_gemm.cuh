@@ -1,8 +1,11 @@
-// Persistent, warp-specialized sm_90a GEMM (TMA + wgmma, raw PTX), one skeleton for two operand
-// recipes: blockwise-scaled FP8 ("1D2D": per-token 1x128 scales on A, per-128x128-block scales on
-// B, fp32 promotion once per 128-wide K block) and bf16 x bf16 (fp32 accumulation). The math and
-// the epilogues are specified in gemm_params.h; the design is summarised in docs/design/gemm.md.
-// Device code only; the launchers are csrc/cuda/gemm/*_sm90.cu.
+// Persistent, warp-specialized sm_90a GEMM (TMA + wgmma, raw PTX), one skeleton for three operand
+// recipes (Recipe below): blockwise-scaled FP8 ("1D2D": per-token 1x128 scales on A, per-128x128-
+// block scales on B, fp32 promotion once per 128-wide K block), bf16 x bf16 (fp32 accumulation),
+// and rowwise-scaled FP8 (the bf16 mainloop on e4m3 operands: the wgmma accumulates across the
+// whole K, and the per-token scale sa[m] and per-channel scale sb[n] multiply the accumulator in
+// the epilogue). The math and the epilogues are specified in gemm_params.h; the design is
+// summarised in docs/design/gemm.md. Device code only; the launchers are the instantiation files
+// of csrc/cuda/gemm (sm90_gemm_host.cuh).
 //
 // Roles (384 threads, one CTA per SM, persistent over the tiles of sm90_plan.h's tile order):
 //   warps 0-7  two consumer warpgroups (setmaxnreg 232). Each owns a 64-row slice of the CTA tile
@@ -21,10 +24,11 @@
 //              (two per consumer warpgroup and K block) read by the consumers themselves from
 //              global memory through the non-coherent cache at the top of each K block, the load
 //              completing under the wgmma that follows.
-//   warp 9     storer: per tile, loads what the epilogue reads (bias slice by a 1-D bulk copy; h and
-//              the gate by TMA into the staging tiles) and, once the consumers have written the
-//              output tile into shared memory, stores it with TMA. The store of tile i overlaps
-//              the mainloop of tile i + 1; the staging tile is reused once the store has read it.
+//   warp 9     storer: per tile, loads what the epilogue reads (bias slice, and for FP8 rowwise the
+//              tile's weight scales sb, by 1-D bulk copies; h and the gate by TMA into the staging
+//              tiles) and, once the consumers have written the output tile into shared memory,
+//              stores it with TMA. The store of tile i overlaps the mainloop of tile i + 1; the
+//              staging tile is reused once the store has read it.
 //   warp 10    loader of B (the per-stage TMA of the B tile, split from warp 8's so that each
 //              loader issues few instructions per stage).
 //   warp 11    idle (it only exists so that the producer side is a whole warpgroup).
@@ -35,7 +39,10 @@
 // released it). Epilogue handshake: "epi" (storer -> consumers: inputs loaded and the staging
 // tile free) and "dfull" (consumers -> storer: tile written).
 //
-// bf16: the wgmma accumulates over the whole K range (see the mainloop for when stages are released).
+// bf16 and FP8 rowwise: the wgmma accumulates over the whole K range (see the mainloop for when
+// stages are released); FP8 rowwise then scales the accumulator by sa[row] * sb[col] in the
+// epilogue, before the bias (sa read from global memory, two rows per thread and 64-row slice;
+// sb from the tile's copy in shared memory).
 //
 // FP8 promotion: per K block, each consumer warpgroup issues 4 wgmma k32 steps into a fresh fp32
 // accumulator, waits, releases the stage, then adds acc * sa[row] * sb[block] into its fp32
@@ -142,7 +149,17 @@ __device__ __forceinline__ void sts16(uint32_t addr, uint16_t v) {
   asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(addr), "h"(v) : "memory");
 }
 
-template <bool kFp8, int BM, int BN>
+// The operand recipe of an instantiation, at compile time.
+template <Operands kOps>
+struct Recipe {
+  static_assert(kOps == Operands::kFp8Blockwise || kOps == Operands::kBf16 || kOps == Operands::kFp8Rowwise,
+                "the sm_90a kernel reads FP8 1D2D, FP8 rowwise or bf16 operands");
+  static constexpr bool kE4m3 = kOps != Operands::kBf16;            // wgmma k32 on e4m3, 128 per stage
+  static constexpr bool kPromote = kOps == Operands::kFp8Blockwise;  // per-K-block scales and promotion
+  static constexpr bool kRowScales = kOps == Operands::kFp8Rowwise;  // sa[m] * sb[n] in the epilogue
+};
+
+template <Operands kOps, int BM, int BN>
 struct Tile {
   static_assert(BM == 64 || BM == 128 || BM == 256, "bm is 64, 128 or 256");
   static constexpr int kWaves = BM == 256 ? 2 : 1;  // 64-row wgmma slices per consumer warpgroup
@@ -151,7 +168,7 @@ struct Tile {
   static constexpr int kSW = out_swizzle_bytes(BN, 2);
   static_assert(kWN % 16 == 0 && kWN >= 16 && kWN <= 256, "wgmma N");
   // a warpgroup's columns touch at most two 128-row scale blocks of B (see the header)
-  static_assert(!kFp8 || kWN <= 128 || kWN == 144 || kWN == 160 || kWN == 192 || kWN == 256,
+  static_assert(!Recipe<kOps>::kPromote || kWN <= 128 || kWN == 144 || kWN == 160 || kWN == 192 || kWN == 256,
                 "FP8: the warpgroup's columns would straddle three scale blocks");
   __device__ __forceinline__ static uint32_t row_off(int wg, int v) {
     return BM == 64 ? 0u : BM == 128 ? uint32_t(64 * wg) : uint32_t(64 * wg + 128 * v);
@@ -192,12 +209,28 @@ __device__ __forceinline__ void promote_dispatch(float (&fin)[N], const float (&
   }
 }
 
+// FP8 rowwise: the activation scale of tile row r (0 past M: such rows are never stored).
+__device__ __forceinline__ float row_scale(const KernelArgs& p, uint32_t m0, uint32_t r) {
+  return m0 + r < p.M ? __ldg(p.sa + int64_t(m0 + r) * p.sa_sm) : 0.f;
+}
+// FP8 rowwise: x * (sa * sb) for the four values (rows r0, r1; columns c, c + 1) of one 8-column
+// accumulator group, sb of the tile's columns from shared memory (sb_base).
+__device__ __forceinline__ void apply_row_scales(float& x0, float& x1, float& x2, float& x3, float sa0, float sa1,
+                                                 uint32_t sb_base, uint32_t c) {
+  const float2 sb = lds_f32x2(sb_base + 4 * c);
+  x0 *= sa0 * sb.x;
+  x1 *= sa0 * sb.y;
+  x2 *= sa1 * sb.x;
+  x3 *= sa1 * sb.y;
+}
+
 // Epilogue of one consumer warpgroup for 16-bit outputs: y = res (+ bias), activation or gated
 // residual, rounded once into the staging tile. kMode: 0 plain, 1 gelu_tanh, 2 gated residual.
-template <bool kFp8, int BM, int BN, int kMode, class Res>
+// FP8 rowwise: res * (sa[row] * sb[col]) first (apply_row_scales).
+template <Operands kOps, int BM, int BN, int kMode, class Res>
 __device__ __forceinline__ void epilogue16(const KernelArgs& p, const Res& res, uint32_t sbase, int wg, int wl, int lane,
                                            uint32_t m0) {
-  using T = Tile<kFp8, BM, BN>;
+  using T = Tile<kOps, BM, BN>;
   const int g = lane >> 2, t4 = lane & 3;
   const bool fp16 = p.out == int(OutKind::kFP16);
   const bool has_bias = p.bias != nullptr;
@@ -212,10 +245,16 @@ __device__ __forceinline__ void epilogue16(const KernelArgs& p, const Res& res, 
       gr0 = (m0 + rl0) / p.tokens_per_sample - s_first;
       gr1 = (m0 + rl1) / p.tokens_per_sample - s_first;
     }
+    float sa0 = 0.f, sa1 = 0.f;
+    if constexpr (Recipe<kOps>::kRowScales) {
+      sa0 = row_scale(p, m0, rl0);
+      sa1 = row_scale(p, m0, rl1);
+    }
 #pragma unroll
     for (int j = 0; j < T::kAcc / 4; ++j) {
       const uint32_t c = T::col_off(wg) + 8 * j + 2 * t4;
       float x0 = res[v][4 * j], x1 = res[v][4 * j + 1], x2 = res[v][4 * j + 2], x3 = res[v][4 * j + 3];
+      if constexpr (Recipe<kOps>::kRowScales) apply_row_scales(x0, x1, x2, x3, sa0, sa1, sbase + p.L.off_sfa, c);
       if (has_bias) {
         const float2 b = p.bias_16bit ? unpack2(lds32(bias_base + 2 * c), fp16) : lds_f32x2(bias_base + 4 * c);
         x0 += b.x;
@@ -249,11 +288,12 @@ __device__ __forceinline__ void epilogue16(const KernelArgs& p, const Res& res, 
 // Epilogue for the FP8 output: y = res (+ bias) (gelu_tanh when kGelu), then per row and 128
 // columns s = amax / 448, q = e4m3(y / s) exactly as quantize_fp8_per_token_group computes it
 // (common/fp8_util.h); q into the staging tile, s straight to global memory. A row's 128 columns
-// of one group are spread over the 4 lanes of a quad (32 values each).
-template <bool kFp8, int BM, int BN, bool kGelu, class Res>
+// of one group are spread over the 4 lanes of a quad (32 values each). FP8 rowwise: res * (sa[row] *
+// sb[col]) first, as in epilogue16.
+template <Operands kOps, int BM, int BN, bool kGelu, class Res>
 __device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint32_t sbase, int wg, int wl, int lane,
                                              uint32_t m0, uint32_t n0) {
-  using T = Tile<kFp8, BM, BN>;
+  using T = Tile<kOps, BM, BN>;
   static_assert(T::kWN % 128 == 0, "FP8 output: whole 128-column groups per warpgroup");
   const int g = lane >> 2, t4 = lane & 3;
   const bool has_bias = p.bias != nullptr;
@@ -262,6 +302,11 @@ __device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint
 #pragma unroll
   for (int v = 0; v < T::kWaves; ++v) {
     const uint32_t rl0 = T::row_off(wg, v) + 16 * wl + g, rl1 = rl0 + 8;
+    float sa0 = 0.f, sa1 = 0.f;
+    if constexpr (Recipe<kOps>::kRowScales) {
+      sa0 = row_scale(p, m0, rl0);
+      sa1 = row_scale(p, m0, rl1);
+    }
 #pragma unroll
     for (int q = 0; q < T::kWN / 128; ++q) {
       float a0 = 0.f, a1 = 0.f;
@@ -270,6 +315,7 @@ __device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint
         const int j = 16 * q + jj;
         const uint32_t c = T::col_off(wg) + 8 * j + 2 * t4;
         float x0 = res[v][4 * j], x1 = res[v][4 * j + 1], x2 = res[v][4 * j + 2], x3 = res[v][4 * j + 3];
+        if constexpr (Recipe<kOps>::kRowScales) apply_row_scales(x0, x1, x2, x3, sa0, sa1, sbase + p.L.off_sfa, c);
         if (has_bias) {
           const float2 b = p.bias_16bit ? unpack2(lds32(bias_base + 2 * c), fp16) : lds_f32x2(bias_base + 4 * c);
           x0 += b.x;
@@ -326,15 +372,16 @@ __device__ __forceinline__ void epilogue_fp8(const KernelArgs& p, Res& res, uint
 // the next K block's group runs: a stage is released one K block later; a stage's descriptors are
 // stage 0's plus an offset. Instructions per warp from a K block's drain to the next wgmma issue
 // (FP8, ptxas of nvcc 13.0): 125 at 128x192 (96 of them the promotion's FFMAs), 86 at 128x128.
-template <bool kFp8, int BM, int BN>
+template <Operands kOps, int BM, int BN>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tm_a, const __grid_constant__ CUtensorMap tm_b,
                 const __grid_constant__ CUtensorMap tm_d, const __grid_constant__ CUtensorMap tm_h,
                 const __grid_constant__ CUtensorMap tm_g, const __grid_constant__ CUtensorMap tm_sa,
                 const __grid_constant__ KernelArgs p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = Tile<kFp8, BM, BN>;
-  using Mma = std::conditional_t<kFp8, WgmmaE4m3<T::kWN>, WgmmaBf16<T::kWN>>;
+  using T = Tile<kOps, BM, BN>;
+  using R = Recipe<kOps>;
+  using Mma = std::conditional_t<R::kE4m3, WgmmaE4m3<T::kWN>, WgmmaBf16<T::kWN>>;
   constexpr uint32_t kAStage = uint32_t(BM) * kStageK, kBStage = uint32_t(BN) * kStageK;
   constexpr uint32_t kBHalf = kBStage / 2;
 
@@ -353,7 +400,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (tid == 0) {
     for (uint32_t s = 0; s < S; ++s) {
       // the two loaders' expect_tx arrivals (+ 32 lanes' cp.async arrivals when sa goes by cp.async)
-      ptx::mbar_init(full_bar(s), kFp8 && !p.sa_tma ? 34u : 2u);
+      ptx::mbar_init(full_bar(s), R::kPromote && !p.sa_tma ? 34u : 2u);
       ptx::mbar_init(empty_bar(s), uint32_t(kConsumerWarps) * p.cluster);
     }
     ptx::mbar_init(epi_bar, 1);
@@ -364,7 +411,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::prefetch_tensormap(&tm_a);
     ptx::prefetch_tensormap(&tm_b);
     ptx::prefetch_tensormap(&tm_d);
-    if (kFp8 && p.sa_tma) ptx::prefetch_tensormap(&tm_sa);
+    if (R::kPromote && p.sa_tma) ptx::prefetch_tensormap(&tm_sa);
   }
   if (pairs) {
     ptx::cluster_sync();
@@ -377,10 +424,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (warp == kConsumerWarps || warp == kConsumerWarps + 2) {
       // ---------------- loaders: warp 8 A (and sa), warp 10 B ----------------
       const bool b_loader = warp == kConsumerWarps + 2;
-      const bool sa_async = kFp8 && !p.sa_tma && !b_loader;  // all 32 lanes copy sa; else lane 0 alone works
+      const bool sa_async = R::kPromote && !p.sa_tma && !b_loader;  // all 32 lanes copy sa; else lane 0 alone works
       if (sa_async || lane == 0) {
-        constexpr uint32_t kSaBytes = kFp8 ? uint32_t(BM) * 4u : 0u;
-        const uint32_t tx_bytes = b_loader ? kBStage : kAStage + (kFp8 && p.sa_tma ? kSaBytes : 0u);
+        constexpr uint32_t kSaBytes = R::kPromote ? uint32_t(BM) * 4u : 0u;
+        const uint32_t tx_bytes = b_loader ? kBStage : kAStage + (R::kPromote && p.sa_tma ? kSaBytes : 0u);
         uint32_t stage = 0, phase = 0;
         for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x) {
           const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
@@ -408,7 +455,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             if (lane == 0) {
               ptx::mbar_arrive_expect_tx(fb, tx_bytes);
-              const int32_t kx = int32_t(kb * (kFp8 ? 128u : 64u));
+              const int32_t kx = int32_t(kb * (R::kE4m3 ? 128u : 64u));
               if (b_loader) {
                 const uint32_t b_dst = sbase + L.off_b + stage * kBStage;
                 if (pairs && tc.mcast) {
@@ -420,7 +467,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
               } else {
                 ptx::tma_load_2d(sbase + L.off_a + stage * kAStage, &tm_a, fb, kx, m0);
-                if (kFp8 && p.sa_tma)
+                if (R::kPromote && p.sa_tma)
                   ptx::tma_load_2d(sbase + L.off_sfa + stage * kSaBytes, &tm_sa, fb, m0, int32_t(kb));
               }
             }
@@ -464,11 +511,13 @@ __global__ void __launch_bounds__(kThreads, 1)
             g_loads = (s_last - s_first) / 8u + 1u;
           }
           uint32_t bytes = bias_bytes;
+          if constexpr (R::kRowScales) bytes += nvalid * 4u;  // the tile's weight scales
           if (gated) bytes += chunks * L.d_chunk + (per_token ? chunks * L.d_chunk : g_loads * chunks * 8u * sw);
           ptx::mbar_arrive_expect_tx(epi_bar, bytes);
           if (bias_bytes)
             ptx::bulk_load(sbase + L.off_bias,
                            static_cast<const uint8_t*>(p.bias) + uint64_t(n0) * bias_elem, bias_bytes, epi_bar);
+          if constexpr (R::kRowScales) ptx::bulk_load(sbase + L.off_sfa, p.sb + n0, nvalid * 4u, epi_bar);
           if (gated) {
             for (uint32_t c = 0; c < chunks; ++c) {
               const int32_t x = int32_t(n0 + c * chunk_cols);
@@ -498,7 +547,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     // ---------------- consumers ----------------
     ptx::reg_alloc<kConsumerRegs>();
-    const int wg = kFp8 ? __shfl_sync(0xffffffffu, warp >> 2, 0) : warp >> 2;
+    const int wg = R::kPromote ? __shfl_sync(0xffffffffu, warp >> 2, 0) : warp >> 2;
     const int wl = warp & 3, g = lane >> 2;
     const uint32_t a_base = sbase + L.off_a + T::row_off(wg, 0) * kStageK;
     const uint32_t b_base = sbase + L.off_b + T::col_off(wg) * kStageK;
@@ -520,7 +569,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
       };
-      if constexpr (kFp8) {
+      if constexpr (R::kPromote) {
         // every slice of this tile shape lies inside one 128-column scale block of B
         constexpr bool kOneBlock = BN % 128 == 0 && T::kWN <= 128 && 128 % T::kWN == 0;
         // slice starts (n0 + col_off) are multiples of gcd(BN, kWN, 128) columns modulo 128
@@ -596,11 +645,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         release(held);  // the tile's last K block
       } else {
-        // bf16: accumulate across the whole K range. With >= 4 stages one wgmma group stays in
-        // flight (the stage of the previous K block is released once its group has completed);
-        // with fewer, each stage is released as soon as its own group completes, so that the
-        // loader keeps S - 1 stages of lookahead (the two warpgroups' groups interleave on the
-        // tensor cores, which hides the wait).
+        // bf16 and FP8 rowwise: accumulate across the whole K range. With >= 4 stages one wgmma
+        // group stays in flight (the stage of the previous K block is released once its group has
+        // completed); with fewer, each stage is released as soon as its own group completes, so
+        // that the loader keeps S - 1 stages of lookahead (the two warpgroups' groups interleave
+        // on the tensor cores, which hides the wait).
         const bool pipelined = S >= 4;
         uint32_t prev = 0;
         for (uint32_t kb = 0; kb < p.num_kb; ++kb) {
@@ -643,17 +692,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (p.out == int(OutKind::kFP8)) {
         if constexpr (T::kWN % 128 == 0) {
           if (p.epi == int(Epilogue::kGeluTanh)) {
-            epilogue_fp8<kFp8, BM, BN, true>(p, fin, sbase, wg, wl, lane, m0, n0);
+            epilogue_fp8<kOps, BM, BN, true>(p, fin, sbase, wg, wl, lane, m0, n0);
           } else {
-            epilogue_fp8<kFp8, BM, BN, false>(p, fin, sbase, wg, wl, lane, m0, n0);
+            epilogue_fp8<kOps, BM, BN, false>(p, fin, sbase, wg, wl, lane, m0, n0);
           }
         }
       } else if (p.epi == int(Epilogue::kGeluTanh)) {
-        epilogue16<kFp8, BM, BN, 1>(p, fin, sbase, wg, wl, lane, m0);
+        epilogue16<kOps, BM, BN, 1>(p, fin, sbase, wg, wl, lane, m0);
       } else if (p.epi == int(Epilogue::kGatedResidual)) {
-        epilogue16<kFp8, BM, BN, 2>(p, fin, sbase, wg, wl, lane, m0);
+        epilogue16<kOps, BM, BN, 2>(p, fin, sbase, wg, wl, lane, m0);
       } else {
-        epilogue16<kFp8, BM, BN, 0>(p, fin, sbase, wg, wl, lane, m0);
+        epilogue16<kOps, BM, BN, 0>(p, fin, sbase, wg, wl, lane, m0);
       }
       ptx::fence_proxy_async_smem();
       __syncwarp();

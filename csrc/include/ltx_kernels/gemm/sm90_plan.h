@@ -61,6 +61,8 @@ struct Sm90Layout {
   int d_sw = 0;       // swizzle bytes of the D / h / gate staging tiles
   int g_rows = 0;     // rows of the gate staging tile (0: no gate buffer)
   uint32_t d_chunk = 0, g_chunk = 0;  // bytes per column chunk (d_sw bytes wide) of D and gate
+  // off_sfa: the scales staged in shared memory: FP8 1D2D the bm activation scales of each stage,
+  // FP8 rowwise the bn weight scales of the tile (loaded with the bias); none for bf16
   uint32_t off_a = 0, off_b = 0, off_d = 0, off_g = 0, off_sfa = 0, off_bias = 0, off_bar = 0;
   uint32_t smem_bytes = 0;  // dynamic shared memory to request (plan + 1024 bytes of alignment slack)
 };
@@ -93,8 +95,10 @@ LTX_GEMM_HD Sm90Layout plan_layout(Operands ops, int bm, int bn, OutKind out, Ga
   const uint32_t g_bytes = L.g_chunk * uint32_t(bn * 2 / L.d_sw);
   const uint32_t a_stage = uint32_t(bm) * kStageK, b_stage = uint32_t(bn) * kStageK;
   const uint32_t sfa_stage = fp8 ? uint32_t(bm) * 4 : 0;  // sa of the bm rows (sb is read from global)
+  // rowwise: the tile's bn weight scales, once per tile (sa is read from global in the epilogue)
+  const uint32_t sb_tile = ops == Operands::kFp8Rowwise ? align_up(uint32_t(bn) * 4, 16) : 0;
   const uint32_t per_stage = a_stage + b_stage + sfa_stage + 16;  // + two barriers
-  const uint32_t fixed = d_bytes + g_bytes + align_up(uint32_t(bn) * 4, 16) + 16 + 1024;
+  const uint32_t fixed = d_bytes + g_bytes + sb_tile + align_up(uint32_t(bn) * 4, 16) + 16 + 1024;
   int s = smem_max > int(fixed) ? int((uint32_t(smem_max) - fixed) / per_stage) : 0;
   if (s > kMaxStages) s = kMaxStages;
   if (max_stages > 0 && s > max_stages) s = max_stages;
@@ -110,7 +114,7 @@ LTX_GEMM_HD Sm90Layout plan_layout(Operands ops, int bm, int bn, OutKind out, Ga
   L.off_g = o;
   o += g_bytes;
   L.off_sfa = o;
-  o += uint32_t(s) * sfa_stage;
+  o += uint32_t(s) * sfa_stage + sb_tile;
   L.off_bias = o;
   o += align_up(uint32_t(bn) * 4, 16);
   L.off_bar = o;

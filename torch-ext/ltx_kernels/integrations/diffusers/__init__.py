@@ -30,9 +30,10 @@ carries hooks gets the fused forward beneath them, so a cache still skips it and
 `disable_cache()` leaves it fused; norm weights the fused kernels read directly are read through
 the norm's own hooks (leaf-level offloading). Quantizing a model that already carries layerwise
 casting or group offloading hooks is refused (ValueError): quantize first.
-Applying `optimize` twice is harmless. With `quantization="fp8" | "fp6" | "nvfp4"` the linears
-inside the transformer blocks are replaced by `ltx_kernels.quantization.quantize_linears`
-(LTX-2's policy); where a fused norm feeds FP8 linears directly (to_q/to_k/to_v after norm1 +
+Applying `optimize` twice is harmless. With `quantization="fp8" | "fp8_rowwise" | "fp6" |
+"nvfp4"` the linears inside the transformer blocks are replaced by
+`ltx_kernels.quantization.quantize_linears` (LTX-2's policy); where a fused norm feeds blockwise
+FP8 linears ("fp8") directly (to_q/to_k/to_v after norm1 +
 AdaLN, the feed-forward's first projection after norm2/norm3) the norm emits the FP8 codes and
 scales itself (`out_dtype=torch.float8_e4m3fn`) when this build supports it.
 
@@ -97,8 +98,8 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
         )
     if quantization is not None and quantization not in FORMATS:
         raise ValueError(
-            "ltx_kernels.integrations.diffusers.optimize: quantization must be None, 'fp8', 'fp6' "
-            f"or 'nvfp4' (got {quantization!r})"
+            "ltx_kernels.integrations.diffusers.optimize: quantization must be None, 'fp8', 'fp8_rowwise', "
+            f"'fp6' or 'nvfp4' (got {quantization!r})"
         )
     transformer = find_transformer(model_or_pipeline)
     if transformer is None:

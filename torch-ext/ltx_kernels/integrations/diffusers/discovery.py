@@ -6,7 +6,7 @@ import torch
 from ._common import PATCHED, logger
 from .hooks import check_quantization_compatible, install_forward
 
-FORMATS = ("fp8", "fp6", "nvfp4")
+FORMATS = ("fp8", "fp8_rowwise", "fp6", "nvfp4")
 TRANSFORMERS = ("LTXVideoTransformer3DModel", "LTX2VideoTransformer3DModel")
 
 
