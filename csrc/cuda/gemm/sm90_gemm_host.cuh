@@ -1,6 +1,6 @@
 // Host side of the sm_90a GEMM kernels (csrc/include/ltx_kernels/gemm/sm90_gemm.cuh): tensor maps,
 // shared-memory plan, persistent grid and cluster launch of one (operands, bm, bn) instantiation.
-// Included by the instantiation files fp8_gemm_1d2d_sm90.cu and bf16_gemm_sm90.cu only.
+// Included by the instantiation files sm90_fp8_gemm_1d2d.cu and sm90_bf16_gemm.cu only.
 #pragma once
 
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled

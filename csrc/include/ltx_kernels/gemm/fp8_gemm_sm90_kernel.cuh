@@ -1,5 +1,5 @@
 // sm_90a blockwise FP8 GEMM: one CUTLASS 3.x kernel definition, parameterised by tile, cluster,
-// schedule, output dtype and tile scheduler; included only by csrc/cuda/gemm/fp8_gemm_*_sm90.cu
+// schedule, output dtype and tile scheduler; included only by csrc/cuda/gemm/sm90_fp8_gemm_cutlass_*.cu
 // (each instantiates one or two of these, so the builds run in parallel and rebuild alone).
 //
 //   D[m, n] = sum_kb (A_kb . B_kb^T)[m, n] * sa(m, kb) * sb(n/128, kb) + bias[n]     (fp32 accum)

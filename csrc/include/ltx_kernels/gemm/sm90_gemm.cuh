@@ -2,7 +2,7 @@
 // recipes: blockwise-scaled FP8 ("1D2D": per-token 1x128 scales on A, per-128x128-block scales on
 // B, fp32 promotion once per 128-wide K block) and bf16 x bf16 (fp32 accumulation). The math and
 // the epilogues are specified in gemm_params.h; the design is summarised in docs/design/gemm.md.
-// Device code only; the launchers are csrc/cuda/gemm/*_sm90.cu.
+// Device code only; the launchers are csrc/cuda/gemm/sm90_*.cu.
 //
 // Roles (384 threads, one CTA per SM, persistent over the tiles of sm90_plan.h's tile order):
 //   warps 0-7  two consumer warpgroups (setmaxnreg 232). Each owns a 64-row slice of the CTA tile

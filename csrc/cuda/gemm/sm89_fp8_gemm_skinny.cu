@@ -1,6 +1,6 @@
 // Few-token blockwise FP8 GEMM (M <= 64) on mma.sync: host side (support check, split-K choice,
 // workspace, launch). Kernel and design: ltx_kernels/gemm/fp8_gemm_skinny.cuh. Compiled for every
-// target >= 8.9 (CMake: csrc/cuda/*/*_sm89.cu).
+// target >= 8.9 (CMake: csrc/cuda/*/sm89_*.cu).
 //
 // Split-K choice: the grid has ceil(N/64) row tiles; when they fill fewer than the SMs' CTA slots
 // (occupancy x SMs), K is split into SK pieces (at most one per two K steps of 2 x 128), so that

@@ -6,10 +6,10 @@
 // csrc/include/ltx_kernels/gemm/fp8_gemm_sm90_kernel.cuh, one configuration per file:
 //
 //   name        tile (MxNxK)  cluster  schedule     scheduler     out         file
-//   t128x128    128x128x128   1x1x1    cooperative  persistent    bf16, fp16  fp8_gemm_t128x128_sm90.cu
-//   t64x128      64x128x128   1x1x1    ping-pong    persistent    bf16, fp16  fp8_gemm_t64x128_sm90.cu
-//   t128x128sk  128x128x128   1x1x1    cooperative  stream-K      bf16        fp8_gemm_t128x128sk_sm90.cu
-//   t128x128rs  128x128x128   1x1x1    cooperative  persistent    bf16        fp8_gemm_t128x128rs_sm90.cu
+//   t128x128    128x128x128   1x1x1    cooperative  persistent    bf16, fp16  sm90_fp8_gemm_cutlass_t128x128.cu
+//   t64x128      64x128x128   1x1x1    ping-pong    persistent    bf16, fp16  sm90_fp8_gemm_cutlass_t64x128.cu
+//   t128x128sk  128x128x128   1x1x1    cooperative  stream-K      bf16        sm90_fp8_gemm_cutlass_t128x128sk.cu
+//   t128x128rs  128x128x128   1x1x1    cooperative  persistent    bf16        sm90_fp8_gemm_cutlass_t128x128rs.cu
 // All but t128x128rs read M-major sa with TMA; t128x128rs takes row-major sa (cp.async).
 //
 // Why these: the blockwise mainloop keeps two fp32 accumulators per thread (the wgmma target and
@@ -29,7 +29,7 @@
 //   - otherwise t128x128, unless the 64-row tiles fill their last wave markedly better (wave
 //     efficiency + 0.15: the 64-row tile runs wgmma at lower efficiency).
 //   row-major sa (not M-major): t128x128rs whatever the shape (bf16 only).
-// Not built, the next levers to measure (each one more *_sm90.cu file): a 2x1x1 cluster with B
+// Not built, the next levers to measure (each one more sm90_fp8_gemm_cutlass_*.cu file): a 2x1x1 cluster with B
 // multicast for the largest M*N, stream-K for the tail wave at large M (t128x128sk already is
 // one: force it to measure), 64x128 tiles with a 2x1 cluster for mid M.
 //

@@ -1,6 +1,6 @@
 // sm_89+ mma.sync blockwise FP8 GEMM and its FP6-weight variant: host side (support checks, tile
 // and pipeline-depth choice, launch). Kernels: ltx_kernels/gemm/fp8_gemm_sm89.cuh. Compiled for
-// every target >= 8.9 (CMake: csrc/cuda/*/*_sm89.cu).
+// every target >= 8.9 (CMake: csrc/cuda/*/sm89_*.cu).
 //
 // Configurations (dynamic shared memory per CTA, 256 threads):
 //   fp8, BM=128, 3 stages: 3 * (16 + 16) KB = 96 KB      (fits Ada/sm_120's 99 KB opt-in)
