@@ -1,5 +1,5 @@
 // sm_89+ mma.sync blockwise FP8 GEMM and its FP6-weight variant: host side (support checks, tile
-// and pipeline-depth choice, launch). Kernels: ltx_kernels/gemm/fp8_gemm_sm89.cuh. Compiled for
+// and pipeline-depth choice, launch). Kernels: ltx_kernels/gemm/sm89_fp8_gemm.cuh. Compiled for
 // every target >= 8.9 (CMake: csrc/cuda/*/sm89_*.cu).
 //
 // Configurations (dynamic shared memory per CTA, 256 threads):
@@ -11,7 +11,7 @@
 // BM=64 is used when M <= 64 or when 128-row tiles would leave most SMs idle.
 #include "ltx_kernels/common/device.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
-#include "ltx_kernels/gemm/fp8_gemm_sm89.cuh"
+#include "ltx_kernels/gemm/sm89_fp8_gemm.cuh"
 
 #include <climits>
 

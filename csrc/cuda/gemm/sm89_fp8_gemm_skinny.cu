@@ -1,5 +1,5 @@
 // Few-token blockwise FP8 GEMM (M <= 64) on mma.sync: host side (support check, split-K choice,
-// workspace, launch). Kernel and design: ltx_kernels/gemm/fp8_gemm_skinny.cuh. Compiled for every
+// workspace, launch). Kernel and design: ltx_kernels/gemm/sm89_fp8_gemm_skinny.cuh. Compiled for every
 // target >= 8.9 (CMake: csrc/cuda/*/sm89_*.cu).
 //
 // Split-K choice: the grid has ceil(N/64) row tiles; when they fill fewer than the SMs' CTA slots
@@ -16,7 +16,7 @@
 #include "ltx_kernels/common/dev_config.h"
 #include "ltx_kernels/common/device.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
-#include "ltx_kernels/gemm/fp8_gemm_skinny.cuh"
+#include "ltx_kernels/gemm/sm89_fp8_gemm_skinny.cuh"
 #include "ltx_kernels/gemm/gemm_host.h"
 
 namespace ltx_kernels {

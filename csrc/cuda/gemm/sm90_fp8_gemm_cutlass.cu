@@ -3,7 +3,7 @@
 // picks it. Argument checks, its tile heuristic and dispatch. The kernels are CUTLASS 3.x warp-specialized TMA + wgmma
 // kernels with CUTLASS's blockwise-scaling FP8 mainloop (software promotion every 128-wide K
 // block, DeepGEMM's 1D2D recipe) and a fused fp32 per-column bias epilogue; the definition is in
-// csrc/include/ltx_kernels/gemm/fp8_gemm_sm90_kernel.cuh, one configuration per file:
+// csrc/include/ltx_kernels/gemm/sm90_fp8_gemm_cutlass.cuh, one configuration per file:
 //
 //   name        tile (MxNxK)  cluster  schedule     scheduler     out         file
 //   t128x128    128x128x128   1x1x1    cooperative  persistent    bf16, fp16  sm90_fp8_gemm_cutlass_t128x128.cu
@@ -61,7 +61,7 @@
 #include "cutlass/arch/config.h"
 #include "ltx_kernels/common/dev_config.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
-#include "ltx_kernels/gemm/fp8_gemm_sm90_configs.cuh"
+#include "ltx_kernels/gemm/sm90_fp8_gemm_cutlass_configs.cuh"
 #include "ltx_kernels/gemm/gemm_host.h"
 
 namespace ltx_kernels {

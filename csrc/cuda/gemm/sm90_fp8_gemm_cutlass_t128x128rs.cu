@@ -4,7 +4,7 @@
 // K-major scales with TMA, so its producer warp fetches them with predicated 4-byte cp.async (128
 // scattered 4-byte loads per K tile, hidden behind the stage pipeline). bf16 output only; the
 // M-major layout (LTX-2 / DeepGEMM) remains the fast path.
-#include "ltx_kernels/gemm/fp8_gemm_sm90_kernel.cuh"
+#include "ltx_kernels/gemm/sm90_fp8_gemm_cutlass.cuh"
 
 #if defined(LTX_SM90_GEMM_AVAILABLE)
 namespace ltx_kernels {

@@ -3,7 +3,7 @@
 // are SMs (decode-like M with N = 2048..8192), the K loop of each tile is split over several SMs
 // and the fp32 partial tiles are reduced through the workspace (deterministic reduction), so the
 // weight read (the whole cost at small M) is spread over all SMs. bf16 output only.
-#include "ltx_kernels/gemm/fp8_gemm_sm90_kernel.cuh"
+#include "ltx_kernels/gemm/sm90_fp8_gemm_cutlass.cuh"
 
 #if defined(LTX_SM90_GEMM_AVAILABLE)
 namespace ltx_kernels {

@@ -2,7 +2,7 @@
 // warp specialization (each of the 2 consumer WGs owns a whole 64x128 tile; while one runs its
 // mainloop the other runs its epilogue), persistent scheduler. For M <= 64 (no wasted half tile)
 // and for mid-size problems whose 128x128 tile count leaves most SMs idle. bf16 and fp16 output.
-#include "ltx_kernels/gemm/fp8_gemm_sm90_kernel.cuh"
+#include "ltx_kernels/gemm/sm90_fp8_gemm_cutlass.cuh"
 
 #if defined(LTX_SM90_GEMM_AVAILABLE)
 namespace ltx_kernels {

@@ -29,7 +29,7 @@
 #include <cuda_runtime.h>
 
 #include "ltx_kernels/gemm/fp8_gemm.h"
-#include "ltx_kernels/gemm/fp8_gemm_sm90_configs.cuh"
+#include "ltx_kernels/gemm/sm90_fp8_gemm_cutlass_configs.cuh"
 
 #include "cutlass/cutlass.h"
 #include "cutlass/numeric_types.h"

@@ -1,7 +1,7 @@
 // sm_90a blockwise FP8 GEMM: the list of compiled tile configurations and their entry points.
 // No CUTLASS here (the dispatcher in csrc/cuda/gemm/sm90_fp8_gemm_cutlass.cu includes only this header, so
 // it compiles in seconds); each configuration lives in its own csrc/cuda/gemm/sm90_fp8_gemm_cutlass_<cfg>.cu
-// built from the template in fp8_gemm_sm90_kernel.cuh.
+// built from the template in sm90_fp8_gemm_cutlass.cuh.
 #pragma once
 
 #include <cstddef>
