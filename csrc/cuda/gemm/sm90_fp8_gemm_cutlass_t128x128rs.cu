@@ -6,17 +6,4 @@
 // M-major layout (LTX-2 / DeepGEMM) remains the fast path.
 #include "ltx_kernels/gemm/sm90_fp8_gemm_cutlass.cuh"
 
-#if defined(LTX_SM90_GEMM_AVAILABLE)
-namespace ltx_kernels {
-namespace gemm {
-namespace sm90_cutlass {
-using T128x128RSTile = cute::Shape<cute::_128, cute::_128, cute::_128>;
-using T128x128RSCluster = cute::Shape<cute::_1, cute::_1, cute::_1>;
-using T128x128RSBf16 = BlockwiseGemm<T128x128RSTile, T128x128RSCluster, CoopSchedule, CoopEpilogue, cutlass::bfloat16_t,
-                                     void, /*kRowMajorSA=*/true>;
-}  // namespace sm90_cutlass
-}  // namespace gemm
-}  // namespace ltx_kernels
-#endif
-
-LTX_SM90_GEMM_DEFINE(t128x128rs, T128x128RSBf16, void)
+LTX_SM90_GEMM_DEFINE(t128x128rs, 128, Coop, void, /*row-major sa=*/true, /*fp16 out=*/false)

@@ -5,17 +5,5 @@
 // weight read (the whole cost at small M) is spread over all SMs. bf16 output only.
 #include "ltx_kernels/gemm/sm90_fp8_gemm_cutlass.cuh"
 
-#if defined(LTX_SM90_GEMM_AVAILABLE)
-namespace ltx_kernels {
-namespace gemm {
-namespace sm90_cutlass {
-using T128x128SKTile = cute::Shape<cute::_128, cute::_128, cute::_128>;
-using T128x128SKCluster = cute::Shape<cute::_1, cute::_1, cute::_1>;
-using T128x128SKBf16 = BlockwiseGemm<T128x128SKTile, T128x128SKCluster, CoopSchedule, CoopEpilogue, cutlass::bfloat16_t,
-                                     cutlass::gemm::StreamKScheduler>;
-}  // namespace sm90_cutlass
-}  // namespace gemm
-}  // namespace ltx_kernels
-#endif
-
-LTX_SM90_GEMM_DEFINE(t128x128sk, T128x128SKBf16, void)
+LTX_SM90_GEMM_DEFINE(t128x128sk, 128, Coop, cutlass::gemm::StreamKScheduler, /*row-major sa=*/false,
+                     /*fp16 out=*/false)
