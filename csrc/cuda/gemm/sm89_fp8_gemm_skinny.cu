@@ -31,6 +31,8 @@ using ltx_kernels::gemm_skinny::kWK;
 using ltx_kernels::gemm_skinny::kWR;
 using ltx_kernels::gemm_skinny::skinny_gemm_kernel;
 using ltx_kernels::gemm_skinny::SplitWorkspace;
+using host::aligned;
+using host::cdiv;
 using host::resolve_sms;
 
 constexpr int64_t kMaxM = 64;
@@ -44,22 +46,8 @@ constexpr bool kBuildHasWgmma = true;
 constexpr bool kBuildHasWgmma = false;
 #endif
 
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-bool aligned(const void* p, uintptr_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
-
 int nt_for(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : M <= 32 ? 4 : 8; }
 int nt_index(int nt) { return nt == 1 ? 0 : nt == 2 ? 1 : nt == 4 ? 2 : 3; }
-
-int device_cc() {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return major * 10 + minor;
-}
 
 // wgmma variant on compute capability 9.0 when built (LTX_KERNELS_SKINNY_WGMMA=0 turns it off).
 bool use_wgmma(int cc) {
@@ -238,13 +226,13 @@ bool fp8_blockwise_gemm_skinny_supported(const Fp8BlockwiseGemmArgs& p, int devi
 
 size_t fp8_blockwise_gemm_skinny_workspace(const Fp8BlockwiseGemmArgs& p, int num_sms) {
   if (p.M < 1 || p.M > kMaxM || p.K < 128 || p.N < 1) return 0;
-  const bool wg = use_wgmma(device_cc());
+  const bool wg = use_wgmma(current_device_props().cc);
   return workspace_bytes_for(p, choose_splits(p, num_sms, wg), wg);
 }
 
 cudaError_t fp8_blockwise_gemm_skinny(const Fp8BlockwiseGemmArgs& p, void* workspace, size_t workspace_bytes,
                                       int num_sms, cudaStream_t stream) {
-  const int cc = device_cc();
+  const int cc = current_device_props().cc;
   if (!fp8_blockwise_gemm_skinny_supported(p, cc)) return cudaErrorNotSupported;
   const bool wg = use_wgmma(cc);
   const int splits = choose_splits(p, num_sms, wg);

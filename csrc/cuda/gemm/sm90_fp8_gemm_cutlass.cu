@@ -70,6 +70,8 @@ namespace {
 
 using sm90_cutlass::Sm90Kernel;
 using sm90_cutlass::Sm90RunOptions;
+using host::aligned;
+using host::cdiv;
 using host::resolve_sms;
 
 struct EnvChoice {
@@ -108,8 +110,6 @@ bool has_fp16(Sm90Kernel k) { return k == Sm90Kernel::kT128x128 || k == Sm90Kern
 
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 
-bool aligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) % a) == 0; }
-
 // sa readable by the TMA (M-major) kernels.
 bool sa_m_major(const Fp8BlockwiseGemmArgs& p) {
   const int64_t kb = p.K / 128;
@@ -127,8 +127,6 @@ bool sa_k_major(const Fp8BlockwiseGemmArgs& p) {
   if (p.M > 1) return p.sa_stride_m >= 1 && p.sa_stride_m <= kIntMax / p.M;
   return kb <= kIntMax;
 }
-
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Fraction of the SM slots busy over all waves when `tiles` tiles run on `slots` concurrent slots.
 double wave_efficiency(int64_t tiles, int64_t slots) {
