@@ -27,8 +27,7 @@ The table printed last holds, per section, ours and each alternative in TFLOP/s 
 ratios the targets are stated in: FP8 vs cuBLASLt blockwise (geometric mean over the LTX shapes,
 minimum), the fused epilogue vs our GEMM + the separate op, bf16 vs cuBLAS and vs cuBLAS + compiled glue.
 Run as a script it first prints `record meta: {...}` (benchmarks/common.py record_meta: the
-build's commit, compilers, GPU, clocks, command, timing), which benchmarks/import_gemm_summary.py
-reads back from a log.
+build's commit, compilers, GPU, clocks, command, timing), so that a log names what it measured.
 """
 
 import argparse

@@ -50,6 +50,24 @@ def _x(v):
     return f"{v:.3f}x"
 
 
+def _check_choice(errors, ours, v, if_slower, if_faster):
+    """ours: the code runs our kernel; v: ours over the alternative (> 1: ours is faster). Running
+    a clearly slower kernel appends the error if_slower, leaving a clearly faster one if_faster."""
+    if ours and v < 1 - NOISE:
+        errors.append(if_slower)
+    if not ours and v > 1 + NOISE:
+        errors.append(if_faster)
+
+
+def _check_bound(name, value, at_least, below, errors, notes):
+    """A bound of rms_norm_wins_compiled: `value` must be >= every entry of at_least and < every
+    entry of below (sizes of norm.json rows that say so)."""
+    lo, hi = max(at_least, default=0), min(below, default=None)
+    notes.append(f"rms_norm: the records allow {name} in [{lo}, {hi}); the code has {value}")
+    if value < lo or (hi is not None and value >= hi):
+        errors.append(f"{name} = {value} is outside [{lo}, {hi}) that norm.json allows")
+
+
 def check_attention(records, pol, errors, notes):
     pts = figures.attention_points(records)
     if not pts:
@@ -59,10 +77,8 @@ def check_attention(records, pol, errors, notes):
         runs = pol.use_kernel_attention(p["mode"], p["keys"], p["head_dim"], p["masked"])
         where = (f"attention={p['mode']!r}, head dim {p['head_dim']}, {p['keys']} keys"
                  f"{', key mask' if p['masked'] else ''} ({p['source']}): ours {_x(p['speedup'])} SDPA")
-        if runs and p["speedup"] < 1 - NOISE:
-            errors.append(f"{where}, but use_kernel_attention runs our kernel there")
-        if not runs and p["speedup"] > 1 + NOISE:
-            errors.append(f"{where}, but use_kernel_attention leaves it to SDPA")
+        _check_choice(errors, runs, p["speedup"], f"{where}, but use_kernel_attention runs our kernel there",
+                      f"{where}, but use_kernel_attention leaves it to SDPA")
     for mode, threshold in pol.MIN_KERNEL_ATTENTION_KEYS.items():
         dims = pol.KERNEL_ATTENTION_HEAD_DIMS[mode]
         cand = [p for p in pts if p["mode"] == mode and not p["masked"] and p["head_dim"] in dims]
@@ -90,10 +106,8 @@ def check_compiled_rules(records, pol, torch, errors, notes):
         for r, v in rows:
             kept = bool(rule(_meta(torch, r)))
             where = f"{op} {figures.shape(r['shape'])} {r['dtype']}: ours {_x(v)} torch.compile"
-            if kept and v < 1 - NOISE:
-                errors.append(f"{where}, but {rule.__name__} keeps our kernel under compile")
-            if not kept and v > 1 + NOISE:
-                errors.append(f"{where}, but {rule.__name__} leaves it to Inductor")
+            _check_choice(errors, kept, v, f"{where}, but {rule.__name__} keeps our kernel under compile",
+                          f"{where}, but {rule.__name__} leaves it to Inductor")
     # the bounds of rms_norm_wins_compiled, re-derived from the rows it decides
     rows = [(r, v) for r, v in figures.compile_ratios(records, "rms_norm") if r["dtype"] in ("bfloat16", "float16")]
     numel = {}
@@ -102,18 +116,12 @@ def check_compiled_rules(records, pol, torch, errors, notes):
         for d in r["shape"]:
             n *= d
         numel[id(r)] = n
-    narrow = [(r, v) for r, v in rows if r["shape"][-1] <= pol.RMS_NORM_MAX_COLS]
-    lo = max((numel[id(r)] for r, v in narrow if v < 1 - NOISE), default=0)
-    hi = min((numel[id(r)] for r, v in narrow if v > 1 + NOISE), default=None)
-    notes.append(f"rms_norm: the records allow RMS_NORM_MIN_NUMEL in [{lo}, {hi}); the code has {pol.RMS_NORM_MIN_NUMEL}")
-    if pol.RMS_NORM_MIN_NUMEL < lo or (hi is not None and pol.RMS_NORM_MIN_NUMEL >= hi):
-        errors.append(f"RMS_NORM_MIN_NUMEL = {pol.RMS_NORM_MIN_NUMEL} is outside [{lo}, {hi}) that norm.json allows")
-    big = [(r, v) for r, v in rows if numel[id(r)] > pol.RMS_NORM_MIN_NUMEL]
-    lo = max((r["shape"][-1] for r, v in big if v > 1 + NOISE), default=0)
-    hi = min((r["shape"][-1] for r, v in big if v < 1 - NOISE), default=None)
-    notes.append(f"rms_norm: the records allow RMS_NORM_MAX_COLS in [{lo}, {hi}); the code has {pol.RMS_NORM_MAX_COLS}")
-    if pol.RMS_NORM_MAX_COLS < lo or (hi is not None and pol.RMS_NORM_MAX_COLS >= hi):
-        errors.append(f"RMS_NORM_MAX_COLS = {pol.RMS_NORM_MAX_COLS} is outside [{lo}, {hi}) that norm.json allows")
+    narrow = [(numel[id(r)], v) for r, v in rows if r["shape"][-1] <= pol.RMS_NORM_MAX_COLS]
+    _check_bound("RMS_NORM_MIN_NUMEL", pol.RMS_NORM_MIN_NUMEL, [n for n, v in narrow if v < 1 - NOISE],
+                 [n for n, v in narrow if v > 1 + NOISE], errors, notes)
+    big = [(r["shape"][-1], v) for r, v in rows if numel[id(r)] > pol.RMS_NORM_MIN_NUMEL]
+    _check_bound("RMS_NORM_MAX_COLS", pol.RMS_NORM_MAX_COLS, [c for c, v in big if v > 1 + NOISE],
+                 [c for c, v in big if v < 1 - NOISE], errors, notes)
 
 
 def check_eager_rules(records, pol, torch, errors, notes):
@@ -129,10 +137,8 @@ def check_eager_rules(records, pol, torch, errors, notes):
             seen += 1
             ours = bool(rule(_meta(torch, r)))
             where = f"{op} (eager) {figures.shape(r['shape'])} {r['dtype']}: ours {_x(v)} {fused}"
-            if ours and v < 1 - NOISE:
-                errors.append(f"{where}, but {rule.__name__} runs our kernel in eager mode")
-            if not ours and v > 1 + NOISE:
-                errors.append(f"{where}, but {rule.__name__} runs PyTorch's op in eager mode")
+            _check_choice(errors, ours, v, f"{where}, but {rule.__name__} runs our kernel in eager mode",
+                          f"{where}, but {rule.__name__} runs PyTorch's op in eager mode")
         if not seen:
             errors.append(f"{op}: no activation row to check its eager rule against")
 
@@ -149,12 +155,11 @@ def check_left_to_inductor(records, pol, errors, notes):
         left = op in pol.LEFT_TO_INDUCTOR
         notes.append(f"{op}: ours over torch.compile {_x(min(rs))} - {_x(max(rs))}, median {_x(med)}: "
                      f"{'left to Inductor' if left else 'kept'}")
-        if left and med > 1 + NOISE:
-            errors.append(f"{op} is in LEFT_TO_INDUCTOR, but our kernel is faster than torch.compile's over its "
-                          f"rows (median {_x(med)})")
-        if not left and med < 1 - NOISE:
-            errors.append(f"{op} keeps our kernel under compile, but torch.compile's is faster over its rows "
-                          f"(median {_x(med)})")
+        _check_choice(errors, not left, med,
+                      f"{op} keeps our kernel under compile, but torch.compile's is faster over its rows "
+                      f"(median {_x(med)})",
+                      f"{op} is in LEFT_TO_INDUCTOR, but our kernel is faster than torch.compile's over its "
+                      f"rows (median {_x(med)})")
 
 
 def _left_ops(row):

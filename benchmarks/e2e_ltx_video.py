@@ -390,21 +390,38 @@ def _spread(r, key="spread_ms") -> str:
     return f"{lo_hi[0]:.2f} - {lo_hi[1]:.2f}" if lo_hi else "-"
 
 
-def _print_table(rows):
-    base = next((r["per_step_ms"] for r in rows if r["variant"] == "eager"), None)
-    w = max([28] + [len(r["variant"]) for r in rows])
-    hdr = (f"{'variant':<{w}} {'step ms':>9} {'runs min - max':>17} {'total s':>8} {'x eager':>8} {'peak GiB':>9} "
-           f"{'rel L2':>10} {'PSNR dB':>8}  attention")
+def _print_rows(rows, step_key, columns, width=28):
+    """One line per row: the variant, then `columns` ((header, width, cell(row, x_eager) -> str), with
+    x_eager = the eager row's `step_key` over this row's), then the attention route."""
+    base = next((r[step_key] for r in rows if r["variant"] == "eager"), None)
+    w = max([width] + [len(r["variant"]) for r in rows])
+    hdr = f"{'variant':<{w}} " + " ".join(f"{h:>{n}}" for h, n, _ in columns) + "  attention"
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
         if "error" in r:
             print(f"{r['variant']:<{w}} failed: {r['error'][:100]}")
             continue
-        sp = base / r["per_step_ms"] if base else float("nan")
-        print(f"{r['variant']:<{w}} {r['per_step_ms']:9.2f} {_spread(r):>17} {r['total_s']:8.2f} {sp:8.2f} "
-              f"{r['peak_mem_gib']:9.2f} {r['rel_l2_vs_eager']:10.3e} {r['psnr_db']:8.1f}  "
-              f"{r.get('attention_route', '')}")
+        x_eager = base / r[step_key] if base else float("nan")
+        cells = " ".join(f"{cell(r, x_eager):>{n}}" for _, n, cell in columns)
+        print(f"{r['variant']:<{w}} {cells}  {r.get('attention_route', '')}")
+
+
+# The columns both tables end with: peak memory and the output's distance from eager's.
+_QUALITY_COLUMNS = [
+    ("peak GiB", 9, lambda r, x: f"{r['peak_mem_gib']:.2f}"),
+    ("rel L2", 10, lambda r, x: f"{r['rel_l2_vs_eager']:.3e}"),
+    ("PSNR dB", 8, lambda r, x: f"{r['psnr_db']:.1f}"),
+]
+
+
+def _print_table(rows):
+    _print_rows(rows, "per_step_ms", [
+        ("step ms", 9, lambda r, x: f"{r['per_step_ms']:.2f}"),
+        ("runs min - max", 17, lambda r, x: _spread(r)),
+        ("total s", 8, lambda r, x: f"{r['total_s']:.2f}"),
+        ("x eager", 8, lambda r, x: f"{x:.2f}"),
+    ] + _QUALITY_COLUMNS)
 
 
 def _error_row(name, e):
@@ -495,21 +512,14 @@ def cache_rows(spec, args, problem, model, device, ref, quant, lkd, attn=None):
 
 
 def _print_cache_table(rows):
-    base = next((r["mean_step_ms"] for r in rows if r["variant"] == "eager"), None)
     full = next((r["last_block_calls"] for r in rows if r["variant"] == "eager"), 0)
-    hdr = (f"{'variant':<30} {'mean ms':>9} {'loops min - max':>17} {'median':>8} {'x eager':>8} {'ran':>6} "
-           f"{'peak GiB':>9} {'rel L2':>10} {'PSNR dB':>8}  attention")
-    print(hdr)
-    print("-" * len(hdr))
-    for r in rows:
-        if "error" in r:
-            print(f"{r['variant']:<30} {r['error'][:80]}")
-            continue
-        sp = base / r["mean_step_ms"] if base else float("nan")
-        ran = f"{100 * r['last_block_calls'] / full:.0f}%" if full else "-"
-        print(f"{r['variant']:<30} {r['mean_step_ms']:9.2f} {_spread(r, 'mean_spread_ms'):>17} "
-              f"{r['per_step_ms']:8.2f} {sp:8.2f} {ran:>6} {r['peak_mem_gib']:9.2f} {r['rel_l2_vs_eager']:10.3e} "
-              f"{r['psnr_db']:8.1f}  {r.get('attention_route', '')}")
+    _print_rows(rows, "mean_step_ms", [
+        ("mean ms", 9, lambda r, x: f"{r['mean_step_ms']:.2f}"),
+        ("loops min - max", 17, lambda r, x: _spread(r, "mean_spread_ms")),
+        ("median", 8, lambda r, x: f"{r['per_step_ms']:.2f}"),
+        ("x eager", 8, lambda r, x: f"{x:.2f}"),
+        ("ran", 6, lambda r, x: f"{100 * r['last_block_calls'] / full:.0f}%" if full else "-"),
+    ] + _QUALITY_COLUMNS, width=30)
 
 
 def common_main(argv, spec):

@@ -378,7 +378,7 @@ def test_fp8_quantizer_follows_its_rule():
 
 
 # The sm_90 kernel's FP8 configurations under study (LTX_KERNELS_ATTENTION_TILE 1..4 at either
-# head dim, csrc/cuda/attention/attention_tuning_sm90.cu), built only with -DLTX_KERNELS_TUNING=ON.
+# head dim, csrc/cuda/attention/sm90_attention_tuning.cu), built only with -DLTX_KERNELS_TUNING=ON.
 SM90_TILES = {("fp8", 64): [1, 2, 3, 4], ("fp8", 128): [1, 2, 3, 4]}
 _TUNING_REFUSAL = "built only with -DLTX_KERNELS_TUNING=ON"
 _tuning = []

@@ -275,26 +275,6 @@ def test_e2e_counts_which_attention_ran():
     assert e2e.attention_route("bf16", {"ltx_kernels": 56, "sdpa": 0}) == "ltx_kernels bf16: every call"
 
 
-def test_imports_take_meta_from_the_run_not_from_arguments(tmp_path):
-    """import_gemm_summary / import_attention take the record meta the measuring run wrote
-    (record_meta), and refuse input without it: no commit typed in by hand."""
-    gemm = load_bench("import_gemm_summary")
-    line = "fp8 8192x8192x8192 peak sm90 128x192 c2 ours 1000.0 cuBLASLt-bw 1100.0 cutlass 990.0 tensorwise 1200.0 bf16 700.0"
-    log = tmp_path / "gemm.log"
-    log.write_text(line + "\n")
-    with pytest.raises(SystemExit, match="no 'record meta"):
-        gemm.main([str(log), "--out", str(tmp_path / "g.json")])
-    meta = {"git_sha": "ab" * 20, "git_dirty": False, "timing": {"timer": "t"}}
-    log.write_text("record meta: " + json.dumps(meta) + "\n" + line + "\n")
-    gemm.main([str(log), "--out", str(tmp_path / "g.json")])
-    out = json.loads((tmp_path / "g.json").read_text())
-    assert out["meta"]["git_sha"] == "ab" * 20 and len(out["rows"]) == 2
-    att = load_bench("import_attention")
-    (tmp_path / "raw.json").write_text(json.dumps({"rows": []}))
-    with pytest.raises(SystemExit, match="carries no record meta"):
-        att.main([str(tmp_path / "raw.json"), "--out", str(tmp_path / "a.json")])
-
-
 # ---- docs generated from records (benchmarks/report.py blocks, benchmarks/check_docs.py) --------
 
 

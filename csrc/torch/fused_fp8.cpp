@@ -41,6 +41,17 @@ void check_weight(const std::optional<at::Tensor>& t, const at::Tensor& x, const
             " elements (got shape ", shape_str(t->sizes()), ")");
 }
 
+// The checks every RMSNorm maker starts with: x (named `name`, >= min_dim dims), eps, q and the
+// scales, weight.
+void check_norm_fp8(const at::Tensor& x, const char* name, int64_t min_dim, double eps, const at::Tensor& q,
+                    const at::Tensor& scales, int64_t group_size, const std::optional<at::Tensor>& weight,
+                    const char* op) {
+  check_x(x, op, name, min_dim);
+  check_eps(eps, op);
+  check_fp8_out(q, scales, x, x.sizes(), group_size, op);
+  check_weight(weight, x, op);
+}
+
 ModTableKind table_kind(const at::Tensor& t, const at::Tensor& x) {
   return mod_table_kind(t.dim(), t.sizes().data(), x.dim(), x.sizes().data());
 }
@@ -72,20 +83,28 @@ const void* weight_arg(Prepared<P>& pr, const std::optional<at::Tensor>& t) {
   return pr.keep(w.clone(at::MemoryFormat::Contiguous)).data_ptr();
 }
 
+// What every maker does once its inputs are checked: no params for an empty x (nullptr), else
+// the params with the weight, eps, and x's rows and q / scales (set_fp8_rows) filled in.
+template <class OpParams>
+Fp8OutParams<OpParams>* emplace_fp8_params(Prepared<Fp8OutParams<OpParams>>& pr, const at::Tensor& x,
+                                           const at::Tensor& q, const at::Tensor& scales,
+                                           const std::optional<at::Tensor>& weight, double eps, int64_t group_size,
+                                           const char* op) {
+  if (x.numel() == 0) return nullptr;
+  Fp8OutParams<OpParams>& p = pr.emplace();
+  p.op.weight = weight_arg(pr, weight);
+  set_fp8_rows(pr, p, x, q, scales, group_size, op);
+  p.op.eps = float(eps);
+  return &p;
+}
+
 Prepared<RmsNormFp8Params> make_rms_norm_fp8_params(at::Tensor& q, at::Tensor& scales, const at::Tensor& x,
                                                     const std::optional<at::Tensor>& weight, double eps,
                                                     int64_t group_size) {
   constexpr const char* op = "rms_norm_fp8";
-  check_x(x, op, "x", 1);
-  check_eps(eps, op);
-  check_fp8_out(q, scales, x, x.sizes(), group_size, op);
-  check_weight(weight, x, op);
+  check_norm_fp8(x, "x", 1, eps, q, scales, group_size, weight, op);
   Prepared<RmsNormFp8Params> pr;
-  if (x.numel() == 0) return pr;
-  RmsNormFp8Params& p = pr.emplace();
-  p.op.weight = weight_arg(pr, weight);
-  set_fp8_rows(pr, p, x, q, scales, group_size, op);
-  p.op.eps = float(eps);
+  emplace_fp8_params(pr, x, q, scales, weight, eps, group_size, op);
   return pr;
 }
 
@@ -94,20 +113,14 @@ Prepared<FusedNormFp8Params> make_adaln_rms_norm_fp8_params(at::Tensor& q, at::T
                                                             const std::optional<at::Tensor>& weight, double eps,
                                                             int64_t group_size) {
   constexpr const char* op = "adaln_rms_norm_fp8";
-  check_x(x, op, "x", 2);
-  check_eps(eps, op);
-  check_fp8_out(q, scales, x, x.sizes(), group_size, op);
+  check_norm_fp8(x, "x", 2, eps, q, scales, group_size, weight, op);
   check_table_shape(scale, x, op, "scale");
   check_table_shape(shift, x, op, "shift");
-  check_weight(weight, x, op);
   Prepared<FusedNormFp8Params> pr;
-  if (x.numel() == 0) return pr;
-  FusedNormFp8Params& p = pr.emplace();
-  p.op.weight = weight_arg(pr, weight);
-  set_fp8_rows(pr, p, x, q, scales, group_size, op);
-  p.op.scale = table_arg(pr, scale, x);
-  p.op.shift = table_arg(pr, shift, x);
-  p.op.eps = float(eps);
+  if (FusedNormFp8Params* p = emplace_fp8_params(pr, x, q, scales, weight, eps, group_size, op)) {
+    p->op.scale = table_arg(pr, scale, x);
+    p->op.shift = table_arg(pr, shift, x);
+  }
   return pr;
 }
 
@@ -119,19 +132,14 @@ Prepared<FusedNormFp8Params> make_gated_residual_fp8_params(at::Tensor& q, at::T
                                                             const std::optional<at::Tensor>& weight, double eps,
                                                             int64_t group_size) {
   constexpr const char* op = "gated_residual_adaln_rms_norm_fp8";
-  check_x(h, op, "h", 2);
-  check_eps(eps, op);
+  check_norm_fp8(h, "h", 2, eps, q, scales, group_size, weight, op);
   check_like(y, h, op, "y", "h");
   check_like(h_out, h, op, "h_out", "h");
-  check_fp8_out(q, scales, h, h.sizes(), group_size, op);
   check_table_shape(gate, h, op, "gate");
   check_table_shape(scale, h, op, "scale");
   check_table_shape(shift, h, op, "shift");
-  check_weight(weight, h, op);
   Prepared<FusedNormFp8Params> pr;
   if (h.numel() == 0) return pr;
-  FusedNormFp8Params& p = pr.emplace();
-  p.op.weight = weight_arg(pr, weight);
   const at::Tensor& hh = rows_for(pr, h);
   const at::Tensor& yh = rows_for(pr, y);
   check_no_partial_overlap(h_out, hh, op, "h");
@@ -139,13 +147,12 @@ Prepared<FusedNormFp8Params> make_gated_residual_fp8_params(at::Tensor& q, at::T
   for (const at::Tensor* t : {&gate, &scale, &shift})
     LTX_CHECK(t->numel() == 0 || !h_out.storage().is_alias_of(t->storage()), op,
               "h_out must not share memory with gate, scale or shift");
+  FusedNormFp8Params& p = *emplace_fp8_params(pr, hh, q, scales, weight, eps, group_size, op);
   p.op.residual_out = out_rows(h_out, op);
-  set_fp8_rows(pr, p, hh, q, scales, group_size, op);
   p.op.x2 = in_rows(yh);
   p.op.gate = table_arg(pr, gate, h);
   p.op.scale = table_arg(pr, scale, h);
   p.op.shift = table_arg(pr, shift, h);
-  p.op.eps = float(eps);
   return pr;
 }
 
@@ -167,16 +174,13 @@ Prepared<RopeFp8Params> make_norm_rope_fp8_params(const char* op, bool split, at
                                 : check_norm_rope(x, cos, sin, weight, eps, op);
   check_fp8_out(q, scales, x, x.sizes(), group_size, op);
   Prepared<RopeFp8Params> pr;
-  if (x.numel() == 0) return pr;
-  RopeFp8Params& p = pr.emplace();
-  p.op.weight = weight_arg(pr, weight);
-  set_fp8_rows(pr, p, x, q, scales, group_size, op);
+  RopeFp8Params* p = emplace_fp8_params(pr, x, q, scales, weight, eps, group_size, op);
+  if (p == nullptr) return pr;
   const Table cs = fp8_table(cos, shape.split), sn = fp8_table(sin, shape.split);
   pr.keep(cs.t);
   pr.keep(sn.t);
-  p.op.tables = rope_tables(cs, sn);
-  p.op.shape = shape;
-  p.op.eps = float(eps);
+  p->op.tables = rope_tables(cs, sn);
+  p->op.shape = shape;
   return pr;
 }
 

@@ -295,36 +295,32 @@ TEST(GemmHeuristics, CublasLtRule) {
 }
 
 TEST(GemmConfig, ParsesEveryField) {
-  TileConfig c;
-  std::string err;
-  ASSERT_TRUE(parse_tile_config("", &c, &err));  // unset: nothing forced
-  EXPECT_EQ(c.bm, 0);
-  EXPECT_EQ(c.cluster, 0);
-  ASSERT_TRUE(parse_tile_config("auto", &c, &err));
-  EXPECT_EQ(c.bm, 0);
-  EXPECT_EQ(c.bn, 0);
-  ASSERT_TRUE(parse_tile_config("128x160:c2:g8", &c, &err)) << err;
-  EXPECT_EQ(c.bm, 128);
-  EXPECT_EQ(c.bn, 160);
-  EXPECT_EQ(c.cluster, 2);
-  EXPECT_EQ(c.group_m, 8);
-  EXPECT_EQ(c.sms, 0);
-  EXPECT_EQ(c.stages, 0);
-  ASSERT_TRUE(parse_tile_config("64x256:s66:p4:c1:g1024", &c, &err)) << err;
-  EXPECT_EQ(c.bm, 64);
-  EXPECT_EQ(c.bn, 256);
-  EXPECT_EQ(c.sms, 66);
-  EXPECT_EQ(c.stages, 4);
-  EXPECT_EQ(c.cluster, 1);
-  EXPECT_EQ(c.group_m, 1024);
-  // the tile left to the heuristic, other fields forced; a repeated field: the last wins
-  ASSERT_TRUE(parse_tile_config("auto:s132:g4:g16", &c, &err)) << err;
-  EXPECT_EQ(c.bm, 0);
-  EXPECT_EQ(c.sms, 132);
-  EXPECT_EQ(c.group_m, 16);
-  // a tile nothing compiles still parses: whether it can run is the entry's question
-  ASSERT_TRUE(parse_tile_config("128x176", &c, &err)) << err;
-  EXPECT_EQ(c.bn, 176);
+  // A value and the fields it forces (0: left to the heuristic).
+  const struct {
+    const char* value;
+    int bm, bn, cluster, group_m, sms, stages;
+  } cases[] = {
+      {"", 0, 0, 0, 0, 0, 0},  // unset: nothing forced
+      {"auto", 0, 0, 0, 0, 0, 0},
+      {"128x160:c2:g8", 128, 160, 2, 8, 0, 0},
+      {"64x256:s66:p4:c1:g1024", 64, 256, 1, 1024, 66, 4},
+      // the tile left to the heuristic, other fields forced; a repeated field: the last wins
+      {"auto:s132:g4:g16", 0, 0, 0, 16, 132, 0},
+      // a tile nothing compiles still parses: whether it can run is the entry's question
+      {"128x176", 128, 176, 0, 0, 0, 0},
+  };
+  for (const auto& want : cases) {
+    TileConfig c;
+    c.bm = c.bn = c.cluster = c.group_m = c.sms = c.stages = 7;  // every field is written
+    std::string err;
+    ASSERT_TRUE(parse_tile_config(want.value, &c, &err)) << want.value << ": " << err;
+    EXPECT_EQ(c.bm, want.bm) << want.value;
+    EXPECT_EQ(c.bn, want.bn) << want.value;
+    EXPECT_EQ(c.cluster, want.cluster) << want.value;
+    EXPECT_EQ(c.group_m, want.group_m) << want.value;
+    EXPECT_EQ(c.sms, want.sms) << want.value;
+    EXPECT_EQ(c.stages, want.stages) << want.value;
+  }
 }
 
 TEST(GemmConfig, RefusesMalformedValues) {

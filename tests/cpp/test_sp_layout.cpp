@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ltx_kernels/cpu/ops.h"
@@ -145,16 +146,6 @@ TEST(SpLayout, GatherFromPaddedShares) {
 }
 
 namespace {
-// Rank 1 of 3 with 1 MB per rank.
-SpIpcParams ipc(int64_t nbytes = 1 << 20) {
-  SpIpcParams p{};
-  p.comm.device = 0;
-  p.comm.rank = 1;
-  p.comm.world = 3;
-  p.comm.nbytes = nbytes;
-  return p;
-}
-
 struct Strided {
   std::vector<int64_t> size, stride;
   char* data;
@@ -166,14 +157,41 @@ Strided contiguous(std::vector<int64_t> size, char* data) {
   for (int64_t d = int64_t(size.size()) - 2; d >= 0; --d) stride[d] = stride[d + 1] * size[d + 1];
   return Strided{size, stride, data};
 }
+
+using Plan = std::string (*)(const SpStrided&, const SpStrided&, const int64_t*, int64_t, double, SpIpcParams*);
+
+// One call of a plan (2-byte elements) on rank 1 of 3, by default with tokens {4, 5, 2}, a 1 s
+// timeout and 1 MB per rank.
+struct Call {
+  Strided in, out;
+  std::vector<int64_t> tokens = {4, 5, 2};
+  double timeout = 1.0;
+  int64_t nbytes = 1 << 20;
+};
+
+std::string plan(Plan f, const Call& c, SpIpcParams* p) {
+  *p = SpIpcParams{};
+  p->comm.device = 0;
+  p->comm.rank = 1;
+  p->comm.world = 3;
+  p->comm.nbytes = c.nbytes;
+  return f(c.in.view(), c.out.view(), c.tokens.data(), int64_t(c.tokens.size()), c.timeout, p);
+}
+
+// Each call is refused with its message.
+void expect_refused(Plan f, const std::vector<std::pair<Call, std::string>>& calls) {
+  for (const auto& [call, message] : calls) {
+    SpIpcParams p;
+    EXPECT_EQ(plan(f, call, &p), message);
+  }
+}
 }  // namespace
 
 TEST(SpIpcPlan, SendRecvHeads) {
-  const int64_t tokens[] = {4, 5, 2};
   char xb = 0, ob = 0;
   const Strided x = contiguous({2, 5, 6, 8}, &xb), out = contiguous({2, 11, 2, 8}, &ob);
-  SpIpcParams p = ipc();
-  ASSERT_EQ(sp_ipc_plan_send_recv_heads(x.view(), out.view(), tokens, 3, 1.5, &p), "");
+  SpIpcParams p;
+  ASSERT_EQ(plan(sp_ipc_plan_send_recv_heads, {x, out, {4, 5, 2}, 1.5}, &p), "");
   EXPECT_EQ(p.timeout_ns, 1500000000u);
   EXPECT_EQ(p.elem_size, 2);
   EXPECT_EQ(p.prefix[1], 4);
@@ -190,64 +208,47 @@ TEST(SpIpcPlan, SendRecvHeads) {
   EXPECT_EQ(p.out.Hl, 2);
   EXPECT_EQ(p.out.st, 2 * 8 * 2);
 
-  SpIpcParams q = ipc();
-  const int64_t two[] = {4, 5};
-  EXPECT_EQ(sp_ipc_plan_send_recv_heads(x.view(), out.view(), two, 2, 1.0, &q),
-            "tokens must list one count per rank (3) (got 2)");
-  EXPECT_EQ(sp_ipc_plan_send_recv_heads(x.view(), out.view(), tokens, 3, 0.0, &q), "timeout must be > 0 s (got 0)");
-  const int64_t neg[] = {4, 5, -2};
-  EXPECT_EQ(sp_ipc_plan_send_recv_heads(x.view(), out.view(), neg, 3, 1.0, &q),
-            "token counts must be >= 0 (got [4, 5, -2])");
-  const Strided x7 = contiguous({2, 5, 7, 8}, &xb);
-  EXPECT_EQ(sp_ipc_plan_send_recv_heads(x7.view(), out.view(), tokens, 3, 1.0, &q),
-            "heads H = x.shape[2] must be divisible by world (got H = 7, world = 3)");
-  const Strided x4 = contiguous({2, 4, 6, 8}, &xb);
-  EXPECT_EQ(sp_ipc_plan_send_recv_heads(x4.view(), out.view(), tokens, 3, 1.0, &q),
-            "x.shape[1] must be this rank's token count 5 (got 4)");
-  const Strided o3 = contiguous({2, 11, 16}, &ob);
-  EXPECT_EQ(sp_ipc_plan_send_recv_heads(x.view(), o3.view(), tokens, 3, 1.0, &q),
-            "out must be 4-D [B, T_total, H / world, D] (got shape [2, 11, 16])");
-  const Strided o4 = contiguous({2, 11, 2, 9}, &ob);
-  EXPECT_EQ(sp_ipc_plan_send_recv_heads(x.view(), o4.view(), tokens, 3, 1.0, &q),
-            "out must have shape [2, 11, 2, 8] (got [2, 11, 2, 9])");
-  Strided ot = out;
-  ot.stride = {176, 16, 1, 2};
-  EXPECT_EQ(sp_ipc_plan_send_recv_heads(x.view(), ot.view(), tokens, 3, 1.0, &q),
-            "out must have stride 1 in its last dimension (got strides [176, 16, 1, 2])");
-  SpIpcParams small = ipc(100);
-  EXPECT_EQ(sp_ipc_plan_send_recv_heads(x.view(), out.view(), tokens, 3, 1.0, &small),
-            "the call needs a receive buffer of 704 bytes but the communicator holds 100 (raise max_tokens)");
+  Strided out_last_strided = out;
+  out_last_strided.stride = {176, 16, 1, 2};
+  expect_refused(sp_ipc_plan_send_recv_heads,
+                 {{{x, out, {4, 5}}, "tokens must list one count per rank (3) (got 2)"},
+                  {{x, out, {4, 5, 2}, 0.0}, "timeout must be > 0 s (got 0)"},
+                  {{x, out, {4, 5, -2}}, "token counts must be >= 0 (got [4, 5, -2])"},
+                  {{contiguous({2, 5, 7, 8}, &xb), out},
+                   "heads H = x.shape[2] must be divisible by world (got H = 7, world = 3)"},
+                  {{contiguous({2, 4, 6, 8}, &xb), out}, "x.shape[1] must be this rank's token count 5 (got 4)"},
+                  {{x, contiguous({2, 11, 16}, &ob)},
+                   "out must be 4-D [B, T_total, H / world, D] (got shape [2, 11, 16])"},
+                  {{x, contiguous({2, 11, 2, 9}, &ob)}, "out must have shape [2, 11, 2, 8] (got [2, 11, 2, 9])"},
+                  {{x, out_last_strided}, "out must have stride 1 in its last dimension (got strides [176, 16, 1, 2])"},
+                  {{x, out, {4, 5, 2}, 1.0, 100},
+                   "the call needs a receive buffer of 704 bytes but the communicator holds 100 (raise max_tokens)"}});
 }
 
 TEST(SpIpcPlan, GatherHeads) {
-  const int64_t tokens[] = {4, 5, 2};
   char yb = 0, ob = 0;
   const Strided y = contiguous({2, 11, 2, 8}, &yb), out = contiguous({2, 5, 6, 8}, &ob);
-  SpIpcParams p = ipc();
-  ASSERT_EQ(sp_ipc_plan_gather_heads(y.view(), out.view(), tokens, 3, 1.0, &p), "");
+  SpIpcParams p;
+  ASSERT_EQ(plan(sp_ipc_plan_gather_heads, {y, out}, &p), "");
   EXPECT_EQ(p.in, &yb);
   EXPECT_EQ(p.in_tokens.W, 3);
   EXPECT_EQ(p.in_tokens.T, 11);
   EXPECT_EQ(p.in_tokens.prefix[2], 9);
   EXPECT_EQ(p.out.T, 5);
   EXPECT_EQ(p.out.Hl, 6);
-  const Strided y10 = contiguous({2, 10, 2, 8}, &yb);
-  EXPECT_EQ(sp_ipc_plan_gather_heads(y10.view(), out.view(), tokens, 3, 1.0, &p),
-            "y.shape[1] must be sum(tokens) = 11 (got 10)");
-  const Strided o = contiguous({2, 4, 6, 8}, &ob);
-  EXPECT_EQ(sp_ipc_plan_gather_heads(y.view(), o.view(), tokens, 3, 1.0, &p),
-            "out must have shape [2, 5, 6, 8] (got [2, 4, 6, 8])");
-  SpIpcParams small = ipc(2 * 5 * 6 * 8 * 2 - 1);  // the largest share (5 tokens) must fit
-  EXPECT_EQ(sp_ipc_plan_gather_heads(y.view(), out.view(), tokens, 3, 1.0, &small),
-            "the call needs a receive buffer of 960 bytes but the communicator holds 959 (raise max_tokens)");
+  expect_refused(sp_ipc_plan_gather_heads,
+                 {{{contiguous({2, 10, 2, 8}, &yb), out}, "y.shape[1] must be sum(tokens) = 11 (got 10)"},
+                  {{y, contiguous({2, 4, 6, 8}, &ob)}, "out must have shape [2, 5, 6, 8] (got [2, 4, 6, 8])"},
+                  // the largest share (5 tokens) must fit
+                  {{y, out, {4, 5, 2}, 1.0, 2 * 5 * 6 * 8 * 2 - 1},
+                   "the call needs a receive buffer of 960 bytes but the communicator holds 959 (raise max_tokens)"}});
 }
 
 TEST(SpIpcPlan, AllGather) {
-  const int64_t tokens[] = {4, 5, 2};
   char xb = 0, ob = 0;
   const Strided x = contiguous({2, 5, 3, 7}, &xb), out = contiguous({2, 11, 3, 7}, &ob);
-  SpIpcParams p = ipc();
-  ASSERT_EQ(sp_ipc_plan_all_gather(x.view(), out.view(), tokens, 3, 1.0, &p), "");
+  SpIpcParams p;
+  ASSERT_EQ(plan(sp_ipc_plan_all_gather, {x, out}, &p), "");
   EXPECT_EQ(p.in_tokens.W, 1);
   EXPECT_EQ(p.in_tokens.T, 5);
   EXPECT_EQ(p.in_tokens.Hl, 1);
@@ -256,17 +257,13 @@ TEST(SpIpcPlan, AllGather) {
   EXPECT_EQ(p.out.T, 11);
   EXPECT_EQ(p.out.D, 21);
   EXPECT_EQ(p.out.sb, 11 * 21 * 2);
-  const Strided o = contiguous({2, 11, 21}, &ob);
-  EXPECT_EQ(sp_ipc_plan_all_gather(x.view(), o.view(), tokens, 3, 1.0, &p),
-            "out must have shape [2, 11, 3, 7] (got [2, 11, 21])");
-  Strided nc = out;
-  nc.stride = {231, 21, 1, 3};
-  EXPECT_EQ(sp_ipc_plan_all_gather(x.view(), nc.view(), tokens, 3, 1.0, &p),
-            "out must be contiguous (got strides [231, 21, 1, 3])");
-  const Strided x4 = contiguous({2, 4, 3, 7}, &xb);
-  EXPECT_EQ(sp_ipc_plan_all_gather(x4.view(), out.view(), tokens, 3, 1.0, &p),
-            "x.shape[1] must be this rank's token count 5 (got 4)");
-  const Strided e = contiguous({0, 5, 3, 7}, &xb), eo = contiguous({0, 11, 3, 7}, &ob);
-  ASSERT_EQ(sp_ipc_plan_all_gather(e.view(), eo.view(), tokens, 3, 1.0, &p), "");  // empty: nothing to copy
+  Strided out_not_contiguous = out;
+  out_not_contiguous.stride = {231, 21, 1, 3};
+  expect_refused(sp_ipc_plan_all_gather,
+                 {{{x, contiguous({2, 11, 21}, &ob)}, "out must have shape [2, 11, 3, 7] (got [2, 11, 21])"},
+                  {{x, out_not_contiguous}, "out must be contiguous (got strides [231, 21, 1, 3])"},
+                  {{contiguous({2, 4, 3, 7}, &xb), out}, "x.shape[1] must be this rank's token count 5 (got 4)"}});
+  // empty: nothing to copy
+  ASSERT_EQ(plan(sp_ipc_plan_all_gather, {contiguous({0, 5, 3, 7}, &xb), contiguous({0, 11, 3, 7}, &ob)}, &p), "");
   EXPECT_EQ(p.in_tokens.B * p.in_tokens.T * p.in_tokens.Hl * p.in_tokens.D, 0);
 }

@@ -10,13 +10,9 @@
 # Per family: <fam>.details.csv, <fam>.raw.csv (every collected metric), <fam>.source.csv (SASS with
 # stall samples), packed into $OUT/ncu_full.tar.gz; tools/profile/ncu_summary.py reads them.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-: "${VARIANT:?set VARIANT to the built variant directory (build/<dir>/variant.txt)}"
 OUT=${OUT:-build/gpu-out/ncu}
 LIMIT=${FAMILY_LIMIT:-200}
-mkdir -p "$OUT"
-WORK=$(mktemp -d)
-export PYTHONPATH="$VARIANT:tools/profile:${PYTHONPATH:-}"
+source "$(dirname "$0")/ncu_setup.sh"
 for fam in ${@:-gemm attention}; do
   t0=$(date +%s)
   case "$fam" in
@@ -37,5 +33,4 @@ for fam in ${@:-gemm attention}; do
   fi
   echo "ncu_full: $fam rc=$rc in $(( $(date +%s) - t0 )) s, $(grep -c '' "$WORK/$fam.raw.csv" 2>/dev/null || echo 0) raw lines"
 done
-tar czf "$OUT/ncu_full.tar.gz" -C "$WORK" .
-rm -rf "$WORK"
+ncu_pack ncu_full.tar.gz

@@ -9,13 +9,9 @@
 #   VARIANT=<built variant dir> OUT=<dir> bash tools/profile/profile.sh [families...]
 # families: attention gemm glue fp8 membound (default: all but membound). Each family is capped at FAMILY_LIMIT s (120).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-: "${VARIANT:?set VARIANT to the built variant directory (build/<dir>/variant.txt)}"
 OUT=${OUT:-build/gpu-out/profile}
 FAMILY_LIMIT=${FAMILY_LIMIT:-120}
-mkdir -p "$OUT"
-WORK=$(mktemp -d)
-export PYTHONPATH="$VARIANT:${PYTHONPATH:-}"
+source "$(dirname "$0")/ncu_setup.sh"
 SECTIONS=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis
           --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats)
 for fam in ${@:-attention gemm glue fp8}; do
@@ -33,5 +29,4 @@ for fam in ${@:-attention gemm glue fp8}; do
   timeout "$FAMILY_LIMIT" "${cmd[@]}" > "$WORK/$fam.csv" 2> "$WORK/$fam.log"
   echo "profile: $fam rc=$? in $(( $(date +%s) - t0 )) s, $(grep -c '' "$WORK/$fam.csv") CSV lines"
 done
-tar czf "$OUT/ncu.tar.gz" -C "$WORK" .
-rm -rf "$WORK"
+ncu_pack ncu.tar.gz

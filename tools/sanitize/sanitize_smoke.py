@@ -224,7 +224,7 @@ _runpy.run_path(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "san
 if torch.cuda.get_device_capability() == (9, 0) and hasattr(lk, "bf16_gemm"):
     _runpy.run_path(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "sanitize_gemm.py"))
 # sm_90a CUTLASS GEMM (backend "sm90_cutlass", kept for comparison): shapes chosen so that its
-# heuristic (csrc/cuda/gemm/fp8_gemm_sm90.cu) runs every compiled kernel: t64x128 ping-pong
+# heuristic (csrc/cuda/gemm/sm90_fp8_gemm_cutlass.cu) runs every compiled kernel: t64x128 ping-pong
 # (M <= 64, short K; fp16), t128x128sk stream-K (M <= 64, K >= 1024, bf16), t128x128 cooperative
 # (>= 132 tiles, ragged M), t128x128rs (row-major a_scales); bias on / off, padded out rows.
 def _sm90_ok(a, b, sa, sb):

@@ -1,5 +1,5 @@
 """A/B of the sm_90a attention kernel's configurations: each LTX_KERNELS_ATTENTION_TILE value (0 the
-default, k > 0 the FP8 configurations under study of csrc/cuda/attention/attention_tuning_sm90.cu,
+default, k > 0 the FP8 configurations under study of csrc/cuda/attention/sm90_attention_tuning.cu,
 which exist only in a build configured with -DLTX_KERNELS_TUNING=ON) with both
 warpgroup schedules (LTX_KERNELS_ATTENTION_PINGPONG 0 / 1), bf16 and FP8 (k factors per 128
 keys), beside cuDNN's SDPA (bf16, [B, H, S, D]) at the LTX shapes. Same timing as

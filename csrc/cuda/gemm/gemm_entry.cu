@@ -1,7 +1,7 @@
 // The GEMM family's CUDA entry: per-backend capability checks, the "auto" fallback chain across
 // architectures, and the launch (see ltx_kernels/gemm/gemm.h). Host code, compiled for every
 // target; the architecture-specific kernels are linked in when the build has them
-// (LTX_KERNELS_HAS_SM90: csrc/cuda/gemm/*_sm90.cu; LTX_KERNELS_HAS_SM89: *_sm89.cu).
+// (LTX_KERNELS_HAS_SM90: csrc/cuda/gemm/sm90_*.cu; LTX_KERNELS_HAS_SM89: sm89_*.cu).
 #include <cstdint>
 #include <limits>
 #include <string>

@@ -14,7 +14,7 @@ namespace ltx_kernels {
 // (LTX_KERNELS_HAS_SM90); the backend choice (attention/heuristics.h) asks it once per call.
 const char* attention_sm90_why_not(const AttentionParams& p, int cc);
 
-// The sm_90a kernel (csrc/cuda/attention/attention_sm90.cu) for a problem attention_sm90_why_not
+// The sm_90a kernel (csrc/cuda/attention/sm90_attention.cu) for a problem attention_sm90_why_not
 // accepts. Returns cudaErrorNotSupported when an operand is not what its TMA tensor map can
 // address: 16-byte aligned data and positive strides that are multiples of 16 bytes (FP8 per-key
 // K factors: a 16-byte aligned base, contiguous heads, key and batch strides multiples of 4

@@ -1,7 +1,7 @@
 // Attention heuristics: which backend runs a call, and which sm_90a kernel configuration. Pure (no
 // CUDA, no torch), unit-tested on the CPU (tests/cpp/test_attention_heuristics.cpp); the torch
 // adapter (csrc/torch/attention.cpp) asks choose_attn_backend once per call, and the sm_90a
-// dispatch (csrc/cuda/attention/attention_sm90.cu) instantiates exactly the configurations named
+// dispatch (csrc/cuda/attention/sm90_attention.cu) instantiates exactly the configurations named
 // here.
 //
 // Backends (the registry: the op's `backend` argument and attention_backend's answer are these

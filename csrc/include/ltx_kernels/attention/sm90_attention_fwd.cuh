@@ -1,5 +1,5 @@
 // Dense attention forward for sm_90a (bf16 / fp16, and FP8 E4M3 with dequantization factors).
-// Included only by csrc/cuda/attention/attention_sm90.cu. Semantics: attention.h.
+// Included only by csrc/cuda/attention/sm90_attention.cu. Semantics: attention.h.
 //
 // CTA = 1 + kMmaWG warpgroups, one (64 kMmaWG-query tile, head, batch) per CTA, grid
 // (ceil(Sq / (64 kMmaWG)), H, B):

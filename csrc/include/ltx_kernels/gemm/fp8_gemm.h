@@ -43,7 +43,7 @@ struct Fp8BlockwiseGemmArgs {
   GemmOut out = GemmOut::kBF16;
 };
 
-// ---- sm_90a, CUTLASS collective (backend "sm90_cutlass"; csrc/cuda/gemm/fp8_gemm_sm90.cu, compiled
+// ---- sm_90a, CUTLASS collective (backend "sm90_cutlass"; csrc/cuda/gemm/sm90_fp8_gemm_cutlass.cu, compiled
 // only for sm_90a). Called only when the build defines LTX_KERNELS_HAS_SM90 (resp.
 // LTX_KERNELS_HAS_SM89 below) and the device matches.
 // True when the kernel takes these arguments (alignment, layouts); `device_cc` is major*10+minor
@@ -55,13 +55,13 @@ cudaError_t fp8_blockwise_gemm_sm90(const Fp8BlockwiseGemmArgs& args, void* work
                                     size_t workspace_bytes, int num_sms, cudaStream_t stream);
 
 // ---- sm_89+ (Ada, and Hopper/Blackwell as a fallback): mma.sync e4m3 kernel
-// (csrc/cuda/gemm/fp8_gemm_sm89.cu, compiled for every target >= 8.9).
+// (csrc/cuda/gemm/sm89_fp8_gemm.cu, compiled for every target >= 8.9).
 bool fp8_blockwise_gemm_sm89_supported(const Fp8BlockwiseGemmArgs& args, int device_cc);
 cudaError_t fp8_blockwise_gemm_sm89(const Fp8BlockwiseGemmArgs& args, cudaStream_t stream);
 
 // ---- few tokens (1 <= M <= 64), sm_89+: mma.sync "swap AB" kernel that streams the weights
 // from HBM into registers, with split-K across CTAs when the row tiles alone leave SMs idle
-// (csrc/cuda/gemm/fp8_gemm_skinny_sm89.cu, compiled for every target >= 8.9). Any sa / sb strides.
+// (csrc/cuda/gemm/sm89_fp8_gemm_skinny.cu, compiled for every target >= 8.9). Any sa / sb strides.
 bool fp8_blockwise_gemm_skinny_supported(const Fp8BlockwiseGemmArgs& args, int device_cc);
 // Bytes of device scratch the call needs (0 if none); the caller allocates it.
 size_t fp8_blockwise_gemm_skinny_workspace(const Fp8BlockwiseGemmArgs& args, int num_sms);

@@ -37,7 +37,7 @@ struct TileShape {
   int bm, bn;
 };
 
-// The compiled sm_90a configurations (csrc/cuda/gemm/fp8_gemm_1d2d_sm90.cu, bf16_gemm_sm90.cu,
+// The compiled sm_90a configurations (csrc/cuda/gemm/sm90_fp8_gemm_1d2d.cu, sm90_bf16_gemm.cu,
 // sm90_fp8_gemm_rowwise.cu). FP8 1D2D keeps two fp32 accumulators per output (the wgmma target and
 // the promoted total), so a 64-row warpgroup slice is at most 192 columns wide (2 x 96 registers)
 // and bm = 256 goes with bn = 128; bf16 keeps one, and so does FP8 rowwise (the bf16 mainloop on

@@ -1,5 +1,5 @@
 // PTX wrappers of the sm_90a kernels (the GEMM in sm90_gemm.cuh; the neighborhood-attention
-// kernel in natten/natten_sm90.cuh takes its mbarrier and fence wrappers from here, the dense
+// kernel in natten/sm90_natten.cuh takes its mbarrier and fence wrappers from here, the dense
 // attention kernel its cp.async ones): mbarriers,
 // TMA (tensor, multicast, 1-D bulk), bulk-group completion, proxy fences, wgmma fences, register
 // reconfiguration and cluster primitives. Device only; the callers compile these into sm_90a

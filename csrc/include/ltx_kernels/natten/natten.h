@@ -3,7 +3,7 @@
 // chooses.
 //   natten_forward_portable (csrc/cuda/natten/natten.cu, mma.sync, sm_80+): tile -1 picks
 //     (natten_pick_tile), else forces 0 .. kNattenNumTiles - 1.
-//   natten_forward_sm90 (csrc/cuda/natten/natten_sm90.cu, built for sm_90a only: TMA, mbarrier
+//   natten_forward_sm90 (csrc/cuda/natten/sm90_natten.cu, built for sm_90a only: TMA, mbarrier
 //     ring): box -1 picks (natten_sm90_pick), else forces; cudaErrorNotSupported for a problem
 //     it does not take (natten_sm90_takes, or TMA descriptors it cannot encode), so that the
 //     caller can fall back.

@@ -1,7 +1,7 @@
 // Which neighborhood-attention kernel and which query box run a (dilation-1) problem: pure
 // functions of the problem and the device, host only, no CUDA and no torch.
 // benchmarks/sweep_natten.py times every box beside these choices (docs/design/natten.md); the
-// kernels' headers (natten.cuh, natten_sm90.cuh) explain the work each box stages.
+// kernels' headers (natten.cuh, sm90_natten.cuh) explain the work each box stages.
 #pragma once
 
 #include <algorithm>
@@ -58,7 +58,7 @@ inline int natten_pick_tile(const NattenProblem& p) {
   return natten_argmin(kNattenNumTiles, [&](int i) { return natten_tile_cost(p, i); });
 }
 
-// ---- the sm_90 kernel (TMA + mbarrier ring; natten_sm90.cuh): head dim 64, 128 queries per CTA
+// ---- the sm_90 kernel (TMA + mbarrier ring; sm90_natten.cuh): head dim 64, 128 queries per CTA
 // in a box (t, h, 8), key rows staged W8 = 16 or 32 wide (the union's w extent rounded up).
 // Forced as tile kNattenNumTiles + i.
 constexpr int kNattenSm90Boxes = 3;

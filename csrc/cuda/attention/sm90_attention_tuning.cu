@@ -6,9 +6,9 @@
 //   2  that, with one in 8 exponentials on the FMA pipe (kExp2PolyEvery);
 //   3  that, with one in 16 (head dim 64) or one in 4 (head dim 128);
 //   4  configuration 2 with O rescaled only when a row of the warp raised its maximum (kSkipRescale).
-// tools/profile/attention_tiles.py times them beside the defaults and cuDNN; one that wins at every
+// tools/tune/attention_tiles.py times them beside the defaults and cuDNN; one that wins at every
 // shape of its head dim becomes that head dim's default, the others are deleted.
-#include "attention_sm90_launch.cuh"
+#include "sm90_attention_launch.cuh"
 
 #if defined(LTX_KERNELS_TUNING)
 namespace ltx_kernels {

@@ -1,7 +1,7 @@
-// Host emulator for the sm_89 FP8/FP6 GEMM tile body (fp8_gemm_sm89.cuh): a check of the
+// Host emulator for the sm_89 FP8/FP6 GEMM tile body (sm89_fp8_gemm.cuh): a check of the
 // kernel's index arithmetic that runs WITHOUT a GPU. A test harness, not part of the library
 // (nothing in csrc includes it); build and run it by hand from the repository root:
-//   printf '#include "fp8_gemm_sm89_emu.cuh"\nint main(int c, char** v) { return ltx_kernels::gemm_sm89::emu::selftest_main(c, v); }\n' > /tmp/emu.cu
+//   printf '#include "sm89_fp8_gemm_emu.cuh"\nint main(int c, char** v) { return ltx_kernels::gemm_sm89::emu::selftest_main(c, v); }\n' > /tmp/emu.cu
 //   nvcc -std=c++17 -O2 --expt-relaxed-constexpr -Icsrc/include -Itests/cpp /tmp/emu.cu -o /tmp/emu -lpthread && /tmp/emu
 // It runs the kernel's own gemm_tile<> body with a HostOps policy: ldmatrix and mma.sync emulated
 // from the PTX ISA fragment tables (layout_check::ptx_*), one std::thread per CUDA thread, real
@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "ltx_kernels/gemm/fp8_gemm_sm89.cuh"
+#include "ltx_kernels/gemm/sm89_fp8_gemm.cuh"
 
 namespace ltx_kernels {
 namespace gemm_sm89 {

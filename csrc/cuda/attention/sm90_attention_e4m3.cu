@@ -1,6 +1,6 @@
 // sm_90a attention kernels for FP8 E4M3 inputs, bf16 or fp16 output: the configurations of
 // attention/heuristics.h.
-#include "attention_sm90_launch.cuh"
+#include "sm90_attention_launch.cuh"
 
 namespace ltx_kernels {
 namespace attention_sm90 {

@@ -59,7 +59,7 @@
 #include <cuda_runtime.h>
 
 #include "ltx_kernels/gemm/fp8_gemm.h"
-#include "ltx_kernels/gemm/fp8_gemm_sm89.cuh"
+#include "ltx_kernels/gemm/sm89_fp8_gemm.cuh"
 
 namespace ltx_kernels {
 namespace gemm_skinny {

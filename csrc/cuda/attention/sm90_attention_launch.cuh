@@ -1,5 +1,5 @@
 // The sm_90a attention launcher template shared by the per-dtype translation units
-// (attention_{bf16,fp16,e4m3}_sm90.cu, compiled in parallel). Internal to csrc/cuda/attention.
+// (sm90_attention_{bf16,fp16,e4m3}.cu, compiled in parallel). Internal to csrc/cuda/attention.
 #pragma once
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // sm_90 neighborhood attention launcher: TMA descriptors (one pair per batch element), launch.
-// The envelope and the box choice are natten_heuristics.h's; the kernel is natten_sm90.cuh's.
+// The envelope and the box choice are natten_heuristics.h's; the kernel is sm90_natten.cuh's.
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
 #include <type_traits>
@@ -7,7 +7,7 @@
 #include "ltx_kernels/common/device.h"
 #include "ltx_kernels/natten/natten.h"
 #include "ltx_kernels/natten/natten_heuristics.h"
-#include "ltx_kernels/natten/natten_sm90.cuh"
+#include "ltx_kernels/natten/sm90_natten.cuh"
 
 namespace ltx_kernels {
 namespace {

@@ -1,5 +1,5 @@
 // sm_90a blockwise FP8 GEMM: one CUTLASS 3.x kernel definition, parameterised by tile, cluster,
-// schedule, output dtype and tile scheduler; included only by csrc/cuda/gemm/fp8_gemm_*_sm90.cu
+// schedule, output dtype and tile scheduler; included only by csrc/cuda/gemm/sm90_fp8_gemm_cutlass_*.cu
 // (each instantiates one or two of these, so the builds run in parallel and rebuild alone).
 //
 //   D[m, n] = sum_kb (A_kb . B_kb^T)[m, n] * sa(m, kb) * sb(n/128, kb) + bias[n]     (fp32 accum)
@@ -29,7 +29,7 @@
 #include <cuda_runtime.h>
 
 #include "ltx_kernels/gemm/fp8_gemm.h"
-#include "ltx_kernels/gemm/fp8_gemm_sm90_configs.cuh"
+#include "ltx_kernels/gemm/sm90_fp8_gemm_cutlass_configs.cuh"
 
 #include "cutlass/cutlass.h"
 #include "cutlass/numeric_types.h"
@@ -212,24 +212,33 @@ using PingpongEpilogue = cutlass::epilogue::TmaWarpSpecialized;
 }  // namespace gemm
 }  // namespace ltx_kernels
 
-// Defines NAME_workspace / NAME_run for one configuration: bf16 always, fp16 when WITH_FP16
+// Defines NAME_workspace / NAME_run for one configuration: CTA tile TILE_M x 128 x 128, 1x1x1
+// cluster, SCHEDULE Coop (cooperative: two consumer warp groups share a tile) or Pingpong (each
+// owns a tile), tile scheduler SCHEDULER (void: persistent; cutlass::gemm::StreamKScheduler),
+// sa row-major when ROW_MAJOR_SA (else M-major); bf16 output always, fp16 when WITH_FP16
 // (otherwise fp16 answers cudaErrorNotSupported and the dispatcher picks another kernel).
 #if defined(LTX_SM90_GEMM_AVAILABLE)
-#define LTX_SM90_GEMM_DEFINE(NAME, BF16_T, FP16_T)                                                       \
-  namespace ltx_kernels { namespace gemm { namespace sm90_cutlass {                                                       \
+#define LTX_SM90_GEMM_DEFINE(NAME, TILE_M, SCHEDULE, SCHEDULER, ROW_MAJOR_SA, WITH_FP16)                  \
+  namespace ltx_kernels { namespace gemm { namespace sm90_cutlass {                                        \
+  template <class ElementD>                                                                               \
+  using NAME##_gemm = BlockwiseGemm<cute::Shape<cute::Int<TILE_M>, cute::_128, cute::_128>,               \
+                                    cute::Shape<cute::_1, cute::_1, cute::_1>, SCHEDULE##Schedule,        \
+                                    SCHEDULE##Epilogue, ElementD, SCHEDULER, ROW_MAJOR_SA>;               \
+  using NAME##_fp16 = std::conditional_t<WITH_FP16, NAME##_gemm<cutlass::half_t>, void>;                  \
   size_t NAME##_workspace(const Fp8BlockwiseGemmArgs& args, int num_sms, const Sm90RunOptions& o) {       \
-    if (args.out == GemmOut::kBF16) return BF16_T::workspace(args, num_sms, o);                           \
-    return ltx_sm90_fp16_workspace<FP16_T>(args, num_sms, o);                                             \
+    if (args.out == GemmOut::kBF16) return NAME##_gemm<cutlass::bfloat16_t>::workspace(args, num_sms, o); \
+    return ltx_sm90_fp16_workspace<NAME##_fp16>(args, num_sms, o);                                        \
   }                                                                                                       \
   cudaError_t NAME##_run(const Fp8BlockwiseGemmArgs& args, void* ws, size_t ws_bytes, int num_sms,        \
                          const Sm90RunOptions& o, cudaStream_t stream) {                                  \
-    if (args.out == GemmOut::kBF16) return BF16_T::run(args, ws, ws_bytes, num_sms, o, stream);           \
-    return ltx_sm90_fp16_run<FP16_T>(args, ws, ws_bytes, num_sms, o, stream);                             \
+    if (args.out == GemmOut::kBF16)                                                                       \
+      return NAME##_gemm<cutlass::bfloat16_t>::run(args, ws, ws_bytes, num_sms, o, stream);               \
+    return ltx_sm90_fp16_run<NAME##_fp16>(args, ws, ws_bytes, num_sms, o, stream);                        \
   }                                                                                                       \
   }}}
 #else
-#define LTX_SM90_GEMM_DEFINE(NAME, BF16_T, FP16_T)                                                       \
-  namespace ltx_kernels { namespace gemm { namespace sm90_cutlass {                                                       \
+#define LTX_SM90_GEMM_DEFINE(NAME, TILE_M, SCHEDULE, SCHEDULER, ROW_MAJOR_SA, WITH_FP16)                  \
+  namespace ltx_kernels { namespace gemm { namespace sm90_cutlass {                                        \
   size_t NAME##_workspace(const Fp8BlockwiseGemmArgs&, int, const Sm90RunOptions&) { return 0; }          \
   cudaError_t NAME##_run(const Fp8BlockwiseGemmArgs&, void*, size_t, int, const Sm90RunOptions&,          \
                          cudaStream_t) { return cudaErrorNotSupported; }                                  \
@@ -240,7 +249,7 @@ using PingpongEpilogue = cutlass::epilogue::TmaWarpSpecialized;
 namespace ltx_kernels {
 namespace gemm {
 namespace sm90_cutlass {
-// FP16_T = void: no fp16 kernel in this configuration.
+// T = void: no fp16 kernel in this configuration.
 template <class T>
 inline size_t ltx_sm90_fp16_workspace(const Fp8BlockwiseGemmArgs& a, int n, const Sm90RunOptions& o) {
   if constexpr (std::is_void_v<T>) { (void)a; (void)n; (void)o; return 0; }

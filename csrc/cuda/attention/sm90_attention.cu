@@ -1,9 +1,9 @@
 // sm_90a dense attention: the envelope (attention_sm90_why_not), the operands' addressing, the
 // configuration (attention/heuristics.h) and the dtype dispatch. The kernels are instantiated in
-// attention_{bf16,fp16,e4m3}_sm90.cu (and the configurations under study in
-// attention_tuning_sm90.cu); the launcher is attention_sm90_launch.cuh and the kernel
+// sm90_attention_{bf16,fp16,e4m3}.cu (and the configurations under study in
+// sm90_attention_tuning.cu); the launcher is sm90_attention_launch.cuh and the kernel
 // csrc/include/ltx_kernels/attention/sm90_attention_fwd.cuh.
-#include "attention_sm90_launch.cuh"
+#include "sm90_attention_launch.cuh"
 
 namespace ltx_kernels {
 
@@ -30,7 +30,7 @@ const char* attention_sm90_why_not(const AttentionParams& a, int cc) {
 
 namespace {
 
-// What the TMA tensor maps address (attention_sm90_launch.cuh): strides of extent-1 dimensions
+// What the TMA tensor maps address (sm90_attention_launch.cuh): strides of extent-1 dimensions
 // address nothing (tidy replaces them, as the launcher does).
 bool addressable(const AttentionParams& a) {
   using attention_sm90::esize;

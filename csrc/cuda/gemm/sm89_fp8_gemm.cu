@@ -1,6 +1,6 @@
 // sm_89+ mma.sync blockwise FP8 GEMM and its FP6-weight variant: host side (support checks, tile
-// and pipeline-depth choice, launch). Kernels: ltx_kernels/gemm/fp8_gemm_sm89.cuh. Compiled for
-// every target >= 8.9 (CMake: csrc/cuda/*/*_sm89.cu).
+// and pipeline-depth choice, launch). Kernels: ltx_kernels/gemm/sm89_fp8_gemm.cuh. Compiled for
+// every target >= 8.9 (CMake: csrc/cuda/*/sm89_*.cu).
 //
 // Configurations (dynamic shared memory per CTA, 256 threads):
 //   fp8, BM=128, 3 stages: 3 * (16 + 16) KB = 96 KB      (fits Ada/sm_120's 99 KB opt-in)
@@ -11,7 +11,8 @@
 // BM=64 is used when M <= 64 or when 128-row tiles would leave most SMs idle.
 #include "ltx_kernels/common/device.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
-#include "ltx_kernels/gemm/fp8_gemm_sm89.cuh"
+#include "ltx_kernels/gemm/gemm_host.h"
+#include "ltx_kernels/gemm/sm89_fp8_gemm.cuh"
 
 #include <climits>
 
@@ -23,30 +24,14 @@ using ltx_kernels::gemm_sm89::blockwise_gemm_kernel;
 using ltx_kernels::gemm_sm89::Config;
 using ltx_kernels::gemm_sm89::kBN;
 using ltx_kernels::gemm_sm89::kThreads;
-
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-struct DeviceInfo {
-  int sms = 0;
-  int smem_optin = 0;
-};
-
-cudaError_t device_info(DeviceInfo* info) {
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  e = cudaDeviceGetAttribute(&info->sms, cudaDevAttrMultiProcessorCount, dev);
-  if (e != cudaSuccess) return e;
-  return cudaDeviceGetAttribute(&info->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-}
+using host::aligned;
+using host::cdiv;
 
 // Tile height: 64 when M is small, or when 128-row tiles fill less than half the SMs and 64-row
 // ones would fill more.
 int choose_bm(int64_t M, int64_t N, int sms) {
   if (M <= 64) return 64;
-  const int64_t tiles128 = ceil_div(M, 128) * ceil_div(N, kBN);
+  const int64_t tiles128 = cdiv(M, 128) * cdiv(N, kBN);
   return (2 * tiles128 < sms) ? 64 : 128;
 }
 
@@ -54,7 +39,7 @@ template <int BM, int STAGES, bool FP6>
 cudaError_t launch(const Fp8BlockwiseGemmArgs& args, cudaStream_t stream) {
   using Cfg = Config<BM, STAGES, FP6>;
   auto kernel = blockwise_gemm_kernel<BM, STAGES, FP6>;
-  const int64_t tiles = ceil_div(args.M, BM) * ceil_div(args.N, kBN);
+  const int64_t tiles = cdiv(args.M, BM) * cdiv(args.N, kBN);
   if (tiles > INT_MAX) return cudaErrorNotSupported;
   static PerDeviceMax smem_limit;  // per device: common/per_device.h
   const cudaError_t e = raise_dynamic_smem(smem_limit, kernel, int(Cfg::SMEM));
@@ -82,21 +67,17 @@ bool supported(const Fp8BlockwiseGemmArgs& a, int device_cc, bool fp6) {
   if (a.out != GemmOut::kBF16 && a.out != GemmOut::kFP16) return false;
   if (a.a == nullptr || a.b == nullptr || a.d == nullptr) return false;
   if (a.K > 0 && (a.a_scales == nullptr || a.b_scales == nullptr)) return false;
-  if (a.lda % 16 != 0 || a.ldb % 16 != 0 || !aligned16(a.a) || !aligned16(a.b)) return false;
+  if (a.lda % 16 != 0 || a.ldb % 16 != 0 || !aligned(a.a, 16) || !aligned(a.b, 16)) return false;
   if (a.lda < a.K || a.ldb < (fp6 ? a.K / 4 * 3 : a.K) || a.ldd < a.N) return false;
-  if (reinterpret_cast<uintptr_t>(a.d) % 2 != 0) return false;
-  if (ceil_div(a.M, 64) * ceil_div(a.N, kBN) > INT_MAX) return false;
-  DeviceInfo info;
-  if (device_info(&info) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
+  if (!aligned(a.d, 2)) return false;
+  if (cdiv(a.M, 64) * cdiv(a.N, kBN) > INT_MAX) return false;
   // The smallest configuration of the family must fit, and the image must exist.
+  const int smem_optin = current_device_props().smem_optin;
   if (fp6) {
-    if (info.smem_optin < Config<128, 2, true>::SMEM) return false;
+    if (smem_optin < Config<128, 2, true>::SMEM) return false;
     return has_image<128, 2, true>();
   }
-  if (info.smem_optin < Config<64, 3, false>::SMEM) return false;
+  if (smem_optin < Config<64, 3, false>::SMEM) return false;
   return has_image<64, 3, false>();
 }
 
@@ -107,21 +88,13 @@ bool fp8_blockwise_gemm_sm89_supported(const Fp8BlockwiseGemmArgs& args, int dev
 }
 
 cudaError_t fp8_blockwise_gemm_sm89(const Fp8BlockwiseGemmArgs& args, cudaStream_t stream) {
-  DeviceInfo info;
-  cudaError_t e = device_info(&info);
-  if (e != cudaSuccess) return e;
-  int major = 0, minor = 0, dev = 0;
-  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
-  if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != cudaSuccess)
-    return e;
-  if ((e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) != cudaSuccess)
-    return e;
-  if (!supported(args, major * 10 + minor, false)) return cudaErrorNotSupported;
-  if (choose_bm(args.M, args.N, info.sms) == 64) {
-    if (info.smem_optin < Config<64, 3, false>::SMEM) return cudaErrorNotSupported;
+  const DeviceProps& dev = current_device_props();
+  if (!supported(args, dev.cc, false)) return cudaErrorNotSupported;
+  if (choose_bm(args.M, args.N, dev.sm_count) == 64) {
+    if (dev.smem_optin < Config<64, 3, false>::SMEM) return cudaErrorNotSupported;
     return launch<64, 3, false>(args, stream);
   }
-  if (info.smem_optin < Config<128, 3, false>::SMEM) return launch<64, 3, false>(args, stream);
+  if (dev.smem_optin < Config<128, 3, false>::SMEM) return launch<64, 3, false>(args, stream);
   return launch<128, 3, false>(args, stream);
 }
 
@@ -130,20 +103,11 @@ bool fp6_blockwise_gemm_sm89_supported(const Fp8BlockwiseGemmArgs& args, int dev
 }
 
 cudaError_t fp6_blockwise_gemm_sm89(const Fp8BlockwiseGemmArgs& args, cudaStream_t stream) {
-  DeviceInfo info;
-  cudaError_t e = device_info(&info);
-  if (e != cudaSuccess) return e;
-  int major = 0, minor = 0, dev = 0;
-  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
-  if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) != cudaSuccess)
-    return e;
-  if ((e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) != cudaSuccess)
-    return e;
-  if (!supported(args, major * 10 + minor, true)) return cudaErrorNotSupported;
-  if (choose_bm(args.M, args.N, info.sms) == 64 &&
-      info.smem_optin >= Config<64, 3, true>::SMEM)
+  const DeviceProps& dev = current_device_props();
+  if (!supported(args, dev.cc, true)) return cudaErrorNotSupported;
+  if (choose_bm(args.M, args.N, dev.sm_count) == 64 && dev.smem_optin >= Config<64, 3, true>::SMEM)
     return launch<64, 3, true>(args, stream);
-  if (info.smem_optin >= Config<128, 3, true>::SMEM) return launch<128, 3, true>(args, stream);
+  if (dev.smem_optin >= Config<128, 3, true>::SMEM) return launch<128, 3, true>(args, stream);
   return launch<128, 2, true>(args, stream);
 }
 

@@ -1,6 +1,6 @@
 // Few-token blockwise FP8 GEMM (M <= 64) on mma.sync: host side (support check, split-K choice,
-// workspace, launch). Kernel and design: ltx_kernels/gemm/fp8_gemm_skinny.cuh. Compiled for every
-// target >= 8.9 (CMake: csrc/cuda/*/*_sm89.cu).
+// workspace, launch). Kernel and design: ltx_kernels/gemm/sm89_fp8_gemm_skinny.cuh. Compiled for every
+// target >= 8.9 (CMake: csrc/cuda/*/sm89_*.cu).
 //
 // Split-K choice: the grid has ceil(N/64) row tiles; when they fill fewer than the SMs' CTA slots
 // (occupancy x SMs), K is split into SK pieces (at most one per two K steps of 2 x 128), so that
@@ -16,7 +16,7 @@
 #include "ltx_kernels/common/dev_config.h"
 #include "ltx_kernels/common/device.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
-#include "ltx_kernels/gemm/fp8_gemm_skinny.cuh"
+#include "ltx_kernels/gemm/sm89_fp8_gemm_skinny.cuh"
 #include "ltx_kernels/gemm/gemm_host.h"
 
 namespace ltx_kernels {
@@ -31,6 +31,8 @@ using ltx_kernels::gemm_skinny::kWK;
 using ltx_kernels::gemm_skinny::kWR;
 using ltx_kernels::gemm_skinny::skinny_gemm_kernel;
 using ltx_kernels::gemm_skinny::SplitWorkspace;
+using host::aligned;
+using host::cdiv;
 using host::resolve_sms;
 
 constexpr int64_t kMaxM = 64;
@@ -44,22 +46,8 @@ constexpr bool kBuildHasWgmma = true;
 constexpr bool kBuildHasWgmma = false;
 #endif
 
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-bool aligned(const void* p, uintptr_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
-
 int nt_for(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : M <= 32 ? 4 : 8; }
 int nt_index(int nt) { return nt == 1 ? 0 : nt == 2 ? 1 : nt == 4 ? 2 : 3; }
-
-int device_cc() {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return major * 10 + minor;
-}
 
 // wgmma variant on compute capability 9.0 when built (LTX_KERNELS_SKINNY_WGMMA=0 turns it off).
 bool use_wgmma(int cc) {
@@ -238,13 +226,13 @@ bool fp8_blockwise_gemm_skinny_supported(const Fp8BlockwiseGemmArgs& p, int devi
 
 size_t fp8_blockwise_gemm_skinny_workspace(const Fp8BlockwiseGemmArgs& p, int num_sms) {
   if (p.M < 1 || p.M > kMaxM || p.K < 128 || p.N < 1) return 0;
-  const bool wg = use_wgmma(device_cc());
+  const bool wg = use_wgmma(current_device_props().cc);
   return workspace_bytes_for(p, choose_splits(p, num_sms, wg), wg);
 }
 
 cudaError_t fp8_blockwise_gemm_skinny(const Fp8BlockwiseGemmArgs& p, void* workspace, size_t workspace_bytes,
                                       int num_sms, cudaStream_t stream) {
-  const int cc = device_cc();
+  const int cc = current_device_props().cc;
   if (!fp8_blockwise_gemm_skinny_supported(p, cc)) return cudaErrorNotSupported;
   const bool wg = use_wgmma(cc);
   const int splits = choose_splits(p, num_sms, wg);

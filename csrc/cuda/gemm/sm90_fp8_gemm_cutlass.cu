@@ -3,13 +3,13 @@
 // picks it. Argument checks, its tile heuristic and dispatch. The kernels are CUTLASS 3.x warp-specialized TMA + wgmma
 // kernels with CUTLASS's blockwise-scaling FP8 mainloop (software promotion every 128-wide K
 // block, DeepGEMM's 1D2D recipe) and a fused fp32 per-column bias epilogue; the definition is in
-// csrc/include/ltx_kernels/gemm/fp8_gemm_sm90_kernel.cuh, one configuration per file:
+// csrc/include/ltx_kernels/gemm/sm90_fp8_gemm_cutlass.cuh, one configuration per file:
 //
 //   name        tile (MxNxK)  cluster  schedule     scheduler     out         file
-//   t128x128    128x128x128   1x1x1    cooperative  persistent    bf16, fp16  fp8_gemm_t128x128_sm90.cu
-//   t64x128      64x128x128   1x1x1    ping-pong    persistent    bf16, fp16  fp8_gemm_t64x128_sm90.cu
-//   t128x128sk  128x128x128   1x1x1    cooperative  stream-K      bf16        fp8_gemm_t128x128sk_sm90.cu
-//   t128x128rs  128x128x128   1x1x1    cooperative  persistent    bf16        fp8_gemm_t128x128rs_sm90.cu
+//   t128x128    128x128x128   1x1x1    cooperative  persistent    bf16, fp16  sm90_fp8_gemm_cutlass_t128x128.cu
+//   t64x128      64x128x128   1x1x1    ping-pong    persistent    bf16, fp16  sm90_fp8_gemm_cutlass_t64x128.cu
+//   t128x128sk  128x128x128   1x1x1    cooperative  stream-K      bf16        sm90_fp8_gemm_cutlass_t128x128sk.cu
+//   t128x128rs  128x128x128   1x1x1    cooperative  persistent    bf16        sm90_fp8_gemm_cutlass_t128x128rs.cu
 // All but t128x128rs read M-major sa with TMA; t128x128rs takes row-major sa (cp.async).
 //
 // Why these: the blockwise mainloop keeps two fp32 accumulators per thread (the wgmma target and
@@ -29,7 +29,7 @@
 //   - otherwise t128x128, unless the 64-row tiles fill their last wave markedly better (wave
 //     efficiency + 0.15: the 64-row tile runs wgmma at lower efficiency).
 //   row-major sa (not M-major): t128x128rs whatever the shape (bf16 only).
-// Not built, the next levers to measure (each one more *_sm90.cu file): a 2x1x1 cluster with B
+// Not built, the next levers to measure (each one more sm90_fp8_gemm_cutlass_*.cu file): a 2x1x1 cluster with B
 // multicast for the largest M*N, stream-K for the tail wave at large M (t128x128sk already is
 // one: force it to measure), 64x128 tiles with a 2x1 cluster for mid M.
 //
@@ -61,7 +61,7 @@
 #include "cutlass/arch/config.h"
 #include "ltx_kernels/common/dev_config.h"
 #include "ltx_kernels/gemm/fp8_gemm.h"
-#include "ltx_kernels/gemm/fp8_gemm_sm90_configs.cuh"
+#include "ltx_kernels/gemm/sm90_fp8_gemm_cutlass_configs.cuh"
 #include "ltx_kernels/gemm/gemm_host.h"
 
 namespace ltx_kernels {
@@ -70,6 +70,8 @@ namespace {
 
 using sm90_cutlass::Sm90Kernel;
 using sm90_cutlass::Sm90RunOptions;
+using host::aligned;
+using host::cdiv;
 using host::resolve_sms;
 
 struct EnvChoice {
@@ -108,8 +110,6 @@ bool has_fp16(Sm90Kernel k) { return k == Sm90Kernel::kT128x128 || k == Sm90Kern
 
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 
-bool aligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) % a) == 0; }
-
 // sa readable by the TMA (M-major) kernels.
 bool sa_m_major(const Fp8BlockwiseGemmArgs& p) {
   const int64_t kb = p.K / 128;
@@ -127,8 +127,6 @@ bool sa_k_major(const Fp8BlockwiseGemmArgs& p) {
   if (p.M > 1) return p.sa_stride_m >= 1 && p.sa_stride_m <= kIntMax / p.M;
   return kb <= kIntMax;
 }
-
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Fraction of the SM slots busy over all waves when `tiles` tiles run on `slots` concurrent slots.
 double wave_efficiency(int64_t tiles, int64_t slots) {

@@ -1,7 +1,7 @@
 // sm_90a blockwise FP8 GEMM: the list of compiled tile configurations and their entry points.
-// No CUTLASS here (the dispatcher in csrc/cuda/gemm/fp8_gemm_sm90.cu includes only this header, so
-// it compiles in seconds); each configuration lives in its own csrc/cuda/gemm/fp8_gemm_<cfg>_sm90.cu
-// built from the template in fp8_gemm_sm90_kernel.cuh.
+// No CUTLASS here (the dispatcher in csrc/cuda/gemm/sm90_fp8_gemm_cutlass.cu includes only this header, so
+// it compiles in seconds); each configuration lives in its own csrc/cuda/gemm/sm90_fp8_gemm_cutlass_<cfg>.cu
+// built from the template in sm90_fp8_gemm_cutlass.cuh.
 #pragma once
 
 #include <cstddef>
@@ -42,10 +42,10 @@ struct Sm90RunOptions {
   cudaError_t NAME##_run(const Fp8BlockwiseGemmArgs& args, void* workspace, size_t workspace_bytes, \
                          int num_sms, const Sm90RunOptions& o, cudaStream_t stream);
 
-LTX_SM90_GEMM_DECLARE(t128x128)     // fp8_gemm_t128x128_sm90.cu
-LTX_SM90_GEMM_DECLARE(t64x128)      // fp8_gemm_t64x128_sm90.cu
-LTX_SM90_GEMM_DECLARE(t128x128rs)   // fp8_gemm_t128x128rs_sm90.cu
-LTX_SM90_GEMM_DECLARE(t128x128sk)   // fp8_gemm_t128x128sk_sm90.cu
+LTX_SM90_GEMM_DECLARE(t128x128)     // sm90_fp8_gemm_cutlass_t128x128.cu
+LTX_SM90_GEMM_DECLARE(t64x128)      // sm90_fp8_gemm_cutlass_t64x128.cu
+LTX_SM90_GEMM_DECLARE(t128x128rs)   // sm90_fp8_gemm_cutlass_t128x128rs.cu
+LTX_SM90_GEMM_DECLARE(t128x128sk)   // sm90_fp8_gemm_cutlass_t128x128sk.cu
 
 #undef LTX_SM90_GEMM_DECLARE
 

@@ -1,5 +1,5 @@
-// sm_90a attention kernels for bf16 inputs (attention_sm90_launch.cuh, forward_half).
-#include "attention_sm90_launch.cuh"
+// sm_90a attention kernels for bf16 inputs (sm90_attention_launch.cuh, forward_half).
+#include "sm90_attention_launch.cuh"
 
 namespace ltx_kernels {
 namespace attention_sm90 {

@@ -1,7 +1,7 @@
 // Neighborhood attention forward for sm_90: TMA row loads into a shared-memory ring refilled by
 // whichever warp releases a stage last, and warps that each walk only the key rows their own
 // queries attend.
-// Included only by csrc/cuda/natten/natten_sm90.cu. head dim 64, fp16/bf16.
+// Included only by csrc/cuda/natten/sm90_natten.cu. head dim 64, fp16/bf16.
 //
 // Geometry (per CTA, one (batch, head)):
 //   queries  a box (Q0, Q1, 8) of (t, h, w); NW = 8 consumer warps, warp j owns the 16 queries
