@@ -221,13 +221,16 @@ def _run_isolated(item):
     cmd = [sys.executable, "-m", "pytest", "-q", "-s", "-rs", "-p", "no:cacheprovider", item.nodeid]
     try:
         p = subprocess.run(cmd, cwd=str(item.config.rootpath), env=env, capture_output=True, text=True, timeout=1200)
-        out, rc = p.stdout + p.stderr, p.returncode
+        stdout, stderr, rc = p.stdout, p.stderr, p.returncode
     except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+        stdout, stderr = ((s or b"").decode(errors="replace") for s in (e.stdout, e.stderr))
         rc = None
+    out = stdout + stderr
     cases = re.findall(r"^ltx-case: (.*)$", out, re.M)
     last = cases[-1] if cases else "(before the first case)"
-    tail = "\n".join(out.splitlines()[-40:])
+    # pytest's own report (the assertion that failed) is on stdout, the case announcements on
+    # stderr: show the end of each, so the failing case and its message both appear.
+    tail = "\n".join(stderr.splitlines()[-8:] + ["-- child's pytest report --"] + stdout.splitlines()[-40:])
     if rc is None:
         pytest.fail(f"the child process timed out (a hang?) during case: {last}\n{tail}", pytrace=False)
     if rc < 0:
