@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full benchmark suite on a GPU machine, for benchmarks/results/<gpu>/.
 #
-#   VARIANT=build/<variant> OUT=<dir> [GIT_SHA=<sha>[+dirty]] bash tools/gpu/full_results.sh [--quick]
+#   VARIANT=build/<variant> OUT=<dir> [GIT_SHA=<sha>[+dirty]] [FAMILIES="a b"] [ONLY=1] bash tools/gpu/full_results.sh [--quick]
 #
 # One process per family (benchmarks/run.py --only <family>), so each family's ceilings are
 # measured in its own process and a family that crashes or overruns cannot take the others
@@ -52,7 +52,10 @@ PREFERRED=${FAMILIES:-"norm rope activation fused_norm fp8 fused_fp8 lowbit dist
 ALL=$(python3 benchmarks/run.py --list)
 ORDER=""
 for f in $PREFERRED; do echo "$ALL" | grep -qx "$f" && ORDER="$ORDER $f"; done
-for f in $ALL; do case " $PREFERRED " in *" $f "*) ;; *) ORDER="$ORDER $f" ;; esac; done
+# ONLY=1: the families named in FAMILIES and no others (a run split over two calls)
+if [ "${ONLY:-0}" != 1 ]; then
+  for f in $ALL; do case " $PREFERRED " in *" $f "*) ;; *) ORDER="$ORDER $f" ;; esac; done
+fi
 
 t_start=$(date +%s)
 STATUS="$WORK/status.txt"

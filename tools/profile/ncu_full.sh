@@ -3,9 +3,11 @@
 # with the per-instruction stall samples of the source page: what explains the distance of the
 # FP8 / bf16 GEMM and of attention from their alternatives (tensor-pipe activity, issue-slot use,
 # warp stall reasons, where in the SASS the warps wait).
-#   VARIANT=<built variant dir> OUT=<dir> bash tools/profile/ncu_full.sh [gemm] [gemm-small] [attention]
-# gemm:       tools/profile/profile_gemm.py at 8192^3 (our default tile, the CUTLASS collective, cuBLASLt)
-# gemm-small: the same at 5376 x 2048 x 2048 (auto's tile), the LTX shape furthest behind cuBLASLt
+#   VARIANT=<built variant dir> OUT=<dir> bash tools/profile/ncu_full.sh [gemm] [gemm-small] [gemm-deep] [attention]
+# gemm:       tools/profile/profile_gemm.py at 8192^3 (our default tile, the CUTLASS collective, cuBLASLt,
+#             DeepGEMM when importable)
+# gemm-small: the same at 5376 x 2048 x 2048 (auto's tile), an LTX-Video projection
+# gemm-deep:  the same at 5376 x 2048 x 8192, the LTX-Video MLP down projection (the longest K)
 # attention:  tools/profile/profile_heavy.py attention (ours bf16 / FP8 and cuDNN, d 64 and 128, 2688 tokens)
 # Per family: <fam>.details.csv, <fam>.raw.csv (every collected metric), <fam>.source.csv (SASS with
 # stall samples), packed into $OUT/ncu_full.tar.gz; tools/profile/ncu_summary.py reads them.
@@ -18,6 +20,7 @@ for fam in ${@:-gemm attention}; do
   case "$fam" in
     gemm) target=(tools/profile/profile_gemm.py --shape 8192 8192 8192 --configs auto) ;;
     gemm-small) target=(tools/profile/profile_gemm.py --shape 5376 2048 2048 --configs auto) ;;
+    gemm-deep) target=(tools/profile/profile_gemm.py --shape 5376 2048 8192 --configs auto) ;;
     attention) target=(tools/profile/profile_heavy.py attention) ;;
     *) echo "ncu_full: unknown family $fam"; continue ;;
   esac
