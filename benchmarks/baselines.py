@@ -255,17 +255,18 @@ def gated_attention_fp8(x, gate_logits, group_size: int = 128):
 
 # ---- FP8 attention operands (ltx_kernels.quantize_attention_fp8, [B, S, H, D] inputs) ---------
 # The definition in PyTorch (what the library's Python wrapper used to run): q per (token, head),
-# k minus its fp64-summed mean over the keys then per key or per 128 keys, v per channel,
-# transposed and reordered by `order` ([Skv_pad] source key of each position, padding keys
-# pointing past Skv into the zero padding).
-def quantize_attention_fp8(q, k, v, order, k_block: int = 128):
+# k minus its fp64-summed mean over the keys (or over the first smooth_keys) then per key or per
+# 128 keys, v per channel, transposed and reordered by `order` ([Skv_pad] source key of each
+# position, padding keys pointing past Skv into the zero padding).
+def quantize_attention_fp8(q, k, v, order, k_block: int = 128, smooth_keys: int = 0):
     def e4m3(x, s):
         return torch.where(s == 0, x, x / torch.where(s == 0, torch.ones_like(s), s)).to(F8)
 
     b, skv, hk, d = k.shape
     qf = q.float()
     q_s = qf.abs().amax(-1, keepdim=True) / F8_MAX
-    kf = k.float() - ((k.double().sum(1, keepdim=True) + 0.0) / skv).float()
+    n = min(smooth_keys, skv) if smooth_keys > 0 else skv
+    kf = k.float() - ((k[:, :n].double().sum(1, keepdim=True) + 0.0) / n).float()
     if k_block == 1:
         k_s = kf.abs().amax(-1, keepdim=True) / F8_MAX
         k8, k_d = e4m3(kf, k_s), k_s.squeeze(-1)

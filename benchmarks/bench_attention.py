@@ -72,13 +72,17 @@ def realistic_k(k, seed=0):
 
 
 def attention_errors(q, k, v, sage, nq=256):
-    """{name: {"rel_l2", "cos"}} of ours bf16, ours FP8 (k per 128 keys) and SageAttention against
-    the float64 definition, on batch row 0, heads 0-1, the first nq queries of [B, S, H, D] inputs."""
+    """{name: {"rel_l2", "cos"}} of ours bf16, ours FP8 (k per 128 keys; k smoothed by the mean of all
+    keys, and of the leading 128) and SageAttention against the float64 definition, on batch row 0,
+    heads 0-1, the first nq queries of [B, S, H, D] inputs."""
     qs, ks, vs = (t[:1, :, :2].contiguous() for t in (q, k, v))
     qs = qs[:, :nq].contiguous()
     ref = lk.reference.attention(qs, ks, vs)
     outs = {"ours_bf16": lambda: lk.attention(qs, ks, vs),
-            "ours_fp8_kblock128": lambda: lk.attention(*lk.quantize_attention_fp8(qs, ks, vs), out=torch.empty_like(qs))}
+            "ours_fp8_kblock128": lambda: lk.attention(*lk.quantize_attention_fp8(qs, ks, vs), out=torch.empty_like(qs)),
+            # k smoothed by the mean of its leading 128 keys instead of all keys
+            "ours_fp8_kblock128_lead128": lambda: lk.attention(*lk.quantize_attention_fp8(qs, ks, vs, smooth_keys=128),
+                                                               out=torch.empty_like(qs))}
     if sage is not None:
         outs["sageattn"] = lambda: sage(qs.transpose(1, 2).contiguous(), ks.transpose(1, 2).contiguous(),
                                         vs.transpose(1, 2).contiguous(), tensor_layout="HND",

@@ -1,12 +1,15 @@
 """FP8 attention operands (quantize_attention_fp8, the pass before every FP8 attention call): ours
 vs the same definition in PyTorch (benchmarks/baselines.py: eager and torch.compile), at the
 self-attention shapes of benchmarks/bench_attention.py, k factors per 128 keys (what the
-attention kernel's fast path takes) and per key; same run, same method (benchmarks/common.py).
+attention kernel's fast path takes) and per key, k smoothed by the mean of all keys and (k factors
+per 128 keys) by the mean of the leading 128 keys (smooth_keys=128); same run, same method
+(benchmarks/common.py).
 
 Bytes = what the op must move: q, k and v read once (bf16), one code byte per element written,
-plus the factors. The kernel reads k and v a second time (their mean and per-channel maxima come
-first) and moves a small workspace; the note gives that traffic too, so the fraction of the copy
-ceiling is that of the single-pass minimum."""
+plus the factors. The kernel reads v a second time (its per-channel maxima come first), k a
+second time with the exact mean (only its leading keys with smooth_keys) and moves a small
+workspace; the note gives that traffic too, so the fraction of the copy ceiling is that of the
+single-pass minimum."""
 
 import torch
 
@@ -26,15 +29,17 @@ SHAPES = [
 QUICK = [0, 1]
 
 
-def traffic(b, s, h, d, k_block):
+def traffic(b, s, h, d, k_block, smooth_keys=0):
     """(minimal bytes, bytes the kernels move) for bf16 q, k, v of [b, s, h, d]."""
     n = b * s * h * d
     spad = -(-s // 32) * 32
     factors = 4 * (b * s * h + b * (s if k_block == 1 else -(-s // 128)) * h + b * h * d)
     minimal = 3 * n * 2 + 2 * n + b * h * d * spad + factors
-    chunks = -(-s // 64)
-    workspace = b * chunks * h * d * (8 + 4)
-    return minimal, minimal + 2 * n * 2 + 2 * workspace
+    mean_keys = min(smooth_keys, s) if smooth_keys > 0 else s
+    chunks, k_chunks = -(-s // 64), -(-mean_keys // 64)
+    workspace = b * h * d * (8 * k_chunks + 4 * chunks)
+    k_again = b * mean_keys * h * d * 2  # the mean's keys, read before the codes
+    return minimal, minimal + n * 2 + k_again + 2 * workspace
 
 
 def run(copy_gbps, quick=False):
@@ -45,25 +50,29 @@ def run(copy_gbps, quick=False):
             continue
         spad = -(-s // 32) * 32
         order = torch.tensor([(p // 32) * 32 + KEY_ORDER[p % 32] for p in range(spad)], device="cuda")
-        for k_block in (128, 1):
-            nbytes, moved = traffic(b, s, h, d, k_block)
+        for k_block, smooth_keys in ((128, 0), (1, 0), (128, 128)):
+            nbytes, moved = traffic(b, s, h, d, k_block, smooth_keys)
             k = n_copies(nbytes)
             qs, ks, vs = ([torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(k)]
                           for _ in range(3))
-            base = {"eager": time_graph(lambda j: bl.quantize_attention_fp8(qs[j], ks[j], vs[j], order, k_block), k),
-                    "torch.compile": time_graph(lambda j: compiled(qs[j], ks[j], vs[j], order, k_block), k)}
-            ours = time_graph(lambda j: lk.quantize_attention_fp8(qs[j], ks[j], vs[j], k_block=k_block), k)
+            kw = dict(k_block=k_block, smooth_keys=smooth_keys)
+            base = {"eager": time_graph(lambda j: bl.quantize_attention_fp8(qs[j], ks[j], vs[j], order, **kw), k),
+                    "torch.compile": time_graph(lambda j: compiled(qs[j], ks[j], vs[j], order, **kw), k)}
+            ours = time_graph(lambda j: lk.quantize_attention_fp8(qs[j], ks[j], vs[j], **kw), k)
             # what was timed, bit for bit against the float64 definition (reference.py, on the
             # CPU) of batch row 0, heads 0-1: every statistic is per (batch row, head), so those
             # slices of the full outputs are the reference's outputs of the sliced inputs
-            got = lk.quantize_attention_fp8(qs[0], ks[0], vs[0], k_block=k_block)
+            got = lk.quantize_attention_fp8(qs[0], ks[0], vs[0], **kw)
             sl = [t[:1, :, :2].cpu() for t in (qs[0], ks[0], vs[0])]
-            want = lk.reference.quantize_attention_fp8(*sl, k_block=k_block)
+            want = lk.reference.quantize_attention_fp8(*sl, **kw)
             got = [t[:1, :, :2] if i in (0, 1, 3, 4) else t[:1, :2] for i, t in enumerate(got)]
             same = all(torch.equal(g.cpu().view(torch.uint8), w.view(torch.uint8)) if g.dtype == bl.F8 else
                        torch.equal(g.cpu(), w) for g, w in zip(got, want))
-            note = (f"{name}; k_block {k_block}; kernels move {moved / 1e6:.0f} MB (k and v read twice, "
-                    f"workspace) = {moved / (ours * 1e-6) / 1e9:.0f} GB/s; bit-exact vs the float64 reference (batch 0, heads 0-1): {same}")
+            mean = f"the mean of the first {smooth_keys} keys" if smooth_keys else "the mean of all keys"
+            again = "v and k's leading keys" if smooth_keys else "k and v"
+            note = (f"{name}; k_block {k_block}; k smoothed by {mean}; kernels move {moved / 1e6:.0f} MB ({again} "
+                    f"read twice, workspace) = {moved / (ours * 1e-6) / 1e9:.0f} GB/s; bit-exact vs the float64 "
+                    f"reference (batch 0, heads 0-1): {same}")
             rows.append(Row("quantize_attention_fp8", [b, s, h, d], "bfloat16", ours, base, bytes=nbytes,
                             note=note).finish(copy_gbps))
             del qs, ks, vs, got, want

@@ -84,6 +84,36 @@ def test_matches_reference(device, layout, dtype, d):
                       k_block=k_block, smooth_k=smooth_k)
 
 
+@grid(("device", ALL_DEVICES), ("dtype", [torch.bfloat16, torch.float32]), ("d", [64, 128, 24]))
+def test_smooth_keys_matches_reference(device, dtype, d):
+    """The mean of the leading keys (smooth_keys 64, 128, 192) at key counts below, at and above
+    it and ragged, both k factor granularities and both layouts: bit for bit the reference, and a
+    k mean that differs from the exact one (the mutation check: the leading keys carry an offset
+    the others do not, so codes taken with the exact mean would differ)."""
+    b, sq, h, hk = 2, 21, 4, 2
+    for layout in ("bshd", "bhsd"):
+        q = mk(b, sq, h, d, dtype, device, layout)
+        for skv in (1, 63, 64, 65, 130, 300):
+            kc = mk(b, skv, hk, d, dtype, "cpu", "bshd", 2.0)
+            kc[:, :64] += 3.0  # leading keys offset: their mean is not the keys' mean
+            k = (kc if layout == "bshd" else kc.transpose(1, 2).contiguous()).to(device)
+            v = mk(b, skv, hk, d, dtype, device, layout)
+            for n in (64, 128, 192):
+                for k_block in (1, 128):
+                    got = check(q, k, v, f"{layout} {dtype} d{d} skv{skv} n{n} kb{k_block}", layout=layout,
+                                smooth_keys=n, k_block=k_block)
+                    if skv > n:
+                        exact = want_of(q, k, v, layout=layout, k_block=k_block)
+                        assert not torch.equal(got.k.view(torch.uint8).cpu(), exact[1].view(torch.uint8)), \
+                            f"skv{skv} n{n}: the leading keys' mean gave the exact mean's codes"
+                    if skv <= n:  # every key in the mean: the exact mean's operands
+                        assert_matches(got, want_of(q, k, v, layout=layout, k_block=k_block), f"skv{skv} <= n{n}")
+        # smooth_keys without smoothing: ignored
+        k = mk(b, 200, hk, d, dtype, device, layout)
+        assert_matches(lk.quantize_attention_fp8(q, k, k, layout=layout, smooth_k=False, smooth_keys=64),
+                       want_of(q, k, k, layout=layout, smooth_k=False), "smooth_k False")
+
+
 @grid(("device", ALL_DEVICES), ("d", [8, 32, 24, 256]))
 def test_other_head_dims(device, d):
     """The op takes any head dim that is a multiple of 8 up to 256 (the kernel's 64 / 128 and
@@ -215,8 +245,8 @@ def test_errors(device):
         o.update(over)
         return [o[n] for n in NAMES]
 
-    def op(*out, q_=q, k_=k, v_=k, layout="bshd", k_block=128):
-        lk.ops.quantize_attention_fp8(*out, q_, k_, v_, layout, True, k_block)
+    def op(*out, q_=q, k_=k, v_=k, layout="bshd", k_block=128, smooth_keys=0):
+        lk.ops.quantize_attention_fp8(*out, q_, k_, v_, layout, True, smooth_keys, k_block)
 
     cases = [
         (lambda: lk.quantize_attention_fp8(q.int(), k.int(), k.int()), "q must be bfloat16, float16 or float32"),
@@ -228,6 +258,10 @@ def test_errors(device):
         (lambda: op(*outs(q, k), layout="bsdh"), "layout must be 'bshd'"),
         (lambda: lk.quantize_attention_fp8(q, k, k, k_block=64), "k_block must be 1 or 128"),
         (lambda: op(*outs(q, k), k_block=64), "k_block must be 1 (a k factor per key) or 128"),
+        (lambda: lk.quantize_attention_fp8(q, k, k, smooth_keys=100), "smooth_keys must be 0 (the mean of all keys) or"),
+        (lambda: lk.quantize_attention_fp8(q, k, k, smooth_keys=-64), "a positive multiple of 64 (got -64)"),
+        (lambda: op(*outs(q, k), smooth_keys=96), "smooth_keys must be 0 (the mean of all keys) or a positive multiple of 64"),
+        (lambda: op(*outs(q, k), smooth_keys=-64), "a positive multiple of 64 (got -64)"),
         (lambda: lk.quantize_attention_fp8(q, torch.randn(2, 40, 2, 64, dtype=q.dtype, device=device),
                                            torch.randn(2, 40, 2, 64, dtype=q.dtype, device=device)),
          "k must be [B, S, H, D] with q's batch and head dim"),
@@ -284,7 +318,7 @@ def test_sentinel_outputs_and_inputs_untouched(device):
         want = want_of(q, k, v, layout=layout, k_block=k_block)
         outs = [torch.full(w.shape, float("nan"), device=device) if w.dtype != F8 else
                 torch.full(w.shape, 0x7F, dtype=torch.uint8, device=device).view(F8) for w in want]
-        lk.ops.quantize_attention_fp8(*outs, q, k, v, layout, True, k_block)
+        lk.ops.quantize_attention_fp8(*outs, q, k, v, layout, True, 0, k_block)
         assert_matches(outs, want, f"sentinel {layout} skv{skv}")
         for t, t0 in zip((q, k, v), saved):
             assert torch.equal(t, t0)
@@ -301,7 +335,7 @@ def test_opcheck_and_compile(device):
     q, k = mk(1, 16, 2, 64, torch.bfloat16, device, "bshd"), mk(1, 40, 1, 64, torch.bfloat16, device, "bshd")
     o = lk.quantize_attention_fp8(q, k, k)
     outs = [torch.empty_like(t) for t in o]
-    torch.library.opcheck(lk.ops.quantize_attention_fp8.default, (*outs, q, k, k, "bshd", True, 128),
+    torch.library.opcheck(lk.ops.quantize_attention_fp8.default, (*outs, q, k, k, "bshd", True, 0, 128),
                           test_utils=OPCHECK_UTILS)
     f = torch.compile(lambda a, b: lk.quantize_attention_fp8(a, b, b, k_block=1), fullgraph=True)
     assert_matches(f(q, k), want_of(q, k, k, k_block=1), "compiled")

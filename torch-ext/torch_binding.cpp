@@ -151,10 +151,11 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // attention's "torch" backend on arguments attention has checked (Skv > 0): implemented in
   // Python (torch-ext/ltx_kernels/attention.py registers it), called by attention
   ops.def("attention_torch(Tensor! out, Tensor q, Tensor k, Tensor v, float scale, Tensor? kv_lengths, Tensor? key_bias, Tensor? q_descale, Tensor? k_descale, Tensor? v_descale, int k_block, str layout) -> ()");
-  // FP8 operands of attention: q and k codes per (token, head) (k: its mean over the keys
-  // subtracted when smooth_k; a factor per key, k_block 1, or per 128 keys), v per channel stored
-  // transposed [B, Hkv, D, Skv_pad] in the kernel's key order; code = e4m3(x / (amax / 448))
-  ops.def("quantize_attention_fp8(Tensor! q8, Tensor! k8, Tensor! v8, Tensor! q_descale, Tensor! k_descale, Tensor! v_descale, Tensor q, Tensor k, Tensor v, str layout, bool smooth_k, int k_block) -> ()");
+  // FP8 operands of attention: q and k codes per (token, head) (k: the mean of its keys, or of
+  // the first smooth_keys, subtracted when smooth_k; a factor per key, k_block 1, or per 128
+  // keys), v per channel stored transposed [B, Hkv, D, Skv_pad] in the kernel's key order;
+  // code = e4m3(x / (amax / 448))
+  ops.def("quantize_attention_fp8(Tensor! q8, Tensor! k8, Tensor! v8, Tensor! q_descale, Tensor! k_descale, Tensor! v_descale, Tensor q, Tensor k, Tensor v, str layout, bool smooth_k, int smooth_keys, int k_block) -> ()");
   LTX_IMPL(ops, quantize_attention_fp8);
 
   // ---- natten family: neighborhood attention (NATTEN's na1d/na2d/na3d)

@@ -113,7 +113,7 @@ std::string attention_backend(const at::Tensor& out, const at::Tensor& q, const 
 // FP8 operands of attention (csrc/torch/attention_quant.cpp)
 LTX_OP(void, quantize_attention_fp8, at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale,
        at::Tensor& k_descale, at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-       c10::string_view layout, bool smooth_k, int64_t k_block);
+       c10::string_view layout, bool smooth_k, int64_t smooth_keys, int64_t k_block);
 
 // natten family (csrc/torch/natten.cpp)
 LTX_OP(void, natten_forward, at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

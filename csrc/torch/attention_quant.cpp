@@ -31,7 +31,7 @@ void check_quant_output(const at::Tensor& t, at::ScalarType dtype, std::initiali
 Prepared<AttnQuantParams> make_quantize_attention_fp8_params(
     at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale, at::Tensor& k_descale,
     at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c10::string_view layout,
-    bool smooth_k, int64_t k_block, bool cuda) {
+    bool smooth_k, int64_t smooth_keys, int64_t k_block, bool cuda) {
   const char* op = kQuantOp;
   const QkvSizes s = check_qkv(q, k, v, layout, false, "bfloat16, float16 or float32", op);
   const bool bhsd = s.bhsd;
@@ -40,6 +40,9 @@ Prepared<AttnQuantParams> make_quantize_attention_fp8_params(
             "the head dim must be a multiple of 8 in [8, 256] (got ", D, ")");
   LTX_CHECK(k_block == 1 || k_block == 128, op, "k_block must be 1 (a k factor per key) or 128 (got ", k_block,
             ")");
+  LTX_CHECK(smooth_keys >= 0 && smooth_keys % kAttnQuantSumKeys == 0, op,
+            "smooth_keys must be 0 (the mean of all keys) or a positive multiple of ", kAttnQuantSumKeys,
+            " (got ", smooth_keys, ")");
   const int64_t pad = attention_quant_keys_padded(Skv), nb = k_block == 1 ? Skv : (Skv + 127) / 128;
   check_quant_output(q8, at::kFloat8_e4m3fn, {q.size(0), q.size(1), q.size(2), D}, q, "q8", "q's shape");
   check_quant_output(k8, at::kFloat8_e4m3fn, {k.size(0), k.size(1), k.size(2), D}, q, "k8", "k's shape");
@@ -80,6 +83,7 @@ Prepared<AttnQuantParams> make_quantize_attention_fp8_params(
   p.k_descale = k_descale.data_ptr<float>();
   p.v_descale = v_descale.data_ptr<float>();
   p.smooth_k = smooth_k;
+  p.smooth_keys = smooth_keys;
   p.k_block = k_block;
   if (cuda) {  // the first pass's partial sums and maxima, on q's device (caching allocator, no sync)
     const int64_t bytes = attention_quant_workspace_bytes(p);
@@ -92,18 +96,20 @@ Prepared<AttnQuantParams> make_quantize_attention_fp8_params(
 
 void quantize_attention_fp8_cpu(at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale,
                                 at::Tensor& k_descale, at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k,
-                                const at::Tensor& v, c10::string_view layout, bool smooth_k, int64_t k_block) {
+                                const at::Tensor& v, c10::string_view layout, bool smooth_k, int64_t smooth_keys,
+                                int64_t k_block) {
   torch_adapter::run_cpu(make_quantize_attention_fp8_params(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v,
-                                                            layout, smooth_k, k_block, false),
+                                                            layout, smooth_k, smooth_keys, k_block, false),
                          &ltx_kernels::cpu::quantize_attention_fp8);
 }
 
 #ifdef LTX_KERNELS_WITH_CUDA
 void quantize_attention_fp8_cuda(at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale,
                                  at::Tensor& k_descale, at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k,
-                                 const at::Tensor& v, c10::string_view layout, bool smooth_k, int64_t k_block) {
+                                 const at::Tensor& v, c10::string_view layout, bool smooth_k, int64_t smooth_keys,
+                                 int64_t k_block) {
   torch_adapter::run_cuda(make_quantize_attention_fp8_params(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v,
-                                                             layout, smooth_k, k_block, true),
+                                                             layout, smooth_k, smooth_keys, k_block, true),
                           q, kQuantOp, &ltx_kernels::quantize_attention_fp8);
 }
 #endif

@@ -189,7 +189,7 @@ def _quant_dims(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout: str):
 
 
 def quantize_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, layout: str = "bshd",
-                           smooth_k: bool = True, k_block: int = 128) -> AttentionFp8Operands:
+                           smooth_k: bool = True, smooth_keys: int = 0, k_block: int = 128) -> AttentionFp8Operands:
     """FP8 E4M3 operands for ``attention`` from bf16/fp16/fp32 q, k, v (same layouts, any strides,
     head dim a multiple of 8 in [8, 256]).
 
@@ -198,11 +198,15 @@ def quantize_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     its values themselves (+-0, the sign kept). The groups:
 
     - q: one factor per token and head over its D values (``q_descale [B, Sq, H]``).
-    - k: when ``smooth_k``, its mean over the keys (per batch row, head and channel) subtracted
-      first: ``mean = float32(sum_j float64(k_j) / Skv)`` (the sum in fp64, in a fixed chunked
-      order, divided in fp64, rounded once to fp32), ``kc = float32(float32(k) - mean)``. Softmax
-      is invariant to adding the same vector to every key (``<q, k_j - mu> = <q, k_j> - <q, mu>``
-      shifts a whole row of scores). Then one factor per ``k_block`` keys and head (1: per key,
+    - k: when ``smooth_k``, a mean of the keys (per batch row, head and channel) subtracted
+      first: ``mean = float32(sum_j float64(k_j) / n)`` over the first ``n`` keys (the sum in fp64,
+      in a fixed chunked order, divided in fp64, rounded once to fp32), ``kc = float32(float32(k)
+      - mean)``; ``n = Skv`` when ``smooth_keys`` is 0 (the exact mean), else
+      ``min(smooth_keys, Skv)`` (a positive multiple of 64: the mean of the leading keys, which
+      spares the kernel a pass over all of k). Softmax is invariant to subtracting the same vector
+      from every key (``<q, k_j - mu> = <q, k_j> - <q, mu>`` shifts a whole row of scores), so any
+      such vector is exact in real arithmetic; it only decides how much of the keys' shared
+      offset leaves the quantization range. Then one factor per ``k_block`` keys and head (1: per key,
       ``[B, Skv, Hkv]``; 128: per 128 keys over the block's keys and all D channels,
       ``[B, ceil(Skv / 128), Hkv]``, free in the kernel).
     - v: one factor per channel over all keys (``v_descale [B, Hkv, D]``, 0 when Skv = 0), stored
@@ -215,6 +219,9 @@ def quantize_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     """
     if k_block not in (1, 128):
         raise ValueError(f"ltx_kernels.quantize_attention_fp8: k_block must be 1 or 128 (got {k_block})")
+    if isinstance(smooth_keys, bool) or not isinstance(smooth_keys, int) or smooth_keys < 0 or smooth_keys % 64:
+        raise ValueError("ltx_kernels.quantize_attention_fp8: smooth_keys must be 0 (the mean of all keys) or a "
+                         f"positive multiple of 64 (got {smooth_keys!r})")
     b, sq, h, d, skv, hk = _quant_dims(q, k, v, layout)
     dev = q.device
     f8 = torch.float8_e4m3fn
@@ -226,7 +233,7 @@ def quantize_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     k_descale = torch.empty(b, skv if k_block == 1 else -(-skv // 128), hk, dtype=torch.float32, device=dev)
     v_descale = torch.empty(b, hk, d, dtype=torch.float32, device=dev)
     ops.quantize_attention_fp8(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v, layout, bool(smooth_k),
-                               int(k_block))
+                               int(smooth_keys), int(k_block))
     return AttentionFp8Operands(q8, k8, v8, q_descale, k_descale, v_descale)
 
 
@@ -237,6 +244,7 @@ def _attention_fake(out, q, k, v, scale, kv_lengths, key_bias, q_descale, k_desc
 
 
 @register_fake("quantize_attention_fp8")
-def _quantize_attention_fp8_fake(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v, layout, smooth_k, k_block):
+def _quantize_attention_fp8_fake(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v, layout, smooth_k, smooth_keys,
+                                 k_block):
     torch._check(q8.shape == q.shape and k8.shape == k.shape,
                  lambda: "ltx_kernels.quantize_attention_fp8: q8 and k8 must have q's and k's shapes")

@@ -698,15 +698,17 @@ def attention(q, k, v, scale=None, kv_lengths=None, key_bias=None, layout: str =
     return o.transpose(1, 2) if layout == "bshd" else o
 
 
-def quantize_attention_fp8(q, k, v, layout: str = "bshd", smooth_k: bool = True, k_block: int = 128):
+def quantize_attention_fp8(q, k, v, layout: str = "bshd", smooth_k: bool = True, k_block: int = 128,
+                           smooth_keys: int = 0):
     """The FP8 E4M3 operands of ``attention`` from bf16 / fp16 / fp32 q, k, v, written from the
     definition (attention/attention_quant.h, docs/semantics.md); the CPU and CUDA backends match
     it bit for bit on finite inputs. Every code is e4m3(x / s), s = amax / 448 over the group (an
     fp32 division, round to nearest even, saturating), e4m3(x) where s == 0.
 
-    q: a factor per (token, head). k: if smooth_k (and Skv > 0), its mean over the keys per (batch
-    row, head, channel) subtracted first: mean = float32(float64 sum / Skv), kc = float32(k) - mean
-    in fp32; a factor per key (k_block 1) or per 128 keys and head (k_block 128). v: a factor per
+    q: a factor per (token, head). k: if smooth_k (and Skv > 0), the mean of its first n keys per
+    (batch row, head, channel) subtracted first (n = Skv when smooth_keys is 0, else
+    min(smooth_keys, Skv)): mean = float32(float64 sum / n), kc = float32(k) - mean in fp32; a
+    factor per key (k_block 1) or per 128 keys and head (k_block 128). v: a factor per
     channel over the keys (0 when Skv == 0), codes transposed [B, Hkv, D, Skv_pad] with position p
     of each 32-key block holding key KEY_ORDER[p] of it, 0 past Skv.
 
@@ -729,8 +731,9 @@ def quantize_attention_fp8(q, k, v, layout: str = "bshd", smooth_k: bool = True,
     q8 = _fp8_quantize_with(qf, q_s.unsqueeze(-1), f8)
     kf = kb.float()
     if smooth_k and skv > 0:
+        n = min(smooth_keys, skv) if smooth_keys > 0 else skv
         # + 0.0: an all -0.0 channel sums to +0 (the backends' sums start from +0.0)
-        kf = kf - ((kb.double().sum(1, keepdim=True) + 0.0) / skv).float()
+        kf = kf - ((kb[:, :n].double().sum(1, keepdim=True) + 0.0) / n).float()
     if k_block == 1:
         k_s = _nan_abs(kf).amax(-1) / 448.0  # [B, Skv, Hkv]
         k8 = _fp8_quantize_with(kf, k_s.unsqueeze(-1), f8)

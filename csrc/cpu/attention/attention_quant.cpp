@@ -39,8 +39,8 @@ void q_rows(const AttnQuantParams& p, int64_t r0, int64_t r1) {
   }
 }
 
-// k of one (batch row, kv head): the mean (in the fixed order of the header), then the factors
-// and codes of kc = float32(float32(k) - mean).
+// k of one (batch row, kv head): the mean of its first n keys (in the fixed order of the
+// header), then the factors and codes of kc = float32(float32(k) - mean).
 template <typename T>
 void k_head(const AttnQuantParams& p, int64_t b, int64_t hk, std::vector<double>& part, std::vector<double>& total,
             std::vector<float>& mean) {
@@ -48,15 +48,16 @@ void k_head(const AttnQuantParams& p, int64_t b, int64_t hk, std::vector<double>
   const int64_t xb = b * p.k_stride.b + hk * p.k_stride.h;
   const int64_t ob = b * p.k8_stride.b + hk * p.k8_stride.h;
   std::fill(mean.begin(), mean.end(), 0.f);
-  if (p.smooth_k && S > 0) {
+  const int64_t n = attention_quant_mean_keys(p);  // the mean's keys: the first n
+  if (n > 0) {
     std::fill(total.begin(), total.end(), 0.0);
-    for (int64_t j0 = 0; j0 < S; j0 += kAttnQuantSumKeys) {
+    for (int64_t j0 = 0; j0 < n; j0 += kAttnQuantSumKeys) {
       std::fill(part.begin(), part.end(), 0.0);
-      for (int64_t j = j0; j < std::min(S, j0 + kAttnQuantSumKeys); ++j)
+      for (int64_t j = j0; j < std::min(n, j0 + kAttnQuantSumKeys); ++j)
         for (int64_t c = 0; c < D; ++c) part[size_t(c)] += double(load<T>(p.k, xb + j * p.k_stride.s + c));
       for (int64_t c = 0; c < D; ++c) total[size_t(c)] += part[size_t(c)];
     }
-    for (int64_t c = 0; c < D; ++c) mean[size_t(c)] = float(total[size_t(c)] / double(S));
+    for (int64_t c = 0; c < D; ++c) mean[size_t(c)] = float(total[size_t(c)] / double(n));
   }
   auto kc = [&](int64_t j, int64_t c) { return load<T>(p.k, xb + j * p.k_stride.s + c) - mean[size_t(c)]; };
   const int64_t blk = p.k_block;

@@ -4,12 +4,15 @@
 // fp64 sum: attention/attention_quant.h; the CPU backend (csrc/cpu/attention/attention_quant.cpp)
 // is the same arithmetic, and the two agree bit for bit.
 //
-// Memory-bound: the only reductions that need every key before any code can be written are the
-// k mean (smooth_k) and v's per-channel amax, so k and v are read twice and q once:
+// Memory-bound: the only reductions that need keys before any code can be written are the k mean
+// (smooth_k; over all keys, or over the leading smooth_keys) and v's per-channel amax over all
+// keys, so v is read twice, k twice with the exact mean (once plus its leading keys with
+// smooth_keys) and q once:
 //   launch 1  statistics (one grid, two kinds of CTA by blockIdx range):
-//     k sums:  a CTA per (batch row, 256 16-byte channel vectors, 64-key chunk); a thread sums its
-//              chunk's keys for its 8 (4 for fp32) channels in fp64, in key order, 8 loads in
-//              flight, and writes the chunk's partial sums to the workspace (smooth_k only);
+//     k sums:  a CTA per (batch row, 256 16-byte channel vectors, 64-key chunk of the mean's keys);
+//              a thread sums its chunk's keys for its 8 (4 for fp32) channels in fp64, in key
+//              order, 8 loads in flight, and writes the chunk's partial sums to the workspace
+//              (smooth_k only);
 //     v amax:  the same tiling, the channels' partial maxima (packed bf16x2 / f16x2 max).
 //   launch 2  reduce: a thread per (batch row, channel) adds the partial sums in chunk order (fp64,
 //              then one division and one rounding to fp32: the mean) and takes the max of the
@@ -32,9 +35,10 @@
 //              fp8_v_key_order) of 4 channels, transposes the 4x4 bytes by byte permutes and
 //              stores 4 words; a warp's store writes 128 contiguous bytes of one channel row.
 //              Keys >= Skv give 0.
-// Bytes: q, k, v read (k and v twice; k once without smoothing), one code byte per element
-// written, the factors, and a workspace of B * ceil(Skv / 64) * Hkv * D * (8 + 4) bytes written and
-// read once. At B 2, S 2688, H = Hkv 32, bf16, k_block 128: D 64 148 MB (the single-pass minimum
+// Bytes: q, k, v read (v twice; k twice with the exact mean, once plus the leading keys with
+// smooth_keys, once without smoothing), one code byte per element written, the factors, and a
+// workspace of B * Hkv * D * (8 ceil(n / 64) + 4 ceil(Skv / 64)) bytes (n: the mean's keys)
+// written and read once. At B 2, S 2688, H = Hkv 32, bf16, k_block 128: D 64 148 MB (the single-pass minimum
 // is 100 MB), D 128 295 MB (199 MB): ~41 / ~82 us at 3.6 TB/s.
 // Codes: fp8_util.h's rule; with a divisor in the Markstein range (fp8_divisor) one multiply
 // and two FMAs per element then the paired satfinite conversion (bit for bit the fp32 division,
@@ -93,10 +97,12 @@ struct Args {
   int64_t vpad;
   float* v_descale;
   bool smooth;
-  double* sums;   // [B, nchunks, Hkv * D]
+  int64_t mean_keys;          // keys of the k mean (the first mean_keys)
+  double* sums;   // [B, k_chunks, Hkv * D]
   float* amax;    // [B, nchunks, Hkv * D]
   float* mean;    // [B, Hkv * D]
-  int64_t nchunks;
+  int64_t nchunks;            // 64-key chunks of all keys (v's maxima)
+  int64_t k_chunks;           // 64-key chunks of the mean's keys (k's sums)
   int64_t stat_ct;            // channel-vector tiles (of kThreads) per batch row
   int64_t n_stat_k, n_stat_v;  // launch 1 CTAs per kind
   int64_t n_q, n_k, n_v;       // launch 3 CTAs per kind
@@ -240,12 +246,14 @@ __device__ __forceinline__ void v_partial_amax(const T* x, int64_t step, int n, 
   for (int e = 0; e < VEC / 4; ++e) o[e] = make_float4(m[4 * e], m[4 * e + 1], m[4 * e + 2], m[4 * e + 3]);
 }
 
-// CTA (batch row, tile of kThreads channel vectors, chunk), chunk fastest.
+// CTA (batch row, tile of kThreads channel vectors, chunk), chunk fastest; k's chunks cover the
+// mean's keys, v's all keys.
 template <typename T>
 __device__ __forceinline__ void stat_tile(const Args& a, int64_t cta, bool is_k) {
   constexpr int VEC = kVec16<T>;
-  const int64_t ch = cta % a.nchunks;
-  const int64_t rest = cta / a.nchunks;
+  const int64_t nch = is_k ? a.k_chunks : a.nchunks;
+  const int64_t ch = cta % nch;
+  const int64_t rest = cta / nch;
   const int64_t ct = rest % a.stat_ct, b = rest / a.stat_ct;
   const int64_t cv = ct * kThreads + threadIdx.x;
   if (cv >= a.heads_kv * a.nc) return;  // no barrier in this kind of CTA
@@ -253,8 +261,8 @@ __device__ __forceinline__ void stat_tile(const Args& a, int64_t cta, bool is_k)
   const AttnStrides& s = is_k ? a.ks : a.vs;
   const int64_t j0 = ch * kAttnQuantSumKeys;
   const T* x = static_cast<const T*>(is_k ? a.kx : a.vx) + b * s.b + j0 * s.s + hk * s.h + c * VEC;
-  const int n = int(min(kAttnQuantSumKeys, a.skv - j0));
-  const int64_t out = (b * a.nchunks + ch) * (a.heads_kv * a.D) + hk * a.D + c * VEC;
+  const int n = int(min(kAttnQuantSumKeys, (is_k ? a.mean_keys : a.skv) - j0));
+  const int64_t out = (b * nch + ch) * (a.heads_kv * a.D) + hk * a.D + c * VEC;
   if (is_k) k_partial_sums<T>(x, s.s, n, a.sums + out);
   else v_partial_amax<T>(x, s.s, n, a.amax + out);
 }
@@ -486,33 +494,32 @@ __global__ void __launch_bounds__(kThreads, 3) attn_quant_stats(const Args a) {
 // memory round trip per batch instead of one per chunk), then added in chunk order.
 constexpr int kReduceBatch = 16;
 
+// f(value at chunk u) for the chunks u < n of one channel, in order (stride CH between chunks).
+template <typename V, class F>
+__device__ __forceinline__ void for_each_partial(const V* p, int64_t CH, int n, F&& f) {
+  for (int c0 = 0; c0 < n; c0 += kReduceBatch) {
+    V buf[kReduceBatch];
+#pragma unroll
+    for (int u = 0; u < kReduceBatch; ++u) buf[u] = p[int64_t(min(c0 + u, n - 1)) * CH];  // past n: unused
+#pragma unroll
+    for (int u = 0; u < kReduceBatch; ++u) {
+      if (c0 + u < n) f(buf[u]);
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kThreads) attn_quant_reduce(const Args a) {
   const int64_t CH = a.heads_kv * a.D;
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= a.batch * CH) return;
   const int64_t b = i / CH, c = i - b * CH;
-  const int64_t base = b * a.nchunks * CH + c;
-  const int n = int(a.nchunks);
-  double s = 0.0;
-  float m = 0.f;
-  for (int c0 = 0; c0 < n; c0 += kReduceBatch) {
-    double ps[kReduceBatch];
-    float pm[kReduceBatch];
-#pragma unroll
-    for (int u = 0; u < kReduceBatch; ++u) {
-      const int64_t at = base + int64_t(min(c0 + u, n - 1)) * CH;  // past the end: the last again, unused
-      ps[u] = a.smooth ? a.sums[at] : 0.0;
-      pm[u] = a.amax[at];
-    }
-#pragma unroll
-    for (int u = 0; u < kReduceBatch; ++u) {
-      if (c0 + u < n) {
-        s += ps[u];
-        m = fmaxf(m, pm[u]);
-      }
-    }
+  if (a.smooth) {
+    double s = 0.0;
+    for_each_partial(a.sums + b * a.k_chunks * CH + c, CH, int(a.k_chunks), [&](double x) { s += x; });
+    a.mean[i] = __double2float_rn(s / double(a.mean_keys));
   }
-  if (a.smooth) a.mean[i] = __double2float_rn(s / double(a.skv));
+  float m = 0.f;
+  for_each_partial(a.amax + b * a.nchunks * CH + c, CH, int(a.nchunks), [&](float x) { m = fmaxf(m, x); });
   a.v_descale[i] = fp8_scale_from_amax<E4M3>(m);
 }
 
@@ -576,14 +583,16 @@ cudaError_t launch(const AttnQuantParams& p, cudaStream_t st) {
   a.nc = a.D / VEC;
   a.nc_shift = log2_or_minus1(a.nc);
   a.smooth = p.smooth_k && p.seqlen_kv > 0;
+  a.mean_keys = attention_quant_mean_keys(p);
   a.nchunks = attention_quant_chunks(p.seqlen_kv);
+  a.k_chunks = attention_quant_chunks(a.mean_keys);
   const int64_t CH = p.heads_kv * p.head_dim;
-  const int64_t parts = p.batch * a.nchunks * CH;
-  char* ws = static_cast<char*>(p.workspace);
+  char* ws = static_cast<char*>(p.workspace);  // the layout of attention_quant_workspace_bytes
   a.sums = p.smooth_k ? reinterpret_cast<double*>(ws) : nullptr;
-  const int64_t off_amax = p.smooth_k ? parts * 8 : 0;
+  const int64_t off_amax = p.smooth_k ? p.batch * a.k_chunks * CH * 8 : 0;
   a.amax = reinterpret_cast<float*>(ws + off_amax);
-  a.mean = p.smooth_k ? reinterpret_cast<float*>(ws + off_amax + (parts * 4 + 15) / 16 * 16) : nullptr;
+  a.mean = p.smooth_k ? reinterpret_cast<float*>(ws + off_amax + (p.batch * a.nchunks * CH * 4 + 15) / 16 * 16)
+                      : nullptr;
   a.q = rows_job(p.q, p.q_stride, p.q8, p.q8_stride, p.q_descale, nullptr, p.seqlen_q, p.heads, 1, a.nc,
                  a.nc_shift >= 0);
   a.k = rows_job(p.k, p.k_stride, p.k8, p.k8_stride, p.k_descale, a.smooth ? a.mean : nullptr, p.seqlen_kv,
@@ -596,9 +605,8 @@ cudaError_t launch(const AttnQuantParams& p, cudaStream_t st) {
   a.vpad = p.v_keys_padded;
   a.v_descale = p.v_descale;
   a.stat_ct = cdiv(p.heads_kv * a.nc, kThreads);
-  const int64_t stat = p.batch * a.stat_ct * a.nchunks;
-  a.n_stat_k = a.smooth ? stat : 0;
-  a.n_stat_v = stat;
+  a.n_stat_k = a.smooth ? p.batch * a.stat_ct * a.k_chunks : 0;
+  a.n_stat_v = p.batch * a.stat_ct * a.nchunks;
   a.n_q = p.batch * p.heads * a.q.ntiles;
   a.n_k = p.batch * p.heads_kv * a.k.ntiles;
   a.v_tiles = cdiv(p.v_keys_padded, kVKeys);

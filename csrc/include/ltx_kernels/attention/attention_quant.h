@@ -13,13 +13,18 @@
 //                                            -0.0 -> 0x80)
 // The groups:
 //   q: one factor per (token, head) over its D values: q_descale[b, i, h], q8 in q's shape.
-//   k: when smooth_k (and Skv > 0) the per-channel mean over the keys is subtracted first,
-//        mean[b, hk, d] = float32(S / Skv),  S = the fp64 sum of float64(k[b, j, hk, d]) over
-//        all Skv keys, divided in fp64 and rounded once to fp32;  kc = float32(float32(k) - mean).
+//   k: when smooth_k (and Skv > 0) a per-channel mean of the keys is subtracted first,
+//        mean[b, hk, d] = float32(S / n),  S = the fp64 sum of float64(k[b, j, hk, d]) over the
+//        first n keys, divided in fp64 and rounded once to fp32;  kc = float32(float32(k) - mean).
+//        n = Skv (smooth_keys 0: the exact mean) or min(smooth_keys, Skv) (smooth_keys a positive
+//        multiple of kAttnQuantSumKeys: the mean of the leading keys). Softmax is invariant to
+//        any vector subtracted from every key of a row, so either choice leaves the attention
+//        unchanged in real arithmetic; the mean only decides how much of the keys' shared offset
+//        leaves the quantization range. The leading keys' mean needs no pass over all of k.
 //      S is summed in one fixed order that both backends follow (deterministic and identical
-//      across them): within each chunk of kAttnQuantSumKeys consecutive keys, sequentially in key
-//      order starting from +0.0; then the chunk sums, sequentially in chunk order starting from
-//      +0.0. (For bf16 / fp16 inputs of any realistic range every partial sum is exact, so S does
+//      across them): within each chunk of kAttnQuantSumKeys consecutive keys (of the first n),
+//      sequentially in key order starting from +0.0; then the chunk sums, sequentially in chunk
+//      order starting from +0.0. (For bf16 / fp16 inputs of any realistic range every partial sum is exact, so S does
 //      not depend on the order at all.) Without smoothing kc = float32(k).
 //      Factors over kc: k_block 1, one per key over its D values (k_descale [B, Skv, Hkv]);
 //      k_block 128, one per 128 keys and head over the block's valid keys (j < Skv) and all D
@@ -61,6 +66,7 @@ struct AttnQuantParams {
   float* k_descale = nullptr;                // [B, Skv or ceil(Skv / 128), Hkv], contiguous
   float* v_descale = nullptr;                // [B, Hkv, D], contiguous
   bool smooth_k = true;
+  int64_t smooth_keys = 0;                   // 0: the mean of all keys; else of the first min(n, Skv)
   int64_t k_block = 128;                     // 1 or 128
   // CUDA only: attention_quant_workspace_bytes(p) bytes of device memory (the partial sums and
   // maxima of the first pass and the means), 16-byte aligned; may be null when that is 0.
@@ -73,13 +79,19 @@ constexpr int64_t attention_quant_keys_padded(int64_t skv) { return ((skv > 0 ? 
 // Chunks of kAttnQuantSumKeys keys over Skv keys.
 constexpr int64_t attention_quant_chunks(int64_t skv) { return (skv + kAttnQuantSumKeys - 1) / kAttnQuantSumKeys; }
 
-// Device workspace of the CUDA kernels: per batch row, chunk and channel an fp64 partial sum of k
-// (smooth_k only) and an fp32 partial amax of v, then per batch row and channel the fp32 mean.
+// Keys the k mean is taken over (0 without smoothing).
+inline int64_t attention_quant_mean_keys(const AttnQuantParams& p) {
+  if (!p.smooth_k) return 0;
+  return p.smooth_keys > 0 && p.smooth_keys < p.seqlen_kv ? p.smooth_keys : p.seqlen_kv;
+}
+
+// Device workspace of the CUDA kernels: per batch row, chunk (of the mean's keys) and channel an
+// fp64 partial sum of k (smooth_k only), per batch row, chunk and channel an fp32 partial amax of
+// v, then per batch row and channel the fp32 mean.
 inline int64_t attention_quant_workspace_bytes(const AttnQuantParams& p) {
   const int64_t ch = p.batch * p.heads_kv * p.head_dim;
-  const int64_t parts = ch * attention_quant_chunks(p.seqlen_kv);
-  const int64_t sums = p.smooth_k ? parts * 8 : 0;
-  const int64_t amax = (parts * 4 + 15) / 16 * 16;
+  const int64_t sums = p.smooth_k ? ch * attention_quant_chunks(attention_quant_mean_keys(p)) * 8 : 0;
+  const int64_t amax = (ch * attention_quant_chunks(p.seqlen_kv) * 4 + 15) / 16 * 16;
   const int64_t mean = p.smooth_k ? ch * 4 : 0;
   return sums + amax + mean;
 }
@@ -97,6 +109,8 @@ inline const char* attention_quant_check(const AttnQuantParams& p) {
   if (p.dtype != AttnDtype::kBF16 && p.dtype != AttnDtype::kFP16 && p.dtype != AttnDtype::kFP32)
     return "q, k and v must be bfloat16, float16 or float32";
   if (p.k_block != 1 && p.k_block != 128) return "k_block must be 1 or 128";
+  if (p.smooth_keys < 0 || p.smooth_keys % kAttnQuantSumKeys != 0)
+    return "smooth_keys must be 0 (all keys) or a positive multiple of 64";
   if (p.v_keys_padded != attention_quant_keys_padded(p.seqlen_kv))
     return "v8 must have 32 ceil(max(Skv, 1) / 32) keys per row";
   return nullptr;
