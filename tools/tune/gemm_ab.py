@@ -1,8 +1,9 @@
 """A/B of sm_90a FP8 GEMM configurations: each LTX_KERNELS_GEMM_CONFIG string given (read per
 call, so per captured graph; e.g. "auto" for the heuristic's pick, "128x128", "128x192:c2")
-runs our kernel (backend "sm90"), beside the CUTLASS collective ("sm90_cutlass") and cuBLASLt's
-blockwise FP8 GEMM (torch._scaled_mm, 1x128 / 128x128 scales), at the LTX shapes and the two peak
-shapes of benchmarks/bench_gemm.py. Same timing as the benchmarks (CUDA-graph replay, inputs rotated past
+runs our kernel (backend "sm90"), beside the CUTLASS collective ("sm90_cutlass"), cuBLASLt's
+blockwise FP8 GEMM (torch._scaled_mm, 1x128 / 128x128 scales) and DeepGEMM's fp8_gemm_nt when
+`import deep_gemm` works (tools/gpu/deepgemm.sh), at the LTX shapes and the two peak shapes of
+benchmarks/bench_gemm.py. Same timing as the benchmarks (CUDA-graph replay, inputs rotated past
 L2, medians). A configuration prefixed "row:" (e.g. "row:128x192:c2") passes the activation scales
 row-major instead of M-major, which the kernel loads by cp.async instead of TMA.
 
@@ -19,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import ltx_kernels as lk  # noqa: E402
 
-from bench_gemm import LTX_M, LTX_NK, PEAK, fp8_inputs, tflops  # noqa: E402
+from bench_gemm import LTX_M, LTX_NK, PEAK, deepgemm, fp8_inputs, tflops, time_deepgemm  # noqa: E402
 from common import n_copies, write_record  # noqa: E402
 from sweep_gemm import time_cfg  # noqa: E402
 
@@ -37,6 +38,8 @@ def main():
     shapes = [(m, n, k, name) for m in LTX_M for (n, k, name) in LTX_NK] + list(PEAK)
     if args.quick:
         shapes = shapes[:2] + list(PEAK[:1])
+    dg, dg_label = deepgemm()
+    print(f"deepgemm: {dg_label}" if dg else f"deepgemm: not available ({dg_label})", flush=True)
     rows = []
     for m, n, k, name in shapes:
         sets = n_copies(m * k + n * k + 2 * m * n)
@@ -61,20 +64,23 @@ def main():
         t["cublaslt_blockwise"] = timed(lambda i, ins=ins: torch._scaled_mm(
             ins[i]["a"], ins[i]["b"].t(), scale_a=ins[i]["sa_cm"], scale_b=ins[i]["sb"].t(), out_dtype=torch.bfloat16),
             sets)
+        if dg is not None:
+            t["deepgemm"] = time_deepgemm(dg, ins, sets)[0]
         ins.clear()
         torch.cuda.empty_cache()
         tf = {kk: (round(tflops(m, n, k, v), 1) if v else None) for kk, v in t.items()}
         rows.append(dict(shape=[m, n, k], name=name, config=cfg, us=t, tflops=tf))
         print(f"{m}x{n}x{k} {name}: {cfg} " + " ".join(f"{kk} {v}" for kk, v in tf.items()), flush=True)
-    cols = list(args.configs) + ["sm90_cutlass", "cublaslt_blockwise"]
-    print("\nTFLOP/s; last column: first config / cuBLASLt blockwise")
-    print(f"{'shape':>19} {'name':<13} " + " ".join(f"{c[:14]:>14}" for c in cols) + f" {'x cuBLASLt':>10}")
+    cols = list(args.configs) + ["sm90_cutlass", "cublaslt_blockwise"] + (["deepgemm"] if dg is not None else [])
+    best = "deepgemm" if dg is not None else "cublaslt_blockwise"
+    print(f"\nTFLOP/s; last column: the fastest of the configs / {best}")
+    print(f"{'shape':>19} {'name':<13} " + " ".join(f"{c[:14]:>14}" for c in cols) + f" {'x ' + best[:8]:>10}")
     for r in rows:
         tf, us = r["tflops"], r["us"]
-        first, cb = us[args.configs[0]], us["cublaslt_blockwise"]
-        x = cb / first if first and cb else float("nan")
-        print(f"{'x'.join(map(str, r['shape'])):>19} {r['name']:<13} " + " ".join(f"{tf[c] or 0:14.0f}" for c in cols)
-              + f" {x:10.3f}")
+        ours_best = min((us[c] for c in args.configs if us.get(c)), default=None)
+        x = us[best] / ours_best if ours_best and us.get(best) else float("nan")
+        print(f"{'x'.join(map(str, r['shape'])):>19} {r['name']:<13} "
+              + " ".join(f"{tf.get(c) or 0:14.0f}" for c in cols) + f" {x:10.3f}")
     if args.json:
         write_record(args.json, rows, "tools/tune/gemm_ab.py", sys.argv[1:])
 
