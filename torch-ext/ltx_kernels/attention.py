@@ -203,8 +203,8 @@ def quantize_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
       in a fixed chunked order, divided in fp64, rounded once to fp32), ``kc = float32(float32(k)
       - mean)``; ``n = Skv`` when ``smooth_keys`` is 0 (the exact mean), else
       ``min(smooth_keys, Skv)`` (a positive multiple of 64: the mean of the leading keys, which
-      spares the kernel a pass over all of k). Softmax is invariant to subtracting the same vector
-      from every key (``<q, k_j - mu> = <q, k_j> - <q, mu>`` shifts a whole row of scores), so any
+      spares the kernel a pass over all of k). Softmax is invariant to one vector subtracted from
+      all the keys (``<q, k_j - mu> = <q, k_j> - <q, mu>`` shifts a whole row of scores), so any
       such vector is exact in real arithmetic; it only decides how much of the keys' shared
       offset leaves the quantization range. Then one factor per ``k_block`` keys and head (1: per key,
       ``[B, Skv, Hkv]``; 128: per 128 keys over the block's keys and all D channels,
