@@ -3,7 +3,7 @@
 # with the per-instruction stall samples of the source page: what explains the distance of the
 # FP8 / bf16 GEMM and of attention from their alternatives (tensor-pipe activity, issue-slot use,
 # warp stall reasons, where in the SASS the warps wait).
-#   VARIANT=<built variant dir> OUT=<dir> bash tools/profile/ncu_full.sh [gemm] [gemm-small] [gemm-deep] [attention]
+#   VARIANT=<built variant dir> OUT=<dir> [GEMM_CONFIGS="auto 256x128:c2"] bash tools/profile/ncu_full.sh [gemm] [gemm-small] [gemm-deep] [attention]
 # gemm:       tools/profile/profile_gemm.py at 8192^3 (our default tile, the CUTLASS collective, cuBLASLt,
 #             DeepGEMM when importable)
 # gemm-small: the same at 5376 x 2048 x 2048 (auto's tile), an LTX-Video projection
@@ -14,13 +14,14 @@
 set -uo pipefail
 OUT=${OUT:-build/gpu-out/ncu}
 LIMIT=${FAMILY_LIMIT:-200}
+GEMM_CONFIGS=${GEMM_CONFIGS:-auto}  # our GEMM configurations to profile (LTX_KERNELS_GEMM_CONFIG strings)
 source "$(dirname "$0")/ncu_setup.sh"
 for fam in ${@:-gemm attention}; do
   t0=$(date +%s)
   case "$fam" in
-    gemm) target=(tools/profile/profile_gemm.py --shape 8192 8192 8192 --configs auto) ;;
-    gemm-small) target=(tools/profile/profile_gemm.py --shape 5376 2048 2048 --configs auto) ;;
-    gemm-deep) target=(tools/profile/profile_gemm.py --shape 5376 2048 8192 --configs auto) ;;
+    gemm) target=(tools/profile/profile_gemm.py --shape 8192 8192 8192 --configs $GEMM_CONFIGS) ;;
+    gemm-small) target=(tools/profile/profile_gemm.py --shape 5376 2048 2048 --configs $GEMM_CONFIGS) ;;
+    gemm-deep) target=(tools/profile/profile_gemm.py --shape 5376 2048 8192 --configs $GEMM_CONFIGS) ;;
     attention) target=(tools/profile/profile_heavy.py attention) ;;
     *) echo "ncu_full: unknown family $fam"; continue ;;
   esac
