@@ -94,20 +94,19 @@ Prepared<AttnQuantParams> make_quantize_attention_fp8_params(
 
 }  // namespace
 
-void quantize_attention_fp8_cpu(at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale,
-                                at::Tensor& k_descale, at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k,
-                                const at::Tensor& v, c10::string_view layout, bool smooth_k, int64_t smooth_keys,
-                                int64_t k_block) {
+// The op's entry points (torch_binding.h): T is at::Tensor.
+using T = at::Tensor;
+
+void quantize_attention_fp8_cpu(T& q8, T& k8, T& v8, T& q_descale, T& k_descale, T& v_descale, const T& q, const T& k,
+                                const T& v, c10::string_view layout, bool smooth_k, int64_t smooth_keys, int64_t k_block) {
   torch_adapter::run_cpu(make_quantize_attention_fp8_params(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v,
                                                             layout, smooth_k, smooth_keys, k_block, false),
                          &ltx_kernels::cpu::quantize_attention_fp8);
 }
 
 #ifdef LTX_KERNELS_WITH_CUDA
-void quantize_attention_fp8_cuda(at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale,
-                                 at::Tensor& k_descale, at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k,
-                                 const at::Tensor& v, c10::string_view layout, bool smooth_k, int64_t smooth_keys,
-                                 int64_t k_block) {
+void quantize_attention_fp8_cuda(T& q8, T& k8, T& v8, T& q_descale, T& k_descale, T& v_descale, const T& q, const T& k,
+                                 const T& v, c10::string_view layout, bool smooth_k, int64_t smooth_keys, int64_t k_block) {
   torch_adapter::run_cuda(make_quantize_attention_fp8_params(q8, k8, v8, q_descale, k_descale, v_descale, q, k, v,
                                                              layout, smooth_k, smooth_keys, k_block, true),
                           q, kQuantOp, &ltx_kernels::quantize_attention_fp8);
