@@ -201,10 +201,10 @@ def _range(values, fmt) -> str:
     return f"{fmt(med)} ({fmt(min(values))} - {fmt(max(values))})"
 
 
-def summary_table(results: dict) -> str:
+def summary_table(results: dict, results_md: str = "benchmarks/results/h200/results.md") -> str:
     """One line per (family, ceiling): how close to the ceiling and how it compares with the
     best baseline of the same run, as median (min - max) over the family's rows (default
-    backend only, see `default_path`)."""
+    backend only, see `default_path`). `results_md`: the per-row file the heading links to."""
     lines = [
         "| family | ops | rows | ceiling | % of ceiling | best baseline (most rows) | speedup vs best baseline | faster in | measured |",
         "|---|---|---:|---|---:|---|---:|---:|---|",
@@ -229,7 +229,7 @@ def summary_table(results: dict) -> str:
     head = (f"Measured on {', '.join(gpus)}; median (min - max) over each family's rows (the "
             "default backend; rows that force one backend are in results.md). "
             "Per-row numbers, the baselines and each run's metadata (commit, build, command): "
-            "[benchmarks/results/h200/results.md](benchmarks/results/h200/results.md).\n\n")
+            f"[{results_md}]({results_md}).\n\n")
     return head + "\n".join(lines) + "\n"
 
 

@@ -105,6 +105,6 @@ import sys
 sys.path.insert(0, "benchmarks")
 import report
 r = report.load_results(sys.argv[1])
-print(report.summary_table(r) if r else "no family JSON was written")
+print(report.summary_table(r, "results.md") if r else "no family JSON was written")
 PY
 rm -rf "$WORK"
