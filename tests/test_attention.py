@@ -337,7 +337,8 @@ def test_fp8_accuracy_realistic(device, d):
 def test_fp8_accuracy_offset_and_outlier_channels(device):
     """K with a large per-channel offset and a few outlier channels: smoothing keeps the bound,
     with the exact mean and with the mean of the leading 128 keys (smooth_keys), and without it
-    the error is at least twice as large."""
+    the error is at least twice as large. The bound fails the wrong answers (mutations): k or v
+    factors off by 10%, and k smoothed by half its mean (half the offset left in)."""
     b, s, h, d = 1, 512, 2, 64
     q = torch.randn(b, s, h, d, device=device)
     offset = 8 * torch.randn(d, device=device)
@@ -352,6 +353,15 @@ def test_fp8_accuracy_offset_and_outlier_channels(device):
     assert rel <= 0.06 and cos >= 0.998, (rel, cos)
     assert rel_lead <= 0.06 and cos_lead >= 0.998, (rel_lead, cos_lead)
     assert rel_raw >= 2 * max(rel, rel_lead), (rel, rel_lead, rel_raw)
+    o = lk.quantize_attention_fp8(q, k, v)
+    wrong = {"k factors x1.1": (o.q, o.k, o.v, o.q_descale, o.k_descale * 1.1, o.v_descale),
+             "v factors x1.1": (o.q, o.k, o.v, o.q_descale, o.k_descale, o.v_descale * 1.1),
+             # fp32 inputs hold bf16 values exactly; no smoothing of k - mean / 2 = smoothing by mean / 2
+             "half the k mean": tuple(lk.quantize_attention_fp8(
+                 q.float(), k.float() - k.float().mean(1, keepdim=True) / 2, v.float(), smooth_k=False))}
+    for what, ops8 in wrong.items():
+        rel_bad, _ = _rel_cos(lk.attention(*ops8), want)
+        assert rel_bad > 0.06, f"{what}: rel L2 {rel_bad:.4f} is within the bound 0.06 (correct: {rel:.4f})"
 
 
 def test_fp8_quantizer_follows_its_rule():
