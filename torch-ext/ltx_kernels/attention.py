@@ -219,9 +219,6 @@ def quantize_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     """
     if k_block not in (1, 128):
         raise ValueError(f"ltx_kernels.quantize_attention_fp8: k_block must be 1 or 128 (got {k_block})")
-    if isinstance(smooth_keys, bool) or not isinstance(smooth_keys, int) or smooth_keys < 0 or smooth_keys % 64:
-        raise ValueError("ltx_kernels.quantize_attention_fp8: smooth_keys must be 0 (the mean of all keys) or a "
-                         f"positive multiple of 64 (got {smooth_keys!r})")
     b, sq, h, d, skv, hk = _quant_dims(q, k, v, layout)
     dev = q.device
     f8 = torch.float8_e4m3fn

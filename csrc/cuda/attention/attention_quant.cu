@@ -494,32 +494,31 @@ __global__ void __launch_bounds__(kThreads, 3) attn_quant_stats(const Args a) {
 // memory round trip per batch instead of one per chunk), then added in chunk order.
 constexpr int kReduceBatch = 16;
 
-// f(value at chunk u) for the chunks u < n of one channel, in order (stride CH between chunks).
-template <typename V, class F>
-__device__ __forceinline__ void for_each_partial(const V* p, int64_t CH, int n, F&& f) {
-  for (int c0 = 0; c0 < n; c0 += kReduceBatch) {
-    V buf[kReduceBatch];
-#pragma unroll
-    for (int u = 0; u < kReduceBatch; ++u) buf[u] = p[int64_t(min(c0 + u, n - 1)) * CH];  // past n: unused
-#pragma unroll
-    for (int u = 0; u < kReduceBatch; ++u) {
-      if (c0 + u < n) f(buf[u]);
-    }
-  }
-}
-
 __global__ void __launch_bounds__(kThreads) attn_quant_reduce(const Args a) {
   const int64_t CH = a.heads_kv * a.D;
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= a.batch * CH) return;
   const int64_t b = i / CH, c = i - b * CH;
-  if (a.smooth) {
-    double s = 0.0;
-    for_each_partial(a.sums + b * a.k_chunks * CH + c, CH, int(a.k_chunks), [&](double x) { s += x; });
-    a.mean[i] = __double2float_rn(s / double(a.mean_keys));
-  }
+  const int n = int(a.nchunks), nk = int(a.k_chunks);  // nk <= n: k's sums cover the mean's keys
+  const double* sums = a.smooth ? a.sums + b * a.k_chunks * CH + c : nullptr;
+  const float* amax = a.amax + b * a.nchunks * CH + c;
+  double s = 0.0;
   float m = 0.f;
-  for_each_partial(a.amax + b * a.nchunks * CH + c, CH, int(a.nchunks), [&](float x) { m = fmaxf(m, x); });
+  for (int c0 = 0; c0 < n; c0 += kReduceBatch) {
+    double ps[kReduceBatch];
+    float pm[kReduceBatch];
+#pragma unroll
+    for (int u = 0; u < kReduceBatch; ++u) {  // past the end: the last again, unused
+      ps[u] = sums != nullptr && c0 < nk ? sums[int64_t(min(c0 + u, nk - 1)) * CH] : 0.0;
+      pm[u] = amax[int64_t(min(c0 + u, n - 1)) * CH];
+    }
+#pragma unroll
+    for (int u = 0; u < kReduceBatch; ++u) {
+      if (c0 + u < nk) s += ps[u];
+      if (c0 + u < n) m = fmaxf(m, pm[u]);
+    }
+  }
+  if (sums != nullptr) a.mean[i] = __double2float_rn(s / double(a.mean_keys));
   a.v_descale[i] = fp8_scale_from_amax<E4M3>(m);
 }
 
