@@ -8,6 +8,7 @@
 # NVTX range that names each launch, packed into $OUT/ncu.tar.gz.
 #   VARIANT=<built variant dir> OUT=<dir> bash tools/profile/profile.sh [families...]
 # families: attention gemm glue fp8 membound (default: all but membound). Each family is capped at FAMILY_LIMIT s (120).
+# MEMBOUND_FILTER: words that select membound's calls by name (e.g. "ours quantize_attention"); all when unset.
 set -uo pipefail
 OUT=${OUT:-build/gpu-out/profile}
 FAMILY_LIMIT=${FAMILY_LIMIT:-120}
@@ -20,7 +21,7 @@ for fam in ${@:-attention gemm glue fp8}; do
   case "$fam" in
     fp8) script=(tools/profile/profile_fp8.py) ;;
     # memory-bound ops beside torch.compile's kernels, at the benchmarks' clocks (not locked)
-    membound) script=(tools/profile/profile_membound.py)
+    membound) script=(tools/profile/profile_membound.py ${MEMBOUND_FILTER:+"$MEMBOUND_FILTER"})
               extra=(--clock-control none --metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum) ;;
     *) script=(tools/profile/profile_heavy.py "$fam") ;;
   esac

@@ -126,6 +126,8 @@ def calls():
         order = torch.tensor([(p // 32) * 32 + KEY_ORDER[p % 32] for p in range(spad)], device=dev)
         out += [
             (f"ours quantize_attention_fp8 d{d}", lambda qa=qa, ka=ka, va=va: lk.quantize_attention_fp8(qa, ka, va)),
+            (f"ours quantize_attention_fp8 d{d} smooth_keys 64",
+             lambda qa=qa, ka=ka, va=va: lk.quantize_attention_fp8(qa, ka, va, smooth_keys=64)),
             (f"compiled quantize_attention_fp8 d{d}",
              lambda qa=qa, ka=ka, va=va, order=order: c_aq(qa, ka, va, order, 128)),
         ]
