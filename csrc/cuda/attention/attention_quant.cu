@@ -17,8 +17,8 @@
 //   launch 2  reduce: a thread per (batch row, channel) adds the partial sums in chunk order (fp64,
 //              then one division and one rounding to fp32: the mean) and takes the max of the
 //              partial maxima (v_descale). Deterministic: no atomics on values, fixed orders.
-//   launch 3  codes (one grid, three kinds of CTA; q here rather than in launch 1, where it would
-//              share the statistics' register budget and spill):
+//   launch 3  codes (one grid, three kinds of CTA, in this order; q here rather than in launch 1,
+//              where it would share the statistics' register budget and spill):
 //     q rows:  a CTA per (batch row, head, tile of rows), 8 chunks of 16 bytes per thread (4 for
 //              head dims of a non-power-of-two number of chunks), all loads issued first; amax
 //              per row by xor shuffles within the lanes of a row (its chunks sit in consecutive
@@ -35,6 +35,15 @@
 //              fp8_v_key_order) of 4 channels, transposes the 4x4 bytes by byte permutes and
 //              stores 4 words; a warp's store writes 128 contiguous bytes of one channel row.
 //              Keys >= Skv give 0.
+// Overlap (sm_90+, programmatic dependent launch): launches 2 and 3 may start before the launch
+// before them ends. Every CTA of launch 1 and 2 lets the next launch begin at once; launch 2 and
+// launch 3's k and v CTAs wait for the statistics (griddepcontrol.wait) before they read them,
+// while launch 3's q CTAs need none of them and run beside the statistics. Launch 1 starts as any
+// kernel does, after everything before it in the stream, so q is ready when they read it.
+// L2: the statistics read k and v with the default cache policy (everything else streams), and
+// launch 3 takes v's and k's CTAs in reverse order, most recently read first, so the second read
+// of k and v hits L2 where they fit (at B 2, S 2688, D 64 k and v are 44 MB against H100 / H200's
+// 50 MB).
 // Bytes: q, k, v read (v twice; k twice with the exact mean, once plus the leading keys with
 // smooth_keys, once without smoothing), one code byte per element written, the factors, and a
 // workspace of B * Hkv * D * (8 ceil(n / 64) + 4 ceil(Skv / 64)) bytes (n: the mean's keys)
@@ -116,6 +125,20 @@ __device__ __forceinline__ uint4 ld_chunk_cached(const T* p) {
   return make_uint4(uint32_t(r.x), uint32_t(r.y), uint32_t(r.z), uint32_t(r.w));
 }
 
+// Programmatic dependent launch (sm_90+; no-ops before, and when the kernel was launched without
+// it): pdl_trigger lets the next kernel of the stream begin launching; pdl_wait blocks until the
+// kernel before this one has finished and its writes are visible.
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // The same with a divisor per value (v: per channel); dv[e] = (s, r), r = 0 where the divisor
 // takes the IEEE division (fp8_divisor's ieee flag).
 __device__ __forceinline__ uint32_t encode4_channels(const float (&f)[4], const float2* dv) {
@@ -174,16 +197,15 @@ struct ChunkMap {
 
 // ---- launch 1: partial sums of k / partial amax of v over chunks of kAttnQuantSumKeys keys ----
 // Thread: one 16-byte channel vector of one head, the n keys of its chunk from x (key stride
-// `step`), kStatBatch loads in flight (unpredicated: past the chunk's end the last key again,
-// not counted).
-// Every key u < n of a thread's chunk in order, f(chunk of key u), kStatBatch loads in flight:
-// the loads are unpredicated (past n they repeat the last key), f sees only keys < n.
+// `step`). Every key u < n in order, f(chunk of key u), kStatBatch loads in flight: the loads
+// are unpredicated (past n they repeat the last key), f sees only keys < n. Cached loads: launch 3
+// reads the same bytes again.
 template <typename T, class F>
 __device__ __forceinline__ void for_each_key(const T* x, int64_t step, int n, F&& f) {
   for (int u0 = 0; u0 < n; u0 += kStatBatch) {
     uint4 buf[kStatBatch];
 #pragma unroll
-    for (int u = 0; u < kStatBatch; ++u) buf[u] = load_chunk(x + min(u0 + u, n - 1) * step);
+    for (int u = 0; u < kStatBatch; ++u) buf[u] = ld_chunk_cached(x + min(u0 + u, n - 1) * step);
 #pragma unroll
     for (int u = 0; u < kStatBatch; ++u) {
       if (u0 + u < n) f(buf[u]);
@@ -485,6 +507,7 @@ __device__ __forceinline__ void v_tile(const Args& a, int64_t cta, uint32_t* sme
 // ---- kernels ---------------------------------------------------------------------------------
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 3) attn_quant_stats(const Args a) {
+  pdl_trigger();
   const int64_t cta = blockIdx.x;
   if (cta < a.n_stat_k) stat_tile<T>(a, cta, true);
   else stat_tile<T>(a, cta - a.n_stat_k, false);
@@ -495,6 +518,8 @@ __global__ void __launch_bounds__(kThreads, 3) attn_quant_stats(const Args a) {
 constexpr int kReduceBatch = 16;
 
 __global__ void __launch_bounds__(kThreads) attn_quant_reduce(const Args a) {
+  pdl_trigger();
+  pdl_wait();
   const int64_t CH = a.heads_kv * a.D;
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= a.batch * CH) return;
@@ -522,7 +547,8 @@ __global__ void __launch_bounds__(kThreads) attn_quant_reduce(const Args a) {
   a.v_descale[i] = fp8_scale_from_amax<E4M3>(m);
 }
 
-// q rows, then k rows, then v tiles, by blockIdx range. Three CTAs per SM (80 registers) where
+// q rows, then v tiles, then k rows, by blockIdx range (v and k in reverse order: the statistics
+// read k, then v, in order, so the last bytes they read come first). Three CTAs per SM (80 registers) where
 // that compiles without spills (sm_89, sm_90, sm_100), two elsewhere.
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 890 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000)
 #define LTX_ATTN_QUANT_CODES_CTAS 3
@@ -534,18 +560,43 @@ __global__ void __launch_bounds__(kThreads, LTX_ATTN_QUANT_CODES_CTAS) attn_quan
   extern __shared__ uint4 dyn_smem[];
   __shared__ RowsSmem rows_smem;
   int64_t cta = blockIdx.x;
-  if (cta < a.n_q + a.n_k) {
-    const bool is_q = cta < a.n_q;
-    const RowsJob& J = is_q ? a.q : a.k;
-    if (!is_q) cta -= a.n_q;
-    if (a.nc_shift >= 0) rows_tile<T, true>(J, cta, a.D, a.nc, a.nc_shift, rows_smem);
-    else rows_tile<T, false>(J, cta, a.D, a.nc, a.nc_shift, rows_smem);
+  if (cta >= a.n_q) pdl_wait();  // k and v read the statistics; q reads none of them
+  if (cta >= a.n_q && cta < a.n_q + a.n_v) {
+    v_tile<T>(a, a.n_q + a.n_v - 1 - cta, reinterpret_cast<uint32_t*>(dyn_smem));
     return;
   }
-  v_tile<T>(a, cta - a.n_q - a.n_k, reinterpret_cast<uint32_t*>(dyn_smem));
+  const bool is_q = cta < a.n_q;
+  const RowsJob& J = is_q ? a.q : a.k;
+  if (!is_q) cta = a.n_q + a.n_v + a.n_k - 1 - cta;
+  if (a.nc_shift >= 0) rows_tile<T, true>(J, cta, a.D, a.nc, a.nc_shift, rows_smem);
+  else rows_tile<T, false>(J, cta, a.D, a.nc, a.nc_shift, rows_smem);
 }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Whether the current device runs programmatic dependent launches (compute capability 9.0+).
+bool overlap_supported() {
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+  return major >= 9;
+}
+
+// kernel<<<grid, kThreads, smem, st>>>(a), as a programmatic dependent launch when `programmatic`.
+cudaError_t launch_after(void (*kernel)(Args), unsigned grid, size_t smem, cudaStream_t st, bool programmatic,
+                         const Args& a) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  cfg.attrs = attr;
+  cfg.numAttrs = programmatic ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, a);
+}
 
 int log2_or_minus1(int n) {
   for (int s = 0; s < 31; ++s)
@@ -615,18 +666,22 @@ cudaError_t launch(const AttnQuantParams& p, cudaStream_t st) {
   const int64_t nr = cdiv(p.batch * CH, kThreads);
   if (n1 > kMaxGrid || n2 > kMaxGrid || nr > kMaxGrid) return cudaErrorInvalidValue;
   if (attention_quant_workspace_bytes(p) > 0 && p.workspace == nullptr) return cudaErrorInvalidValue;
+  // Programmatic launches only after a launch of this call, so the chain starts with an ordinary
+  // one (launch 3's q CTAs rely on that, see the top of this file).
+  const bool pdl = overlap_supported();
   if (n1 > 0) {
     attn_quant_stats<T><<<unsigned(n1), kThreads, 0, st>>>(a);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   if (nr > 0) {
-    attn_quant_reduce<<<unsigned(nr), kThreads, 0, st>>>(a);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    if (const cudaError_t e = launch_after(attn_quant_reduce, unsigned(nr), 0, st, pdl && n1 > 0, a); e != cudaSuccess)
+      return e;
   }
   if (n2 > 0) {
     const size_t smem = a.n_v > 0 ? size_t(kVKeys) * a.D + size_t(8) * a.D : 0;
-    attn_quant_codes<T><<<unsigned(n2), kThreads, smem, st>>>(a);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    if (const cudaError_t e = launch_after(attn_quant_codes<T>, unsigned(n2), smem, st, pdl && nr > 0, a);
+        e != cudaSuccess)
+      return e;
   }
   return cudaSuccess;
 }
