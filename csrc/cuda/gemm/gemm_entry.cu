@@ -197,7 +197,10 @@ TileConfig sm90_config(const GemmParams& p, const Device& dev) {
     c.cluster = (num_m * heuristics::cdiv(p.N, c.bn) > dev.sms && num_m >= 2 && dev.sms % 2 == 0) ? 2 : 1;
   }
   if (c.bm == 0) return c;
-  if (f.cluster != 0) c.cluster = f.cluster;
+  if (f.cluster != 0) {
+    c.cluster = f.cluster;
+    c.share_a = f.share_a;
+  }
   if (f.group_m != 0) c.group_m = f.group_m;
   if (f.sms != 0) c.sms = f.sms;
   if (f.stages != 0) c.stages = f.stages;
