@@ -221,6 +221,9 @@ std::string why_not(Backend be, const GemmParams& p, const Device& dev) {
       if (dev.cc != 90) return "the sm_90a kernel needs compute capability 9.0; this device is " + ccs;
       const std::string why = sm90_args_why_not(p);
       if (!why.empty()) return "the sm_90a kernel does not take these arguments: " + why;
+      if (p.config.share_a && !sm90::tuning_built())
+        return "LTX_KERNELS_GEMM_CONFIG ':c2a' (pairs sharing A) is a configuration under study, built only with "
+               "-DLTX_KERNELS_TUNING=ON";
       const TileConfig c = sm90_config(p, dev);
       if (c.bm == 0) {
         if (p.config.bm != 0) {

@@ -7,6 +7,8 @@ namespace ltx_kernels {
 namespace gemm {
 namespace sm90 {
 
+bool tuning_built() { return kShareABuilt; }
+
 cudaError_t run_fp8_1d2d(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream) {
 #define LTX_FP8_TILE(BM, BN) \
   if (cfg.bm == BM && cfg.bn == BN) return host::launch<true, BM, BN>(g, cfg, num_sms, stream);

@@ -81,11 +81,19 @@ constexpr int kProducerRegs = 40;
 constexpr int kConsumerRegs = 232;
 
 // What the kernel reads besides the tensor maps (a __grid_constant__ parameter).
+// A-sharing pairs (TileConfig::share_a, the developer configuration ':c2a'): a configuration
+// under study, compiled only with -DLTX_KERNELS_TUNING=ON; without it the kernel is the B-sharing
+// one alone.
+#if defined(LTX_KERNELS_TUNING)
+constexpr bool kShareABuilt = true;
+#else
+constexpr bool kShareABuilt = false;
+#endif
+
 struct KernelArgs {
   uint32_t M = 0, N = 0, K = 0;
   uint32_t num_m = 0, num_n = 0, num_kb = 0, num_tiles = 0, group_m = 16;
   uint32_t cluster = 1;
-  uint32_t share_a = 0;  // pairs share A (tm_a's box is bm / 2 rows), else B
   Sm90Layout L;
   const float* sa = nullptr;
   int64_t sa_sm = 0, sa_sk = 0;
@@ -100,6 +108,9 @@ struct KernelArgs {
   uint32_t tokens_per_sample = 1;
   float* ds = nullptr;  // FP8 output scales
   int64_t ds_sm = 0, ds_sg = 0;
+#if defined(LTX_KERNELS_TUNING)
+  uint32_t share_a = 0;  // pairs share A (tm_a's box is bm / 2 rows), else B
+#endif
 };
 
 // Byte offset of element (r, c) (c even) of a [rows x bn] 16-bit staging tile stored as column
@@ -393,6 +404,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   const Sm90Layout& L = p.L;
   const uint32_t S = uint32_t(L.stages);
   const bool pairs = p.cluster > 1;
+#if defined(LTX_KERNELS_TUNING)
+  const bool share_a = p.share_a != 0u;
+#else
+  constexpr bool share_a = false;
+#endif
   const uint32_t rank = pairs ? ptx::cluster_ctarank() : 0u;
   auto full_bar = [&](uint32_t s) { return sbase + L.off_bar + 8u * s; };
   auto empty_bar = [&](uint32_t s) { return sbase + L.off_bar + 8u * (S + s); };
@@ -431,7 +447,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const uint32_t tx_bytes = b_loader ? kBStage : kAStage + (R::kPromote && p.sa_tma ? kSaBytes : 0u);
         uint32_t stage = 0, phase = 0;
         for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x) {
-          const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs, p.share_a != 0u);
+          const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs, share_a);
           const int32_t m0 = int32_t(tc.mb * BM), n0 = int32_t(tc.nb * BN);
           // cp.async path: this lane's rows m0 + lane + 32 i; rows past M are zero-filled from a
           // valid address
@@ -459,7 +475,7 @@ __global__ void __launch_bounds__(kThreads, 1)
               const int32_t kx = int32_t(kb * (R::kE4m3 ? 128u : 64u));
               if (b_loader) {
                 const uint32_t b_dst = sbase + L.off_b + stage * kBStage;
-                if (pairs && tc.mcast && !p.share_a) {
+                if (pairs && tc.mcast && !share_a) {
                   ptx::tma_load_2d_multicast(b_dst + rank * kBHalf, &tm_b, fb, kx, n0 + int32_t(rank) * (BN / 2),
                                              0x3);
                 } else {
@@ -468,7 +484,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
               } else {
                 const uint32_t a_dst = sbase + L.off_a + stage * kAStage;
-                if (!p.share_a) {
+                if (!share_a) {
                   ptx::tma_load_2d(a_dst, &tm_a, fb, kx, m0);
                 } else if (pairs && tc.mcast) {
                   ptx::tma_load_2d_multicast(a_dst + rank * kAHalf, &tm_a, fb, kx, m0 + int32_t(rank) * (BM / 2), 0x3);
@@ -501,7 +517,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const bool per_token = p.gate_kind == int(GateKind::kPerToken);
         uint32_t it = 0, pm0 = 0, pn0 = 0;
         for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++it) {
-          const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs, p.share_a != 0u);
+          const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs, share_a);
           const uint32_t m0 = tc.mb * BM, n0 = tc.nb * BN;
           if (it > 0) {
             ptx::mbar_wait_sleep(dfull_bar, (it - 1) & 1u);
@@ -564,7 +580,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[T::kAcc];
     float fin[T::kWaves][T::kAcc];
     for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++it) {
-      const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs, p.share_a != 0u);
+      const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs, share_a);
       const uint32_t m0 = tc.mb * BM, n0 = tc.nb * BN;
       // the other CTA of the pair has a tile this round unless this is rank 0's lone last tile
       const bool peer_alive = pairs && (rank == 1u || t + 1u < p.num_tiles);
