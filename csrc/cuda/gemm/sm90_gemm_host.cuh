@@ -98,8 +98,12 @@ cudaError_t launch_recipe(const GemmParams& g, const TileConfig& cfg, int num_sm
   std::memset(&tm_h, 0, sizeof(tm_h));
   std::memset(&tm_g, 0, sizeof(tm_g));
   std::memset(&tm_sa, 0, sizeof(tm_sa));
-  if (cfg.share_a && !kShareABuilt) return cudaErrorNotSupported;  // the entry says why first
+#if defined(LTX_KERNELS_TUNING)
   const bool share_a = cfg.cluster == 2 && cfg.share_a;
+#else
+  if (cfg.share_a) return cudaErrorNotSupported;  // the entry says why first
+  constexpr bool share_a = false;
+#endif
   if (!encode_2d(&tm_a, in_dt, in_bytes, g.a, uint64_t(g.K), uint64_t(g.M), uint64_t(g.lda) * in_bytes, k_box,
                  share_a ? BM / 2 : BM, 128) ||
       !encode_2d(&tm_b, in_dt, in_bytes, g.b, uint64_t(g.K), uint64_t(g.N), uint64_t(g.ldb) * in_bytes, k_box, BN / 2,

@@ -80,16 +80,9 @@ constexpr int kThreads = 384;
 constexpr int kProducerRegs = 40;
 constexpr int kConsumerRegs = 232;
 
-// What the kernel reads besides the tensor maps (a __grid_constant__ parameter).
-// A-sharing pairs (TileConfig::share_a, the developer configuration ':c2a'): a configuration
-// under study, compiled only with -DLTX_KERNELS_TUNING=ON; without it the kernel is the B-sharing
-// one alone.
-#if defined(LTX_KERNELS_TUNING)
-constexpr bool kShareABuilt = true;
-#else
-constexpr bool kShareABuilt = false;
-#endif
-
+// What the kernel reads besides the tensor maps (a __grid_constant__ parameter). A-sharing pairs
+// (share_a; TileConfig::share_a, the developer configuration ':c2a') are a configuration under
+// study, compiled only with -DLTX_KERNELS_TUNING=ON; without it the kernel pairs by B alone.
 struct KernelArgs {
   uint32_t M = 0, N = 0, K = 0;
   uint32_t num_m = 0, num_n = 0, num_kb = 0, num_tiles = 0, group_m = 16;
