@@ -679,7 +679,9 @@ cudaError_t launch(const AttnQuantParams& p, cudaStream_t st) {
   }
   if (n2 > 0) {
     const size_t smem = a.n_v > 0 ? size_t(kVKeys) * a.D + size_t(8) * a.D : 0;
-    if (const cudaError_t e = launch_after(attn_quant_codes<T>, unsigned(n2), smem, st, pdl && nr > 0, a);
+    // (programmatic only when some CTA waits for launch 2, so that launch 3 never ends before it)
+    const bool after = pdl && nr > 0 && a.n_k + a.n_v > 0;
+    if (const cudaError_t e = launch_after(attn_quant_codes<T>, unsigned(n2), smem, st, after, a);
         e != cudaSuccess)
       return e;
   }
