@@ -59,7 +59,9 @@
 #include <type_traits>
 
 #include "ltx_kernels/attention/attention_quant.h"
+#include "ltx_kernels/common/device.h"
 #include "ltx_kernels/common/fp8_util.h"
+#include "ltx_kernels/common/ptx.cuh"
 #include "ltx_kernels/common/reduce.cuh"
 #include "ltx_kernels/common/vec.cuh"
 #include "ltx_kernels/cuda/ops.h"
@@ -123,20 +125,6 @@ template <typename T>
 __device__ __forceinline__ uint4 ld_chunk_cached(const T* p) {
   const int4 r = *reinterpret_cast<const int4*>(p);
   return make_uint4(uint32_t(r.x), uint32_t(r.y), uint32_t(r.z), uint32_t(r.w));
-}
-
-// Programmatic dependent launch (sm_90+; no-ops before, and when the kernel was launched without
-// it): pdl_trigger lets the next kernel of the stream begin launching; pdl_wait blocks until the
-// kernel before this one has finished and its writes are visible.
-__device__ __forceinline__ void pdl_trigger() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
 }
 
 // The same with a divisor per value (v: per channel); dv[e] = (s, r), r = 0 where the divisor
@@ -507,7 +495,7 @@ __device__ __forceinline__ void v_tile(const Args& a, int64_t cta, uint32_t* sme
 // ---- kernels ---------------------------------------------------------------------------------
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 3) attn_quant_stats(const Args a) {
-  pdl_trigger();
+  ptx::launch_dependents();
   const int64_t cta = blockIdx.x;
   if (cta < a.n_stat_k) stat_tile<T>(a, cta, true);
   else stat_tile<T>(a, cta - a.n_stat_k, false);
@@ -518,8 +506,8 @@ __global__ void __launch_bounds__(kThreads, 3) attn_quant_stats(const Args a) {
 constexpr int kReduceBatch = 16;
 
 __global__ void __launch_bounds__(kThreads) attn_quant_reduce(const Args a) {
-  pdl_trigger();
-  pdl_wait();
+  ptx::launch_dependents();
+  ptx::wait_prerequisites();
   const int64_t CH = a.heads_kv * a.D;
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= a.batch * CH) return;
@@ -560,7 +548,7 @@ __global__ void __launch_bounds__(kThreads, LTX_ATTN_QUANT_CODES_CTAS) attn_quan
   extern __shared__ uint4 dyn_smem[];
   __shared__ RowsSmem rows_smem;
   int64_t cta = blockIdx.x;
-  if (cta >= a.n_q) pdl_wait();  // k and v read the statistics; q reads none of them
+  if (cta >= a.n_q) ptx::wait_prerequisites();  // k and v read the statistics; q reads none of them
   if (cta >= a.n_q && cta < a.n_q + a.n_v) {
     v_tile<T>(a, a.n_q + a.n_v - 1 - cta, reinterpret_cast<uint32_t*>(dyn_smem));
     return;
@@ -573,14 +561,6 @@ __global__ void __launch_bounds__(kThreads, LTX_ATTN_QUANT_CODES_CTAS) attn_quan
 }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Whether the current device runs programmatic dependent launches (compute capability 9.0+).
-bool overlap_supported() {
-  int dev = 0, major = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
-  return major >= 9;
-}
 
 // kernel<<<grid, kThreads, smem, st>>>(a), as a programmatic dependent launch when `programmatic`.
 cudaError_t launch_after(void (*kernel)(Args), unsigned grid, size_t smem, cudaStream_t st, bool programmatic,
@@ -668,7 +648,7 @@ cudaError_t launch(const AttnQuantParams& p, cudaStream_t st) {
   if (attention_quant_workspace_bytes(p) > 0 && p.workspace == nullptr) return cudaErrorInvalidValue;
   // Programmatic launches only after a launch of this call, so the chain starts with an ordinary
   // one (launch 3's q CTAs rely on that, see the top of this file).
-  const bool pdl = overlap_supported();
+  const bool pdl = current_device_props().cc >= 90;  // programmatic dependent launch
   if (n1 > 0) {
     attn_quant_stats<T><<<unsigned(n1), kThreads, 0, st>>>(a);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;

@@ -1,5 +1,5 @@
 // Thin PTX wrappers shared by the kernels that stage tiles in shared memory (the FP8 GEMMs, the
-// neighborhood-attention kernels). Device only; no torch.
+// neighborhood-attention kernels) and launch overlap (the attention quantizer). Device only; no torch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -34,6 +34,20 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
+}
+
+// Programmatic dependent launch (sm_90+; no-ops on older targets, and in a kernel launched without
+// the attribute): launch_dependents lets the next kernel of the stream begin launching;
+// wait_prerequisites blocks until the kernel before this one has finished and its writes are visible.
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_prerequisites() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
 }  // namespace ptx
