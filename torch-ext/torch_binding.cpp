@@ -157,6 +157,14 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // code = e4m3(x / (amax / 448))
   ops.def("quantize_attention_fp8(Tensor! q8, Tensor! k8, Tensor! v8, Tensor! q_descale, Tensor! k_descale, Tensor! v_descale, Tensor q, Tensor k, Tensor v, str layout, bool smooth_k, int smooth_keys, int k_block) -> ()");
   LTX_IMPL(ops, quantize_attention_fp8);
+  // v alone: quantize_attention_fp8's v operand (v8 [B, Hkv, D, Skv_pad], v_descale [B, Hkv, D])
+  ops.def("attention_values_fp8(Tensor! v8, Tensor! v_descale, Tensor v, str layout) -> ()");
+  LTX_IMPL(ops, attention_values_fp8);
+  // k from the key projection's output x [B, S, C]: rms_norm_rope (split: rms_norm_split_rope) in
+  // fp32, minus the mean of its first smooth_keys keys (0: none), codes per 128 keys and head:
+  // k8 [B, S, C], k_descale [B, ceil(S / 128), heads] (quantize_attention_fp8's k_block 128 operand)
+  ops.def("attention_keys_fp8(Tensor! k8, Tensor! k_descale, Tensor x, Tensor cos, Tensor sin, Tensor? weight, float eps, int heads, bool split, int smooth_keys) -> ()");
+  LTX_IMPL(ops, attention_keys_fp8);
 
   // ---- natten family: neighborhood attention (NATTEN's na1d/na2d/na3d)
   // q, k, v, out [B, *spatial, heads, d], 1-3 spatial dims from q.dim(); softmax(scale q.k) v over

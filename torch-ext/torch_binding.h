@@ -114,6 +114,10 @@ std::string attention_backend(const at::Tensor& out, const at::Tensor& q, const 
 LTX_OP(void, quantize_attention_fp8, at::Tensor& q8, at::Tensor& k8, at::Tensor& v8, at::Tensor& q_descale,
        at::Tensor& k_descale, at::Tensor& v_descale, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
        c10::string_view layout, bool smooth_k, int64_t smooth_keys, int64_t k_block);
+LTX_OP(void, attention_values_fp8, at::Tensor& v8, at::Tensor& v_descale, const at::Tensor& v, c10::string_view layout);
+LTX_OP(void, attention_keys_fp8, at::Tensor& k8, at::Tensor& k_descale, const at::Tensor& x, const at::Tensor& cos,
+       const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps, int64_t heads, bool split,
+       int64_t smooth_keys);
 
 // natten family (csrc/torch/natten.cpp)
 LTX_OP(void, natten_forward, at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

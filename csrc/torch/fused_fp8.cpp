@@ -156,13 +156,6 @@ Prepared<FusedNormFp8Params> make_gated_residual_fp8_params(at::Tensor& q, at::T
   return pr;
 }
 
-// cos/sin with 16-byte aligned rows on CUDA (the kernels read whole vectors): copied when not.
-Table fp8_table(const at::Tensor& t0, bool per_head) {
-  const Table t = table_of(t0, per_head);
-  if (!t.t.is_cuda() || fp8_vector_tables(t.t.data_ptr(), t.st, t.t.element_size())) return t;
-  return table_of(t0.clone(at::MemoryFormat::Contiguous), per_head);
-}
-
 // rms_norm_rope_fp8 / rms_norm_split_rope_fp8: x [B, S, C] and cos/sin as rope_common.h checks
 // them (check_norm_rope / check_norm_split_rope give the shape).
 Prepared<RopeFp8Params> make_norm_rope_fp8_params(const char* op, bool split, at::Tensor& q, at::Tensor& scales,

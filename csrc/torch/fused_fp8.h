@@ -10,6 +10,7 @@
 #include "checks.h"
 #include "ltx_kernels/quant/fused_fp8_params.h"
 #include "prepared.h"
+#include "rope_common.h"
 #include "run.h"
 
 namespace ltx_kernels {
@@ -48,6 +49,13 @@ const at::Tensor& rows_for(Prepared<P>& pr, const at::Tensor& t) {
   if (h.is_cuda() && !fp8_vector_rows(h.data_ptr(), l.rows, l.stride, h.element_size()))
     return pr.keep(t.clone(at::MemoryFormat::Contiguous));
   return h;
+}
+
+// cos/sin with 16-byte aligned rows on CUDA (the kernels read whole vectors): copied when not.
+inline Table fp8_table(const at::Tensor& t0, bool per_head) {
+  const Table t = table_of(t0, per_head);
+  if (!t.t.is_cuda() || fp8_vector_tables(t.t.data_ptr(), t.st, t.t.element_size())) return t;
+  return table_of(t0.clone(at::MemoryFormat::Contiguous), per_head);
 }
 
 // The FP8 output of an <op>_fp8 (q and the scales, checked by check_fp8_out; q row-addressable)

@@ -39,7 +39,8 @@ from ._common import register_fake
 from ._ops import add_op_namespace_prefix, ops
 from .reference import attention_fp8_dequantize
 
-__all__ = ["attention", "attention_backend", "quantize_attention_fp8", "AttentionFp8Operands"]
+__all__ = ["attention", "attention_backend", "quantize_attention_fp8", "attention_keys_fp8", "attention_values_fp8",
+           "AttentionFp8Operands"]
 
 # Position p of each 32-key block of an FP8 V^T row holds key KEY_ORDER[p] of the block (the k
 # index wgmma's 8-bit A fragment gives the P values a thread computes: no register shuffles).
@@ -234,6 +235,54 @@ def quantize_attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     return AttentionFp8Operands(q8, k8, v8, q_descale, k_descale, v_descale)
 
 
+def attention_values_fp8(v: torch.Tensor, *, layout: str = "bshd"):
+    """v's FP8 operand alone, exactly as ``quantize_attention_fp8`` makes it: ``(v8, v_descale)``,
+    v8 float8_e4m3fn ``[B, Hkv, D, Skv_pad]`` (keys in ``KEY_ORDER`` within 32-key blocks, code 0
+    past Skv), v_descale fp32 ``[B, Hkv, D]`` (one factor per channel over all keys). For a
+    pipeline whose q and k operands come from the passes that produce them (``rms_norm_rope`` with
+    ``out_dtype=torch.float8_e4m3fn, group_size=D`` for q, ``attention_keys_fp8`` for k)."""
+    if layout not in ("bshd", "bhsd"):
+        raise ValueError(f"ltx_kernels.attention_values_fp8: layout must be 'bshd' ([B, S, H, D]) or 'bhsd' "
+                         f"([B, H, S, D]) (got {layout!r})")
+    if v.dim() != 4:
+        raise ValueError(f"ltx_kernels.attention_values_fp8: v must be 4-D (got shape {list(v.shape)})")
+    b, d = v.shape[0], v.shape[3]
+    skv, hk = (v.shape[1], v.shape[2]) if layout == "bshd" else (v.shape[2], v.shape[1])
+    spad = -(-max(skv, 1) // 32) * 32
+    v8 = torch.empty(b, hk, d, spad, dtype=torch.float8_e4m3fn, device=v.device)
+    v_descale = torch.empty(b, hk, d, dtype=torch.float32, device=v.device)
+    ops.attention_values_fp8(v8, v_descale, v, layout)
+    return v8, v_descale
+
+
+def attention_keys_fp8(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, weight: Optional[torch.Tensor] = None,
+                       eps: float = 1e-6, *, heads: int, split_rope: bool = False, smooth_keys: int = 128):
+    """k's FP8 operand straight from the key projection's output ``x [B, S, C]`` (C = heads x D):
+    ``(k8, k_descale)`` with k8 float8_e4m3fn ``[B, S, heads, D]`` and k_descale fp32
+    ``[B, ceil(S / 128), heads]``, the operand ``quantize_attention_fp8(..., k_block=128)``
+    gives, without the 16-bit RoPE output and the pass over it.
+
+    y is ``rms_norm_rope(x, cos, sin, weight, eps)`` (``split_rope``: ``rms_norm_split_rope``,
+    cos / sin ``[B or 1, heads, S, D/2]``), computed in fp32 and never rounded to x's dtype. With
+    ``smooth_keys = n`` (a positive multiple of 64) the mean of y over the first ``min(n, S)``
+    keys (per batch row and channel: an fp64 sum in key order, one division, one rounding to
+    fp32) is subtracted: softmax is invariant to one vector subtracted from every key, so this
+    only takes the keys' shared offset out of the quantization range (0: no smoothing). Then per
+    128 keys and head ``s = amax / 448`` and ``code = e4m3(kc / s)`` (fp32 division, round to
+    nearest even, saturating). ``ltx_kernels.reference.attention_keys_fp8`` is the definition."""
+    if x.dim() != 3:
+        raise ValueError(f"ltx_kernels.attention_keys_fp8: x must be 3-D [B, S, C] (got shape {list(x.shape)})")
+    b, s, c = x.shape
+    if not isinstance(heads, int) or heads <= 0 or c % heads != 0:
+        raise ValueError(f"ltx_kernels.attention_keys_fp8: heads must be a positive int dividing x.shape[-1] = {c} "
+                         f"(got {heads!r})")
+    k8 = torch.empty(b, s, c, dtype=torch.float8_e4m3fn, device=x.device)
+    k_descale = torch.empty(b, -(-s // 128), heads, dtype=torch.float32, device=x.device)
+    ops.attention_keys_fp8(k8, k_descale, x, cos, sin, weight, float(eps), int(heads), bool(split_rope),
+                           int(smooth_keys))
+    return k8.view(b, s, heads, c // heads), k_descale
+
+
 @register_fake("attention")
 def _attention_fake(out, q, k, v, scale, kv_lengths, key_bias, q_descale, k_descale, v_descale, k_block, layout,
                     backend):
@@ -245,3 +294,14 @@ def _quantize_attention_fp8_fake(q8, k8, v8, q_descale, k_descale, v_descale, q,
                                  k_block):
     torch._check(q8.shape == q.shape and k8.shape == k.shape,
                  lambda: "ltx_kernels.quantize_attention_fp8: q8 and k8 must have q's and k's shapes")
+
+
+@register_fake("attention_values_fp8")
+def _attention_values_fp8_fake(v8, v_descale, v, layout):
+    torch._check(v8.dim() == 4 and v_descale.dim() == 3,
+                 lambda: "ltx_kernels.attention_values_fp8: v8 must be 4-D and v_descale 3-D")
+
+
+@register_fake("attention_keys_fp8")
+def _attention_keys_fp8_fake(k8, k_descale, x, cos, sin, weight, eps, heads, split, smooth_keys):
+    torch._check(k8.shape == x.shape, lambda: "ltx_kernels.attention_keys_fp8: k8 must have x's shape")

@@ -754,6 +754,30 @@ def quantize_attention_fp8(q, k, v, layout: str = "bshd", smooth_k: bool = True,
     return q8, k8, v8, q_s, k_s, v_s
 
 
+def attention_keys_fp8(x, cos, sin, weight=None, eps: float = 1e-6, heads: int = 1, split_rope: bool = False,
+                       smooth_keys: int = 128, y=None):
+    """k's FP8 operand from the key projection's output (attention/attention_quant.h): y =
+    rms_norm_rope (split_rope: rms_norm_split_rope) of x [B, S, C], here the float64 oracle
+    rounded once to fp32 (or `y`, an fp32 [B, S, C] given by the caller); minus the mean of y over
+    the first min(smooth_keys, S) keys (fp64 sum, one division, one rounding to fp32; none when
+    smooth_keys is 0), in fp32; then per 128 keys and head s = amax / 448, code = e4m3(kc / s).
+    Returns (k8 [B, S, heads, D], k_descale [B, ceil(S / 128), heads], kc [B, S, heads, D] fp32)."""
+    if y is None:
+        y = (rms_norm_split_rope if split_rope else rms_norm_rope)(x, cos, sin, weight, eps).float()
+    b, s, c = y.shape
+    d = c // heads
+    kc = y.float().reshape(b, s, heads, d)
+    n = min(smooth_keys, s)
+    if n > 0:  # + 0.0: an all -0.0 channel sums to +0 (the backends' sums start from +0.0)
+        kc = kc - ((kc[:, :n].double().sum(1, keepdim=True) + 0.0) / n).float()
+    nb = -(-s // 128)
+    pad = torch.zeros(b, nb * 128 - s, heads, d, dtype=kc.dtype, device=kc.device)
+    blocks = torch.cat([kc, pad], 1).reshape(b, nb, 128, heads, d)
+    k_s = _nan_abs(blocks).amax(dim=(2, 4)) / 448.0  # [B, nb, H]
+    k8 = _fp8_quantize_with(kc, k_s.repeat_interleave(128, 1)[:, :s].unsqueeze(-1), torch.float8_e4m3fn)
+    return k8, k_s, kc
+
+
 def attention_fp8_dequantize(q8, k8, v8t, q_descale, k_descale, v_descale, layout: str = "bshd",
                              dtype: torch.dtype = torch.float64):
     """The real-valued q, k, v (q's layout; v [B, Skv, Hkv, D] bshd) that FP8 attention operands

@@ -1,5 +1,6 @@
-// FP8 operands for dense attention (quantize_attention_fp8), CPU backend. Semantics, including
-// the fixed order of the k mean's fp64 sum: csrc/include/ltx_kernels/attention/attention_quant.h.
+// FP8 operands for dense attention (quantize_attention_fp8, attention_values_fp8,
+// attention_keys_fp8), CPU backend. Semantics, including the fixed order of the k mean's fp64
+// sum: csrc/include/ltx_kernels/attention/attention_quant.h.
 // Codes by fp8_util.h's element rule with formats.h's reference codec; the CUDA kernels match this
 // file bit for bit.
 // Work items: the (token, head) rows of q; the (batch, kv head) pairs of k and of v.
@@ -10,6 +11,7 @@
 #include "ltx_kernels/attention/attention_quant.h"
 #include "ltx_kernels/common/fp8_util.h"
 #include "ltx_kernels/common/host_types.h"
+#include "ltx_kernels/cpu/shared_rows.h"
 
 namespace ltx_kernels {
 namespace cpu {
@@ -95,22 +97,79 @@ void v_head(const AttnQuantParams& p, int64_t b, int64_t hk, std::vector<float>&
 
 template <typename T>
 void run(const AttnQuantParams& p, const ParallelFor& parallel_for) {
-  parallel_for(p.batch * p.seqlen_q * p.heads, kRowGrain, [&](int64_t r0, int64_t r1) { q_rows<T>(p, r0, r1); });
-  // k and v heads as one range of 2 B Hkv items (k first), one item per task
-  const int64_t pairs = p.batch * p.heads_kv;
-  parallel_for(2 * pairs, 1, [&](int64_t i0, int64_t i1) {
+  if (p.q != nullptr)
+    parallel_for(p.batch * p.seqlen_q * p.heads, kRowGrain, [&](int64_t r0, int64_t r1) { q_rows<T>(p, r0, r1); });
+  // k and v heads as one range of 2 B Hkv items (k first, none without k), one item per task
+  const int64_t pairs = p.batch * p.heads_kv, k_items = p.k != nullptr ? pairs : 0;
+  parallel_for(k_items + pairs, 1, [&](int64_t i0, int64_t i1) {
     const size_t D = size_t(p.head_dim);
     std::vector<double> part(D), total(D);
     std::vector<float> buf(D);
     for (int64_t i = i0; i < i1; ++i) {
-      const int64_t bh = i % pairs, b = bh / p.heads_kv, hk = bh % p.heads_kv;
-      if (i < pairs) k_head<T>(p, b, hk, part, total, buf);
+      const int64_t bh = i < k_items ? i : i - k_items, b = bh / p.heads_kv, hk = bh % p.heads_kv;
+      if (i < k_items) k_head<T>(p, b, hk, part, total, buf);
       else v_head<T>(p, b, hk, buf);
     }
   });
 }
 
+// attention_keys_fp8: y of a row by the RoPE family's CPU arithmetic (rope_row_f32), the mean of
+// the leading rows per batch row, then each 128-key block's rows, heads and codes.
+template <typename T>
+void keys_run(const AttnKeysParams& p, const ParallelFor& parallel_for) {
+  const RopeParams& a = p.op;
+  const RopeShape& sh = a.shape;
+  const int64_t B = sh.batch, S = sh.seq, C = sh.cols, H = p.heads, D = C / H;
+  const int64_t n = attention_keys_mean_keys(p), nb = (S + kAttnKeysBlock - 1) / kAttnKeysBlock;
+  const T* x = a.x.ptr<T>();
+  const T* w = static_cast<const T*>(a.weight);
+  auto y_row = [&](float* y, float* scratch, int64_t r) {
+    rope_row_f32<T>(y, scratch, x + r * a.x.layout.stride, r, w, true, a.eps, a.tables, sh);
+  };
+  std::vector<float> mean(size_t(B * C), 0.f);
+  if (n > 0) {
+    parallel_for(B, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<float> y(static_cast<size_t>(C)), scratch(static_cast<size_t>(C));
+      std::vector<double> sum(static_cast<size_t>(C));
+      for (int64_t b = b0; b < b1; ++b) {
+        std::fill(sum.begin(), sum.end(), 0.0);
+        for (int64_t j = 0; j < n; ++j) {
+          y_row(y.data(), scratch.data(), b * S + j);
+          for (int64_t c = 0; c < C; ++c) sum[size_t(c)] += double(y[size_t(c)]);
+        }
+        for (int64_t c = 0; c < C; ++c) mean[size_t(b * C + c)] = float(sum[size_t(c)] / double(n));
+      }
+    });
+  }
+  parallel_for(B * nb, 1, [&](int64_t i0, int64_t i1) {
+    std::vector<float> kc(static_cast<size_t>(kAttnKeysBlock * C)), scratch(static_cast<size_t>(C));
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t b = i / nb, j0 = (i % nb) * kAttnKeysBlock, rows = std::min(S - j0, kAttnKeysBlock);
+      const float* mb = mean.data() + b * C;
+      for (int64_t j = 0; j < rows; ++j) {
+        float* y = kc.data() + j * C;
+        y_row(y, scratch.data(), b * S + j0 + j);
+        for (int64_t c = 0; c < C; ++c) y[c] = y[c] - mb[c];
+      }
+      for (int64_t h = 0; h < H; ++h) {
+        float m = 0.f;
+        for (int64_t j = 0; j < rows; ++j)
+          for (int64_t c = h * D; c < (h + 1) * D; ++c) m = fp8_absmax(m, kc[size_t(j * C + c)]);
+        const float s = fp8_scale_from_amax<E4M3>(m);
+        for (int64_t j = 0; j < rows; ++j)
+          for (int64_t c = h * D; c < (h + 1) * D; ++c)
+            p.k8[(b * S + j0 + j) * C + c] = encode(kc[size_t(j * C + c)], s);
+        p.k_descale[i * H + h] = s;
+      }
+    }
+  });
+}
+
 }  // namespace
+
+void attention_keys_fp8(const AttnKeysParams& p, const ParallelFor& parallel_for) {
+  dispatch_cpu(p.op.dtype, [&](auto tag) { keys_run<type_of<decltype(tag)>>(p, parallel_for); });
+}
 
 void quantize_attention_fp8(const AttnQuantParams& p, const ParallelFor& parallel_for) {
   switch (p.dtype) {

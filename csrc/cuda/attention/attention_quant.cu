@@ -612,17 +612,18 @@ cudaError_t launch(const AttnQuantParams& p, cudaStream_t st) {
   a.D = int(p.head_dim);
   a.nc = a.D / VEC;
   a.nc_shift = log2_or_minus1(a.nc);
-  a.smooth = p.smooth_k && p.seqlen_kv > 0;
+  const bool smooth_ws = p.smooth_k && p.k != nullptr;  // the workspace holds k's sums and mean
+  a.smooth = smooth_ws && p.seqlen_kv > 0;
   a.mean_keys = attention_quant_mean_keys(p);
   a.nchunks = attention_quant_chunks(p.seqlen_kv);
   a.k_chunks = attention_quant_chunks(a.mean_keys);
   const int64_t CH = p.heads_kv * p.head_dim;
   char* ws = static_cast<char*>(p.workspace);  // the layout of attention_quant_workspace_bytes
-  a.sums = p.smooth_k ? reinterpret_cast<double*>(ws) : nullptr;
-  const int64_t off_amax = p.smooth_k ? p.batch * a.k_chunks * CH * 8 : 0;
+  a.sums = smooth_ws ? reinterpret_cast<double*>(ws) : nullptr;
+  const int64_t off_amax = smooth_ws ? p.batch * a.k_chunks * CH * 8 : 0;
   a.amax = reinterpret_cast<float*>(ws + off_amax);
-  a.mean = p.smooth_k ? reinterpret_cast<float*>(ws + off_amax + (p.batch * a.nchunks * CH * 4 + 15) / 16 * 16)
-                      : nullptr;
+  a.mean = smooth_ws ? reinterpret_cast<float*>(ws + off_amax + (p.batch * a.nchunks * CH * 4 + 15) / 16 * 16)
+                     : nullptr;
   a.q = rows_job(p.q, p.q_stride, p.q8, p.q8_stride, p.q_descale, nullptr, p.seqlen_q, p.heads, 1, a.nc,
                  a.nc_shift >= 0);
   a.k = rows_job(p.k, p.k_stride, p.k8, p.k8_stride, p.k_descale, a.smooth ? a.mean : nullptr, p.seqlen_kv,
@@ -637,8 +638,8 @@ cudaError_t launch(const AttnQuantParams& p, cudaStream_t st) {
   a.stat_ct = cdiv(p.heads_kv * a.nc, kThreads);
   a.n_stat_k = a.smooth ? p.batch * a.stat_ct * a.k_chunks : 0;
   a.n_stat_v = p.batch * a.stat_ct * a.nchunks;
-  a.n_q = p.batch * p.heads * a.q.ntiles;
-  a.n_k = p.batch * p.heads_kv * a.k.ntiles;
+  a.n_q = p.q != nullptr ? p.batch * p.heads * a.q.ntiles : 0;  // (no q / k operand: no CTAs)
+  a.n_k = p.k != nullptr ? p.batch * p.heads_kv * a.k.ntiles : 0;
   a.v_tiles = cdiv(p.v_keys_padded, kVKeys);
   a.n_v = p.batch * p.heads_kv * a.v_tiles;
   constexpr int64_t kMaxGrid = INT32_MAX;

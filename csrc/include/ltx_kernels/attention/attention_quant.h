@@ -34,6 +34,9 @@
 //      key 32 (p / 32) + fp8_v_key_order(p % 32) (attention.h), and keys >= Skv give code 0.
 // Outputs are contiguous: q8 / k8 in their inputs' logical layout, v8 [B, Hkv, D, Skv_pad],
 // q_descale [B, Sq, H], k_descale as above, v_descale [B, Hkv, D], all factors fp32.
+// q == nullptr: no q operand is written (q8, q_descale unused); k == nullptr: no k operand (k8,
+// k_descale unused, no mean). attention_values_fp8 is v alone; the q and k operands then come
+// from the passes that produce q and k (rms_norm_rope's FP8 output, attention_keys_fp8 below).
 // Non-finite inputs follow fp8_util.h per element (NaN stays NaN, +-Inf saturates, amax ignores
 // NaN); they are outside the bit-for-bit contract with reference.quantize_attention_fp8.
 #pragma once
@@ -42,6 +45,7 @@
 
 #include "ltx_kernels/attention/attention.h"
 #include "ltx_kernels/cpu/parallel.h"
+#include "ltx_kernels/rope/rope_params.h"
 
 namespace ltx_kernels {
 
@@ -81,7 +85,7 @@ constexpr int64_t attention_quant_chunks(int64_t skv) { return (skv + kAttnQuant
 
 // Keys the k mean is taken over (0 without smoothing).
 inline int64_t attention_quant_mean_keys(const AttnQuantParams& p) {
-  if (!p.smooth_k) return 0;
+  if (!p.smooth_k || p.k == nullptr) return 0;
   return p.smooth_keys > 0 && p.smooth_keys < p.seqlen_kv ? p.smooth_keys : p.seqlen_kv;
 }
 
@@ -89,10 +93,11 @@ inline int64_t attention_quant_mean_keys(const AttnQuantParams& p) {
 // fp64 partial sum of k (smooth_k only), per batch row, chunk and channel an fp32 partial amax of
 // v, then per batch row and channel the fp32 mean.
 inline int64_t attention_quant_workspace_bytes(const AttnQuantParams& p) {
+  const bool smooth = p.smooth_k && p.k != nullptr;
   const int64_t ch = p.batch * p.heads_kv * p.head_dim;
-  const int64_t sums = p.smooth_k ? ch * attention_quant_chunks(attention_quant_mean_keys(p)) * 8 : 0;
+  const int64_t sums = smooth ? ch * attention_quant_chunks(attention_quant_mean_keys(p)) * 8 : 0;
   const int64_t amax = (ch * attention_quant_chunks(p.seqlen_kv) * 4 + 15) / 16 * 16;
-  const int64_t mean = p.smooth_k ? ch * 4 : 0;
+  const int64_t mean = smooth ? ch * 4 : 0;
   return sums + amax + mean;
 }
 
@@ -116,10 +121,64 @@ inline const char* attention_quant_check(const AttnQuantParams& p) {
   return nullptr;
 }
 
+// ---- The k operand from the pass that produces k (attention_keys_fp8) ------------------------
+// x [B, S, C] (C = H * D, rows of C contiguous elements), bf16 / fp16 / fp32, with the
+// rms_norm_rope (interleaved, whole row) or rms_norm_split_rope (per head; its head dim is D)
+// arithmetic of rope/rope_params.h, gives y in fp32, NOT rounded to x's type (as rms_norm_rope's
+// FP8 output). Then per batch row, with n = min(smooth_keys, S):
+//   mean[b, c] = float32(Y / n), Y = the fp64 sum of float64(y[b, j, c]) over j < n, sequential
+//                in key order from +0.0 (mean = 0 when smooth_keys is 0: no smoothing)
+//   kc = float32(y - mean)
+// and per 128 keys and head the rule above over the block's valid keys and the head's D channels:
+// k_descale[b, j / 128, h] = amax / 448, k8 = e4m3(kc / s). k8 [B, S, C] (= [B, S, H, D]) and
+// k_descale [B, ceil(S / 128), H] contiguous: quantize_attention_fp8's k operand with k_block 128
+// (with the mean of the leading keys of y instead of k's), without y ever stored in 16 bits.
+// The mean needs keys before any block's codes; the producer has only the leading ones, which
+// is why the smoothing vector is their mean (softmax's invariance makes any shared vector exact).
+constexpr int64_t kAttnKeysBlock = 128;
+
+struct AttnKeysParams {
+  RopeParams op;            // x, weight, cos / sin tables, shape, eps (op.out unused)
+  int64_t heads = 0;        // H (D = C / H)
+  int64_t smooth_keys = 0;  // 0 (no mean) or a positive multiple of kAttnQuantSumKeys
+  uint8_t* k8 = nullptr;    // [B, S, C] codes, contiguous
+  float* k_descale = nullptr;  // [B, ceil(S / 128), H], contiguous
+  // CUDA only: attention_keys_workspace_bytes(p) bytes of device memory, 16-byte aligned
+  void* workspace = nullptr;
+};
+
+inline int64_t attention_keys_mean_keys(const AttnKeysParams& p) {
+  return p.smooth_keys < p.op.shape.seq ? p.smooth_keys : p.op.shape.seq;
+}
+
+// The CUDA kernels' workspace: rstd per row (fp32 [B * S]), y of the mean's rows (fp32
+// [B, n, C]) and the mean (fp32 [B, C]), each 16-byte aligned.
+inline int64_t attention_keys_workspace_bytes(const AttnKeysParams& p) {
+  auto al = [](int64_t b) { return (b + 15) / 16 * 16; };
+  const RopeShape& s = p.op.shape;
+  const int64_t n = attention_keys_mean_keys(p);
+  return al(s.batch * s.seq * 4) + (n > 0 ? al(s.batch * n * s.cols * 4) + al(s.batch * s.cols * 4) : 0);
+}
+
+// nullptr when the problem is well formed (beyond what the RoPE family's own checks establish),
+// else the rule broken.
+inline const char* attention_keys_check(const AttnKeysParams& p) {
+  const RopeShape& s = p.op.shape;
+  if (p.heads <= 0 || s.cols % p.heads != 0) return "heads must be positive and divide the row width";
+  const int64_t d = s.cols / p.heads;
+  if (d < 8 || d > kAttnQuantMaxHeadDim || d % 8 != 0) return "the head dim must be a multiple of 8 in [8, 256]";
+  if (s.split && s.head_dim != d) return "the split RoPE's head dim must be the attention head dim";
+  if (p.smooth_keys < 0 || p.smooth_keys % kAttnQuantSumKeys != 0)
+    return "smooth_keys must be 0 (no smoothing) or a positive multiple of 64";
+  return nullptr;
+}
+
 namespace cpu {
 // CPU backend: the whole problem; the (token, head) rows of q and the (batch, kv head) pairs of
 // k and v spread over parallel_for.
 void quantize_attention_fp8(const AttnQuantParams& p, const ParallelFor& parallel_for);
+// The means per batch row, then the (batch row, 128-key block) pairs over parallel_for.
+void attention_keys_fp8(const AttnKeysParams& p, const ParallelFor& parallel_for);
 }  // namespace cpu
 
 }  // namespace ltx_kernels

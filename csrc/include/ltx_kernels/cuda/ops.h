@@ -89,6 +89,10 @@ cudaError_t rms_norm_split_rope_fp8(const RopeFp8Params& p, cudaStream_t stream)
 // p.workspace holds attention_quant_workspace_bytes(p) bytes of device memory; inputs 16-byte
 // aligned (base and strides: the adapter copies otherwise), outputs contiguous.
 cudaError_t quantize_attention_fp8(const AttnQuantParams& p, cudaStream_t stream);
+// (csrc/cuda/attention/attention_keys.cu), every architecture: rstd per row (and y of the mean's
+// rows), the mean, the codes per (batch row, 128-key block, head). p.workspace holds
+// attention_keys_workspace_bytes(p) bytes; x, weight and table rows 16-byte aligned, k8 contiguous.
+cudaError_t attention_keys_fp8(const AttnKeysParams& p, cudaStream_t stream);
 
 // ---- natten (csrc/cuda/natten/natten.cu): every residue group on the kernel
 // natten_heuristics.h chooses (the sm_90 kernel first where it applies, else or when it refuses
