@@ -173,7 +173,9 @@ def test_keys_strided_and_empty(device):
     cos, sin = tables(2, 140, 4, 64, False, device=device)
     check_keys(x, cos, sin, None, 4, False, 64, "row stride 300")
     x2 = big.flatten()[1:1 + 2 * 140 * 256].view(2, 140, 256)  # misaligned base
-    check_keys(x2, cos, sin, None, 4, False, 64, "misaligned")
+    w2 = torch.randn(257, dtype=torch.bfloat16, device=device)[1:]  # misaligned weight and tables
+    cos2, sin2 = (torch.empty(1, 140, 257, device=device)[:, :, 1:].copy_(t) for t in (cos, sin))
+    check_keys(x2, cos2, sin2, w2, 4, False, 64, "misaligned")
     for shape in ((2, 0, 256), (0, 5, 256)):
         xe = torch.randn(shape, dtype=torch.bfloat16, device=device)
         ce, se = tables(max(shape[0], 1), shape[1], 4, 64, False, device=device)

@@ -180,7 +180,7 @@ Prepared<AttnKeysParams> make_attention_keys_fp8_params(at::Tensor& k8, at::Tens
   p.op.x = in_rows(rows_for(pr, x));
   check_rows_fit(p.op.x.layout, op);
   p.op.dtype = dtype_of(x);
-  p.op.weight = weight.has_value() ? pr.keep(weight->contiguous()).data_ptr() : nullptr;
+  p.op.weight = weight_arg(pr, weight);
   const Table cs = fp8_table(cos, split), sn = fp8_table(sin, split);
   pr.keep(cs.t);
   pr.keep(sn.t);

@@ -74,15 +74,6 @@ AnyModTable table_arg(Prepared<P>& pr, const at::Tensor& t, const at::Tensor& x)
   return mod_table(l.data, l.layout.rows, l.layout.stride, table_kind(t, x), x.numel() / x.size(-1), x.size(0));
 }
 
-// weight, contiguous (and on CUDA 16-byte aligned), or nullptr.
-template <class P>
-const void* weight_arg(Prepared<P>& pr, const std::optional<at::Tensor>& t) {
-  if (!t.has_value()) return nullptr;
-  const at::Tensor& w = pr.keep(t->contiguous());
-  if (!w.is_cuda() || fp8_vector_rows(w.data_ptr(), 1, 0, w.element_size())) return w.data_ptr();
-  return pr.keep(w.clone(at::MemoryFormat::Contiguous)).data_ptr();
-}
-
 // What every maker does once its inputs are checked: no params for an empty x (nullptr), else
 // the params with the weight, eps, and x's rows and q / scales (set_fp8_rows) filled in.
 template <class OpParams>

@@ -51,6 +51,15 @@ const at::Tensor& rows_for(Prepared<P>& pr, const at::Tensor& t) {
   return h;
 }
 
+// weight, contiguous (and on CUDA 16-byte aligned), or nullptr.
+template <class P>
+const void* weight_arg(Prepared<P>& pr, const std::optional<at::Tensor>& t) {
+  if (!t.has_value()) return nullptr;
+  const at::Tensor& w = pr.keep(t->contiguous());
+  if (!w.is_cuda() || fp8_vector_rows(w.data_ptr(), 1, 0, w.element_size())) return w.data_ptr();
+  return pr.keep(w.clone(at::MemoryFormat::Contiguous)).data_ptr();
+}
+
 // cos/sin with 16-byte aligned rows on CUDA (the kernels read whole vectors): copied when not.
 inline Table fp8_table(const at::Tensor& t0, bool per_head) {
   const Table t = table_of(t0, per_head);

@@ -83,6 +83,7 @@ __global__ void __launch_bounds__(kRowThreads) keys_rstd(const Op op, Work w, in
        r += int64_t(gridDim.x) * (kRowThreads / 32)) {
     const typename Op::RowCtx rc = op.row(r);
     float s = 0.f;
+#pragma unroll 4
     for (int i = lane; i < nvec; i += 32) s += op.template sumsq<V>(load_cached<T, V>(rc.x + int64_t(i) * V));
     const float rstd = op.stat(warp_sum(s));
     if (lane == 0) w.rstd[r] = rstd;
