@@ -27,12 +27,6 @@ from test_attention_quant import OPCHECK_UTILS
 from test_fused_fp8 import assert_codes_within
 
 F8 = torch.float8_e4m3fn
-SEED = 20261207
-
-
-@pytest.fixture(autouse=True)
-def _seed():
-    torch.manual_seed(SEED)
 
 
 def tables(b, s, heads, d, split, dtype=torch.float32, device="cpu"):
