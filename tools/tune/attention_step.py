@@ -138,8 +138,8 @@ def main():
             print(f"  {k:<26} {us[k]:9.1f}  {100 * spread[k]:4.1f}%{x}{e}", flush=True)
         del sets_, fns
         torch.cuda.empty_cache()
-    if args.json:
-        write_record(args.json, rows, "tools/tune/attention_step.py", sys.argv[1:])
+        if args.json:  # after every shape: a run cut short keeps what it measured
+            write_record(args.json, rows, "tools/tune/attention_step.py", sys.argv[1:])
 
 
 if __name__ == "__main__":
