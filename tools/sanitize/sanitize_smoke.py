@@ -156,6 +156,22 @@ if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("rm
                 ths = torch.rand(1, cols // d, rows, d // 2, device=dev)
                 lk.rms_norm_split_rope(x3, ths.cos(), ths.sin(), w, out_dtype=F8, group_size=group,
                                        scale_layout="mn_major")
+# FP8 attention operands from their producers: k through norm + RoPE (interleaved and split
+# tables, no mean / the leading 64 / 128 keys' mean, ragged 128-key blocks, head dims 64 / 128 /
+# 256, a row stride > C), v alone (both layouts)
+if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("attention_keys_fp8"), "CUDA"):
+    for dtype in [torch.float32, torch.bfloat16]:
+        for b, s, heads, d in [(2, 200, 4, 64), (1, 130, 2, 128), (1, 64, 1, 256)]:
+            c = heads * d
+            x = torch.randn(b, s, c + 8, device=dev, dtype=dtype)[..., :c]
+            w = torch.randn(c, device=dev, dtype=dtype)
+            th, ths = torch.rand(1, s, c, device=dev), torch.rand(1, heads, s, d // 2, device=dev)
+            for smooth in (0, 64, 128):
+                lk.attention_keys_fp8(x, th.cos(), th.sin(), w, heads=heads, smooth_keys=smooth)
+                lk.attention_keys_fp8(x, ths.cos(), ths.sin(), None, heads=heads, split_rope=True, smooth_keys=smooth)
+            v = torch.randn(b, s, heads, d, device=dev, dtype=dtype)
+            lk.attention_values_fp8(v)
+            lk.attention_values_fp8(v.transpose(1, 2).contiguous(), layout="bhsd")
 # sequence-parallel pack/unpack: 16-byte and narrower words (odd D, fp8, misaligned), strided
 # x / out, uneven and empty token segments, padded all_gather unpack
 for dtype in [torch.bfloat16, torch.float8_e4m3fn, torch.float32]:
