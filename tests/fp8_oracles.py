@@ -80,8 +80,37 @@ def attention_fp8_oracle(query, key, value, key_mask, sm90: bool):
     defaults), and a = sum_j p_j |v_j| / sum_j p_j (the scale of its accumulation error); on the
     CPU."""
     query, key, value, key_mask = _cpu(query), _cpu(key), _cpu(value), _cpu(key_mask)
-    q8 = ref.quantize_attention_fp8(query, key, value)
-    qd, kd, vd = ref.attention_fp8_dequantize(*q8)
+    return fp8_operands_oracle(ref.quantize_attention_fp8(query, key, value), key_mask, sm90)
+
+
+def producer_operands_reference(attn, query, key, value, q_freqs, k_freqs, rope_type):
+    """The FP8 operands `_fp8_attend_from_producers` should hand the kernel, from the definitions
+    (on the CPU): q = the per-(token, head) FP8 group output of the float64 norm_q + RoPE,
+    k = reference.attention_keys_fp8 of the key projection (norm_k + RoPE, the leading
+    FP8_SMOOTH_KEYS keys' mean), v = reference.quantize_attention_fp8's v operand. The norms'
+    weights and eps and the tables' layout as the processor's module holds them."""
+    import ltx_kernels.integrations.diffusers.processors as procs
+    from ltx_kernels.integrations.diffusers._common import cast_weight, nn_rms_eps
+    from ltx_kernels.integrations.diffusers.hooks import hooked_param
+
+    h = attn.heads
+    b, s, c = query.shape
+    d = c // h
+    nr = ref.rms_norm_rope if rope_type == "interleaved" else ref.rms_norm_split_rope
+    cq, sq = (_cpu(t) for t in procs._rope_tables(q_freqs, rope_type))
+    ck, sk = (_cpu(t) for t in procs._rope_tables(k_freqs, rope_type))
+    wq, wk = _cpu(cast_weight(hooked_param(attn.norm_q), query)), _cpu(cast_weight(hooked_param(attn.norm_k), key))
+    q8, qs = ref.fp8_group_out(nr(_cpu(query), cq, sq, wq, nn_rms_eps(attn.norm_q, query)), d)
+    k8, ks, _ = ref.attention_keys_fp8(_cpu(key), ck, sk, wk, nn_rms_eps(attn.norm_k, key), heads=h,
+                                       split_rope=rope_type == "split", smooth_keys=procs.FP8_SMOOTH_KEYS)
+    v4 = _cpu(value).unflatten(2, (h, -1))
+    vop = ref.quantize_attention_fp8(v4[:, :1], v4, v4)
+    return q8.view(b, s, h, d), k8, vop[2], qs.view(b, s, h), ks, vop[5]
+
+
+def fp8_operands_oracle(ops8, key_mask, sm90: bool):
+    """(o, a) of attention_fp8_oracle for given FP8 operands (q8, k8, v8, q_s, k_s, v_s)."""
+    qd, kd, vd = ref.attention_fp8_dequantize(*ops8)
     q, k, v = (t.transpose(1, 2).double() for t in (qd, kd, vd))  # [B, H, S, D]
     b, h, sq, d = q.shape
     hk = k.shape[1]
@@ -107,7 +136,8 @@ def attention_fp8_oracle(query, key, value, key_mask, sm90: bool):
 @contextlib.contextmanager
 def recording_fp8_attention(monkeypatch):
     """Within the block, every `_kernel_attend("fp8", ...)` call of the processors is checked
-    against attention_fp8_oracle; yields the list of (what, error, bound) it fills."""
+    against attention_fp8_oracle, and every `_fp8_attend_from_producers` call against the same
+    attention of producer_operands_reference; yields the list of (what, error, bound) it fills."""
     import ltx_kernels.integrations.diffusers.processors as procs
 
     calls: List[Tuple[str, float, float]] = []
@@ -126,9 +156,24 @@ def recording_fp8_attention(monkeypatch):
             calls.append((what, rel_l2(out, o), bound))
         return out
 
+    real_prod = procs._fp8_attend_from_producers
+
+    def checked_producers(attn, query, key, value, q_freqs, k_freqs, rope_type):
+        out = real_prod(attn, query, key, value, q_freqs, k_freqs, rope_type)
+        odt = query.dtype if query.dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
+        ops8 = producer_operands_reference(attn, query, key, value, q_freqs, k_freqs, rope_type)
+        sm90 = lk.attention_backend(*(t.to(query.device) for t in ops8), out_dtype=odt) == "sm90"
+        o, a = fp8_operands_oracle(ops8, None, sm90)
+        c = 2.0**-12 if sm90 else 2.0**-16
+        bound = (UNIT[odt] * o.abs() + c * a).norm().item() / o.norm().clamp_min(1e-300).item()
+        calls.append((f"attention from producers {tuple(query.shape)} x {key.shape[1]} keys", rel_l2(out, o), bound))
+        return out
+
     monkeypatch.setattr(procs, "_kernel_attend", checked)
+    monkeypatch.setattr(procs, "_fp8_attend_from_producers", checked_producers)
     yield calls
     monkeypatch.setattr(procs, "_kernel_attend", real)
+    monkeypatch.setattr(procs, "_fp8_attend_from_producers", real_prod)
 
 
 # ---- FP8 linears ------------------------------------------------------------------------------

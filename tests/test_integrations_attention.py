@@ -13,7 +13,9 @@ Bounds:
   1. every FP8 attention call against the float64 attention of the reference quantization of
      its own q, k, v (with the sm_90 kernel's E4M3 rounding of P where that kernel ran), within
      the relative L2 norm of its derived elementwise bound (the output's bf16 rounding plus the
-     accumulation error): 3.9e-3 on the CPU, where the calls measured 1.4e-3 - 1.9e-3;
+     accumulation error): 3.9e-3 on the CPU, where the calls measured 1.4e-3 - 1.9e-3 (the
+     self-attention's operands from their producers: the reference of each producer, 1.6e-3 -
+     1.9e-3);
   2. the model's output within FP8_ATTENTION_REL of the untouched model's (relative L2).
 """
 
@@ -215,7 +217,8 @@ def test_compile_fullgraph_with_attention(monkeypatch):
 
 # ---- the bounds fail wrong answers -------------------------------------------------------------
 # Each mutation perturbs what the FP8 path hands the kernel (in the processors' call of
-# quantize_attention_fp8, monkeypatched) and runs the checks of the FP8 tests above; measured on
+# quantize_attention_fp8 and of the producers, monkeypatched) and runs the checks of the FP8 tests
+# above; measured on
 # the CPU (worst call's error / its bound; model error vs FP8_ATTENTION_REL = 0.03):
 #   K factors x 1.1          calls 9.5x - 11.6x the bound; model 0.018 - 0.027 (within)
 #   V factors x 1.1          calls 25x;                   model 0.038 - 0.054
@@ -233,6 +236,9 @@ MUTATIONS = {
 
 
 def mutate_fp8_attention(monkeypatch, name):
+    """The mutation in both FP8 paths of the processors: quantize_attention_fp8's operands, and
+    the producers' (q's factors from the norm + RoPE FP8 output, attention_keys_fp8,
+    attention_values_fp8)."""
     import ltx_kernels.integrations.diffusers.processors as procs
 
     real = procs.quantize_attention_fp8
@@ -244,6 +250,32 @@ def mutate_fp8_attention(monkeypatch, name):
         return change(real(q, k, v, **kw))
 
     monkeypatch.setattr(procs, "quantize_attention_fp8", mutated)
+    F8 = torch.float8_e4m3fn
+    if name == "k_factors_x1.1" or name == "k_smoothing_dropped":
+        real_k = procs.attention_keys_fp8
+
+        def keys(*a, **kw):
+            if name == "k_smoothing_dropped":
+                return real_k(*a, **dict(kw, smooth_keys=0))
+            k8, kd = real_k(*a, **kw)
+            return k8, kd * 1.1
+
+        monkeypatch.setattr(procs, "attention_keys_fp8", keys)
+    elif name == "v_factors_x1.1":
+        real_v = procs.attention_values_fp8
+        monkeypatch.setattr(procs, "attention_values_fp8", lambda *a, **kw: (lambda o: (o[0], o[1] * 1.1))(real_v(*a, **kw)))
+    elif name == "q_factors_heads_swapped":
+        for fn in ("rms_norm_rope", "rms_norm_split_rope"):
+            real_q = getattr(procs, fn)
+
+            def q_swapped(*a, real_q=real_q, **kw):
+                out = real_q(*a, **kw)
+                if kw.get("out_dtype") != F8:
+                    return out
+                q8, s = out  # scales [B * S, H]: the heads' factors swapped
+                return q8, s.flip(-1).contiguous()
+
+            monkeypatch.setattr(procs, fn, q_swapped)
 
 
 @pytest.mark.parametrize("device,dtype", DEV_DTYPE)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from ...activation import gated_attention
 from ...attention import attention as kernel_attention
-from ...attention import quantize_attention_fp8
+from ...attention import attention_keys_fp8, attention_values_fp8, quantize_attention_fp8
 from ...distributed import SequenceParallelComm
 from ...norm import rms_norm
 from ...rope import rms_norm_rope, rms_norm_split_rope
@@ -21,18 +21,71 @@ from .fused import is_inert_dropout, linear_then_gated
 from .hooks import hooked_param
 
 
+def _rope_tables(freqs, rope_type: str):
+    """cos, sin as the RoPE kernels take them: interleaved [B or 1, S, C] (each frequency repeated
+    twice), split [B, H, S, d/2] (a 3-D table rotates the whole row as one head)."""
+    cos, sin = freqs
+    if rope_type == "split" and cos.dim() == 3:
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    return cos, sin
+
+
 def qk_norm_rope(norm: torch.nn.RMSNorm, x: torch.Tensor, freqs, rope_type: Optional[str]) -> torch.Tensor:
     """`norm(x)` (torch.nn.RMSNorm over the whole row) then the RoPE diffusers would apply."""
     w, eps = cast_weight(hooked_param(norm), x), nn_rms_eps(norm, x)
     if freqs is None or rope_type is None:
         return rms_norm(x, w, eps)
-    cos, sin = freqs
-    if rope_type == "interleaved":  # cos/sin [B or 1, S, C], each frequency repeated twice
+    cos, sin = _rope_tables(freqs, rope_type)
+    if rope_type == "interleaved":
         return rms_norm_rope(x, cos, sin, w, eps)
-    # split: cos/sin [B, H, S, d/2] (a 3-D table rotates the whole row as one head)
-    if cos.dim() == 3:
-        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
     return rms_norm_split_rope(x, cos, sin, w, eps)
+
+
+# The keys whose mean attention_keys_fp8 subtracts from every key (one 128-key block): softmax is
+# invariant to any vector shared by all keys, and the producer of k has only its leading keys.
+FP8_SMOOTH_KEYS = 128
+
+
+def _fp8_producers_apply(heads: int, query, key, k_freqs, rope_type: Optional[str]) -> bool:
+    """Whether the FP8 operands can come from the passes that produce q, k and v: a rotation the
+    kernels take per head (interleaved, or split with one d/2-wide table per head), q and k of the
+    same width, and on CUDA a head dim the FP8 RoPE kernels take (a power-of-two number of 16-byte
+    vectors, at most 32; split: whole vectors per half-head)."""
+    if rope_type is None or k_freqs is None or query.shape[-1] != key.shape[-1] or query.shape[-1] % heads:
+        return False
+    d = query.shape[-1] // heads
+    if query.is_cuda:
+        v = 16 // query.element_size()
+        lanes = d // v
+        if d % v or lanes & (lanes - 1) or lanes > 32 or (rope_type == "split" and d % (2 * v)):
+            return False
+    if rope_type == "interleaved":
+        return True
+    cos = k_freqs[0]
+    return rope_type == "split" and cos.dim() == 4 and 2 * cos.shape[-1] == d
+
+
+def _fp8_attend_from_producers(attn, query, key, value, q_freqs, k_freqs, rope_type: str):
+    """FP8 attention whose operands the passes that produce q, k and v write, with no pass over
+    16-bit q and k: q's from norm_q + RoPE with FP8 output (a factor per token and head), k's from
+    attention_keys_fp8 (norm_k + RoPE, the leading FP8_SMOOTH_KEYS keys' mean subtracted, a factor
+    per 128 keys and head), v's from attention_values_fp8. The projections [B, S, H*D] in, the
+    attention [B, S, H, D] out in q's dtype."""
+    h = attn.heads
+    b, s, c = query.shape
+    d = c // h
+    norm_rope = rms_norm_rope if rope_type == "interleaved" else rms_norm_split_rope
+    cq, sq = _rope_tables(q_freqs, rope_type)
+    ck, sk = _rope_tables(k_freqs, rope_type)
+    wq, eq = cast_weight(hooked_param(attn.norm_q), query), nn_rms_eps(attn.norm_q, query)
+    wk, ek = cast_weight(hooked_param(attn.norm_k), key), nn_rms_eps(attn.norm_k, key)
+    q8, qd = norm_rope(query, cq, sq, wq, eq, out_dtype=torch.float8_e4m3fn, group_size=d)
+    k8, kd = attention_keys_fp8(key, ck, sk, wk, ek, heads=h, split_rope=rope_type == "split",
+                                smooth_keys=FP8_SMOOTH_KEYS)
+    v8, vd = attention_values_fp8(value.unflatten(2, (h, -1)))
+    odt = query.dtype if query.dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
+    out = kernel_attention(q8.view(b, s, h, d), k8, v8, qd.view(b, s, h), kd, vd, out_dtype=odt)
+    return out.to(query.dtype)
 
 
 # ---- attention processors --------------------------------------------------------------------
@@ -146,6 +199,22 @@ class _FusedAttnBase:
         )
         return out.transpose(1, 2)
 
+    def _attend_projections(self, attn, query, key, value, attention_mask, key_mask, q_freqs, k_freqs,
+                            rope_type: Optional[str]):
+        """The projections [B, S, H*D] -> the attention [B, S, H, D]: norm_q / norm_k + RoPE, then
+        `_attend`; where FP8 attention runs our kernel on self-attention with a rotation (no key
+        mask, no context parallelism), its operands come from the passes that produce q, k and v
+        instead (`_fp8_attend_from_producers`: the same kernel, no pass over 16-bit q and k;
+        tools/tune/attention_step.py measures both)."""
+        h = attn.heads
+        if (self.kernel_attention == "fp8" and self._parallel_config is None and key_mask is None
+                and _fp8_producers_apply(h, query, key, k_freqs, rope_type)
+                and _compile_policy.use_kernel_attention("fp8", key.shape[1], query.shape[-1] // h, False)):
+            return _fp8_attend_from_producers(attn, query, key, value, q_freqs, k_freqs, rope_type)
+        query = qk_norm_rope(attn.norm_q, query, q_freqs, rope_type).unflatten(2, (h, -1))  # [B, S, H, D]
+        key = qk_norm_rope(attn.norm_k, key, k_freqs, rope_type).unflatten(2, (h, -1))
+        return self._attend(query, key, value.unflatten(2, (h, -1)), attention_mask, key_mask)
+
     @staticmethod
     def _prepare_mask(attn, attention_mask, hidden_states, encoder_hidden_states):
         ref = hidden_states[0] if is_prequant(hidden_states) else hidden_states
@@ -177,14 +246,8 @@ class LTXVideoFusedAttnProcessor(_FusedAttnBase):
         value = attn.to_v(encoder_hidden_states)
 
         rope = "interleaved" if image_rotary_emb is not None else None
-        query = qk_norm_rope(attn.norm_q, query, image_rotary_emb, rope)
-        key = qk_norm_rope(attn.norm_k, key, image_rotary_emb, rope)
-
-        query = query.unflatten(2, (attn.heads, -1))  # [B, S, H, D]
-        key = key.unflatten(2, (attn.heads, -1))
-        value = value.unflatten(2, (attn.heads, -1))
-
-        hidden_states = self._attend(query, key, value, attention_mask, key_mask)
+        hidden_states = self._attend_projections(attn, query, key, value, attention_mask, key_mask,
+                                                 image_rotary_emb, image_rotary_emb, rope)
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
 
@@ -218,15 +281,9 @@ class LTX2FusedAttnProcessor(_FusedAttnBase):
         rope = None
         if query_rotary_emb is not None and attn.rope_type in ("interleaved", "split"):
             rope = attn.rope_type
-        query = qk_norm_rope(attn.norm_q, query, query_rotary_emb, rope)
         key_freqs = key_rotary_emb if key_rotary_emb is not None else query_rotary_emb
-        key = qk_norm_rope(attn.norm_k, key, key_freqs, rope)
-
-        query = query.unflatten(2, (attn.heads, -1))
-        key = key.unflatten(2, (attn.heads, -1))
-        value = value.unflatten(2, (attn.heads, -1))
-
-        hidden_states = self._attend(query, key, value, attention_mask, key_mask)
+        hidden_states = self._attend_projections(attn, query, key, value, attention_mask, key_mask,
+                                                 query_rotary_emb, key_freqs, rope)
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
 
