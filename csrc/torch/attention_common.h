@@ -47,6 +47,14 @@ inline at::Tensor addressable(const at::Tensor& t) {
 // An input as rows of D contiguous elements (what the CPU backends read).
 inline at::Tensor rows(const at::Tensor& t) { return t.size(3) <= 1 || t.stride(3) == 1 ? t : t.contiguous(); }
 
+// The layout argument: true for "bhsd" ([B, H, S, D]), false for "bshd"; anything else refused.
+inline bool check_layout_bhsd(c10::string_view layout, const char* op) {
+  const std::string lay(layout.data(), layout.size());
+  LTX_CHECK(lay == "bshd" || lay == "bhsd", op, "layout must be 'bshd' ([B, S, H, D]) or 'bhsd' ([B, H, S, D]) (got '",
+            lay, "')");
+  return lay == "bhsd";
+}
+
 // The sizes of q [B, Sq, H, D] and k, v [B, Skv, Hkv, D] ("bshd"; "bhsd" swaps S and H).
 struct QkvSizes {
   bool bhsd = false;
@@ -61,10 +69,7 @@ struct QkvSizes {
 inline QkvSizes check_qkv(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, c10::string_view layout,
                           bool fp8, const char* dtypes, const char* op) {
   QkvSizes s;
-  const std::string lay(layout.data(), layout.size());
-  LTX_CHECK(lay == "bshd" || lay == "bhsd", op, "layout must be 'bshd' ([B, S, H, D]) or 'bhsd' ([B, H, S, D]) (got '",
-            lay, "')");
-  s.bhsd = lay == "bhsd";
+  s.bhsd = check_layout_bhsd(layout, op);
   s.shape = s.bhsd ? "[B, H, S, D]" : "[B, S, H, D]";
   LTX_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, op, "q, k and v must be 4-D ", s.shape, " (got shapes ",
             shape_str(q.sizes()), ", ", shape_str(k.sizes()), ", ", shape_str(v.sizes()), ")");

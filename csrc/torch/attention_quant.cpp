@@ -100,10 +100,7 @@ Prepared<AttnQuantParams> make_quantize_attention_fp8_params(
 Prepared<AttnQuantParams> make_attention_values_fp8_params(at::Tensor& v8, at::Tensor& v_descale, const at::Tensor& v,
                                                            c10::string_view layout, bool cuda) {
   const char* op = "attention_values_fp8";
-  const std::string lay(layout.data(), layout.size());
-  LTX_CHECK(lay == "bshd" || lay == "bhsd", op, "layout must be 'bshd' ([B, S, H, D]) or 'bhsd' ([B, H, S, D]) (got '",
-            lay, "')");
-  const bool bhsd = lay == "bhsd";
+  const bool bhsd = check_layout_bhsd(layout, op);
   LTX_CHECK(v.dim() == 4, op, "v must be 4-D ", bhsd ? "[B, H, S, D]" : "[B, S, H, D]", " (got shape ",
             shape_str(v.sizes()), ")");
   const at::ScalarType vt = v.scalar_type();

@@ -35,12 +35,14 @@ namespace {
 
 using fused_fp8_detail::NormRopeOp;
 using fused_fp8_detail::NormSplitRopeOp;
+using fused_fp8_detail::rope_args;
+using fused_fp8_detail::rope_inputs_ok;
 using fused_fp8_detail::RopeArgs;
 using fused_fp8_detail::store_code_words;
 
 constexpr int kRowThreads = 256;  // launch 1: 8 rows per CTA
 constexpr int kMeanThreads = 256;
-constexpr int kRowsPerThread = 32;  // launch 3: values per thread (4 D threads cover 128 x D)
+constexpr int kValuesPerThread = 32;  // launch 3: values per thread (4 D threads cover 128 x D)
 
 struct Work {
   float* rstd;  // [B * S]
@@ -48,17 +50,11 @@ struct Work {
   float* mean;  // [B, C]
 };
 
-Work work_of(const AttnKeysParams& p) {
-  auto al = [](int64_t b) { return (b + 15) / 16 * 16; };
-  const RopeShape& s = p.op.shape;
+Work work_of(const AttnKeysParams& p) {  // attention_keys_workspace's layout
+  const AttnKeysWorkspace l = attention_keys_workspace(p);
   char* ws = static_cast<char*>(p.workspace);
-  const int64_t n = attention_keys_mean_keys(p);
-  Work w{reinterpret_cast<float*>(ws), nullptr, nullptr};
-  if (n > 0) {
-    w.y = reinterpret_cast<float*>(ws + al(s.batch * s.seq * 4));
-    w.mean = reinterpret_cast<float*>(ws + al(s.batch * s.seq * 4) + al(s.batch * n * s.cols * 4));
-  }
-  return w;
+  auto at = [&](int64_t off) { return off < 0 ? nullptr : reinterpret_cast<float*>(ws + off); };
+  return Work{at(l.rstd), at(l.y), at(l.mean)};
 }
 
 // y of the V columns at `off` of row context rc (the partner chunk of the split rotation loaded
@@ -123,7 +119,7 @@ template <class Op, typename T, int V, int MAX_THREADS>
 __global__ void __launch_bounds__(MAX_THREADS) keys_blocks(const Op op, Work w, uint8_t* k8,
                                                                         float* k_descale, int64_t seq, int cols,
                                                                         int heads, int64_t nblocks) {
-  constexpr int K = kRowsPerThread / V;  // chunks per thread
+  constexpr int K = kValuesPerThread / V;  // chunks per thread
   __shared__ float red[32];
   const int D = cols / heads, nc = D / V;
   const int64_t cta = blockIdx.x;
@@ -201,11 +197,6 @@ cudaError_t launch(const Op& op, const AttnKeysParams& p, cudaStream_t st) {
   return cudaGetLastError();
 }
 
-template <typename TT>
-bool table_ok(const void* t, const RopeTableStrides& st) {
-  return fp8_vector_tables(t, st, sizeof(TT));
-}
-
 }  // namespace
 
 cudaError_t attention_keys_fp8(const AttnKeysParams& p, cudaStream_t stream) {
@@ -220,17 +211,16 @@ cudaError_t attention_keys_fp8(const AttnKeysParams& p, cudaStream_t stream) {
     if (sh.split && split_rope_fp8_cuda_unsupported(int(sizeof(T)), sh.head_dim) != nullptr)
       return cudaErrorInvalidValue;
     if ((sh.cols / p.heads) % V != 0) return cudaErrorInvalidValue;
-    if (!fused_fp8_detail::rows_ok(a.x.ptr<T>(), a.x.layout.stride) ||
-        !fused_fp8_detail::rows_ok(static_cast<const T*>(a.weight), 0) || !aligned_to(p.k8, 16))
-      return cudaErrorMisalignedAddress;
+    if (!aligned_to(p.k8, 16)) return cudaErrorMisalignedAddress;
     return dispatch_tables<T>(a.tables, [&](auto table_tag) -> cudaError_t {
       using TT = type_of<decltype(table_tag)>;
-      if (!table_ok<TT>(a.tables.cos, a.tables.cos_strides) || !table_ok<TT>(a.tables.sin, a.tables.sin_strides))
-        return cudaErrorMisalignedAddress;
-      const RopeArgs<T, TT> args{a.x.ptr<T>(), a.x.layout.stride, static_cast<const T*>(a.weight),
-                                 static_cast<const TT*>(a.tables.cos), a.tables.cos_strides,
-                                 static_cast<const TT*>(a.tables.sin), a.tables.sin_strides, sh.seq, int(sh.cols),
-                                 int(sh.head_dim), a.eps};
+      const T* x = a.x.ptr<T>();
+      const T* w = static_cast<const T*>(a.weight);
+      const TT* cos = static_cast<const TT*>(a.tables.cos);
+      const TT* sin = static_cast<const TT*>(a.tables.sin);
+      const RopeTableStrides &cs = a.tables.cos_strides, &ss = a.tables.sin_strides;
+      if (const cudaError_t e = rope_inputs_ok(x, a.x.layout.stride, w, cos, cs, sin, ss); e != cudaSuccess) return e;
+      const RopeArgs<T, TT> args = rope_args(x, a.x.layout.stride, w, cos, cs, sin, ss, sh, a.eps);
       if (sh.split) return launch<NormSplitRopeOp<T, TT>, T>(NormSplitRopeOp<T, TT>{args}, p, stream);
       return launch<NormRopeOp<T, TT>, T>(NormRopeOp<T, TT>{args}, p, stream);
     });

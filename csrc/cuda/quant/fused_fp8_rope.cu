@@ -10,13 +10,6 @@ namespace {
 
 using namespace fused_fp8_detail;
 
-// 16-byte aligned table rows: base and every stride that moves between rows whole vectors.
-template <typename TT>
-bool table_ok(const TT* t, const RopeTableStrides& st) {
-  constexpr int K = kVec16<TT>;
-  return aligned_to(t, 16) && st.b % K == 0 && st.h % K == 0 && st.s % K == 0;
-}
-
 template <typename T, typename TT>
 cudaError_t rope_precheck(const Fp8GroupOut& o, const T* x, int64_t x_stride, const T* w,
                           const TT* cos, const RopeTableStrides& cs, const TT* sin,
@@ -24,15 +17,7 @@ cudaError_t rope_precheck(const Fp8GroupOut& o, const T* x, int64_t x_stride, co
   if (sh.seq <= 0 || sh.head_dim <= 0 || sh.cols % sh.head_dim != 0 || sh.head_dim % 2 != 0)
     return cudaErrorInvalidValue;
   if (cudaError_t e = precheck<T>(o, sh.cols); e != cudaSuccess) return e;
-  if (!rows_ok(x, x_stride) || !rows_ok(w, 0)) return cudaErrorMisalignedAddress;
-  if (!table_ok(cos, cs) || !table_ok(sin, ss)) return cudaErrorMisalignedAddress;
-  return cudaSuccess;
-}
-
-template <typename T, typename TT>
-RopeArgs<T, TT> rope_args(const T* x, int64_t xs, const T* w, const TT* cos, RopeTableStrides cs,
-                          const TT* sin, RopeTableStrides ss, const RopeShape& sh, float eps) {
-  return RopeArgs<T, TT>{x, xs, w, cos, cs, sin, ss, sh.seq, int(sh.cols), int(sh.head_dim), eps};
+  return rope_inputs_ok(x, x_stride, w, cos, cs, sin, ss);
 }
 
 template <typename T, typename TT>

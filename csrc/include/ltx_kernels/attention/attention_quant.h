@@ -151,14 +151,27 @@ inline int64_t attention_keys_mean_keys(const AttnKeysParams& p) {
   return p.smooth_keys < p.op.shape.seq ? p.smooth_keys : p.op.shape.seq;
 }
 
-// The CUDA kernels' workspace: rstd per row (fp32 [B * S]), y of the mean's rows (fp32
-// [B, n, C]) and the mean (fp32 [B, C]), each 16-byte aligned.
-inline int64_t attention_keys_workspace_bytes(const AttnKeysParams& p) {
+// The CUDA kernels' workspace: rstd per row (fp32 [B * S]), then with a mean the y of the mean's
+// rows (fp32 [B, n, C]) and the mean (fp32 [B, C]); byte offsets, each 16-byte aligned (-1: none).
+struct AttnKeysWorkspace {
+  int64_t rstd = 0, y = -1, mean = -1, bytes = 0;
+};
+
+inline AttnKeysWorkspace attention_keys_workspace(const AttnKeysParams& p) {
   auto al = [](int64_t b) { return (b + 15) / 16 * 16; };
   const RopeShape& s = p.op.shape;
   const int64_t n = attention_keys_mean_keys(p);
-  return al(s.batch * s.seq * 4) + (n > 0 ? al(s.batch * n * s.cols * 4) + al(s.batch * s.cols * 4) : 0);
+  AttnKeysWorkspace w;
+  w.bytes = al(s.batch * s.seq * 4);
+  if (n > 0) {
+    w.y = w.bytes;
+    w.mean = w.y + al(s.batch * n * s.cols * 4);
+    w.bytes = w.mean + al(s.batch * s.cols * 4);
+  }
+  return w;
 }
+
+inline int64_t attention_keys_workspace_bytes(const AttnKeysParams& p) { return attention_keys_workspace(p).bytes; }
 
 // nullptr when the problem is well formed (beyond what the RoPE family's own checks establish),
 // else the rule broken.

@@ -451,6 +451,24 @@ bool rows_ok(const T* p, int64_t stride) {
   return p == nullptr || (aligned_to(p, 16) && stride % kVec16<T> == 0);
 }
 
+// The RoPE ops' inputs as NormRopeOp / NormSplitRopeOp read them (fused_fp8_rope.cu and
+// attention_keys_fp8): x and the weight in whole 16-byte vectors, cos / sin with 16-byte aligned
+// rows; and their arguments.
+template <typename T, typename TT>
+cudaError_t rope_inputs_ok(const T* x, int64_t x_stride, const T* w, const TT* cos, const RopeTableStrides& cs,
+                           const TT* sin, const RopeTableStrides& ss) {
+  if (!rows_ok(x, x_stride) || !rows_ok(w, 0)) return cudaErrorMisalignedAddress;
+  if (!fp8_vector_tables(cos, cs, sizeof(TT)) || !fp8_vector_tables(sin, ss, sizeof(TT)))
+    return cudaErrorMisalignedAddress;
+  return cudaSuccess;
+}
+
+template <typename T, typename TT>
+RopeArgs<T, TT> rope_args(const T* x, int64_t xs, const T* w, const TT* cos, RopeTableStrides cs,
+                          const TT* sin, RopeTableStrides ss, const RopeShape& sh, float eps) {
+  return RopeArgs<T, TT>{x, xs, w, cos, cs, sin, ss, sh.seq, int(sh.cols), int(sh.head_dim), eps};
+}
+
 // Launch shape by row width: fp8_rows_shape (common/rowwise_launch.h).
 template <class Op, typename T>
 cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t cols,
