@@ -738,11 +738,7 @@ def quantize_attention_fp8(q, k, v, layout: str = "bshd", smooth_k: bool = True,
         k_s = _nan_abs(kf).amax(-1) / 448.0  # [B, Skv, Hkv]
         k8 = _fp8_quantize_with(kf, k_s.unsqueeze(-1), f8)
     else:
-        nb = -(-skv // 128)
-        pad = torch.zeros(b, nb * 128 - skv, hk, d, dtype=kf.dtype, device=kf.device)
-        blocks = torch.cat([kf, pad], 1).reshape(b, nb, 128, hk, d)
-        k_s = _nan_abs(blocks).amax(dim=(2, 4)) / 448.0  # [B, nb, Hkv]
-        k8 = _fp8_quantize_with(kf, k_s.repeat_interleave(128, 1)[:, :skv].unsqueeze(-1), f8)
+        k8, k_s = _fp8_key_blocks(kf)
     vt = vb.float().permute(0, 2, 3, 1)  # [B, Hkv, D, Skv]
     v_s = _nan_abs(vt).amax(-1) / 448.0 if skv > 0 else torch.zeros(b, hk, d, device=vt.device)
     spad = -(-max(skv, 1) // 32) * 32
@@ -770,12 +766,18 @@ def attention_keys_fp8(x, cos, sin, weight=None, eps: float = 1e-6, heads: int =
     n = min(smooth_keys, s)
     if n > 0:  # + 0.0: an all -0.0 channel sums to +0 (the backends' sums start from +0.0)
         kc = kc - ((kc[:, :n].double().sum(1, keepdim=True) + 0.0) / n).float()
-    nb = -(-s // 128)
-    pad = torch.zeros(b, nb * 128 - s, heads, d, dtype=kc.dtype, device=kc.device)
-    blocks = torch.cat([kc, pad], 1).reshape(b, nb, 128, heads, d)
-    k_s = _nan_abs(blocks).amax(dim=(2, 4)) / 448.0  # [B, nb, H]
-    k8 = _fp8_quantize_with(kc, k_s.repeat_interleave(128, 1)[:, :s].unsqueeze(-1), torch.float8_e4m3fn)
+    k8, k_s = _fp8_key_blocks(kc)
     return k8, k_s, kc
+
+
+def _fp8_key_blocks(kf):
+    """E4M3 codes of kf [B, S, H, D] (fp32) with one factor per 128 keys and head over the block's
+    keys and all D channels: (k8, k_s [B, ceil(S / 128), H])."""
+    b, s, h, d = kf.shape
+    nb = -(-s // 128)
+    pad = torch.zeros(b, nb * 128 - s, h, d, dtype=kf.dtype, device=kf.device)
+    k_s = _nan_abs(torch.cat([kf, pad], 1).reshape(b, nb, 128, h, d)).amax(dim=(2, 4)) / 448.0
+    return _fp8_quantize_with(kf, k_s.repeat_interleave(128, 1)[:, :s].unsqueeze(-1), torch.float8_e4m3fn), k_s
 
 
 def attention_fp8_dequantize(q8, k8, v8t, q_descale, k_descale, v_descale, layout: str = "bshd",

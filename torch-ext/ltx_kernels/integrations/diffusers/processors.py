@@ -49,16 +49,13 @@ FP8_SMOOTH_KEYS = 128
 def _fp8_producers_apply(heads: int, query, key, k_freqs, rope_type: Optional[str]) -> bool:
     """Whether the FP8 operands can come from the passes that produce q, k and v: a rotation the
     kernels take per head (interleaved, or split with one d/2-wide table per head), q and k of the
-    same width, and on CUDA a head dim the FP8 RoPE kernels take (a power-of-two number of 16-byte
-    vectors, at most 32; split: whole vectors per half-head)."""
+    same width, and a head dim FP8 attention runs our kernel at (KERNEL_ATTENTION_HEAD_DIMS, which
+    every producer's CUDA kernel takes)."""
     if rope_type is None or k_freqs is None or query.shape[-1] != key.shape[-1] or query.shape[-1] % heads:
         return False
     d = query.shape[-1] // heads
-    if query.is_cuda:
-        v = 16 // query.element_size()
-        lanes = d // v
-        if d % v or lanes & (lanes - 1) or lanes > 32 or (rope_type == "split" and d % (2 * v)):
-            return False
+    if d not in _compile_policy.KERNEL_ATTENTION_HEAD_DIMS["fp8"]:
+        return False
     if rope_type == "interleaved":
         return True
     cos = k_freqs[0]
