@@ -7,12 +7,15 @@
   fp8 1-pass  the two bf16 passes, quantize_attention_fp8(q, k, v) (k's exact mean), the FP8 kernel
   fp8 prod.   q's operand from rms_norm_rope's FP8 output (group = D), k's from attention_keys_fp8
               (the leading 128 keys' mean), v's from attention_values_fp8, the FP8 kernel
+  fp8 qk      q's and k's operands from attention_qk_fp8 (one pass over the tables), v's from
+              attention_values_fp8, the FP8 kernel (what the diffusers processors run)
 
 each by CUDA-graph replay over input sets rotated past L2 (median of 15 trials, and their spread),
 with the parts of the two FP8 paths timed alone; and the error of each path's output against a
 float64 attention of the exact norm + RoPE outputs (the first 256 queries), on keys with a
 per-channel offset and outlier channels (what smoothing is for). LTX-Video (interleaved RoPE,
-head dim 64) and LTX-2 (split RoPE, head dim 128) self-attention shapes.
+head dim 64) and LTX-2 (split RoPE, head dim 128) self-attention shapes; cos / sin fp32 with one
+table per batch row, as diffusers' rotary embeddings make them.
 
     python3 tools/tune/attention_step.py [--quick] [--json out.json]
 """
@@ -56,7 +59,8 @@ def inputs(b, s, h, d, split, sets):
     ang = torch.rand(1, h, s, d // 2, device="cuda", dtype=torch.float64) * 6.3
     if not split:
         ang = ang.permute(0, 2, 1, 3).reshape(1, s, c // 2).repeat_interleave(2, -1)
-    return sets_, wq, wk, ang.cos().float(), ang.sin().float()
+    rep = (b,) + (1,) * (ang.dim() - 1)  # one table per batch row (diffusers repeats its grid)
+    return sets_, wq, wk, ang.cos().float().repeat(rep), ang.sin().float().repeat(rep)
 
 
 def paths(b, s, h, d, split, wq, wk, cos, sin, sets_):
@@ -94,12 +98,21 @@ def paths(b, s, h, d, split, wq, wk, cos, sin, sets_):
         (q8, qd), (k8, kd), (v8, vd) = q_op(i), k_op(i), v_op(i)
         return lk.attention(q8, k8, v8, qd, kd, vd, out=out)
 
+    def qk_op(i):
+        return lk.attention_qk_fp8(sets_[i][0], sets_[i][1], cos, sin, wq, wk, heads=h, split_rope=split,
+                                   smooth_keys=128)
+
+    def qk(i):
+        (q8, qd, k8, kd), (v8, vd) = qk_op(i), v_op(i)
+        return lk.attention(q8, k8, v8, qd, kd, vd, out=out)
+
     pre = [qk16(i) for i in range(len(sets_))]  # the bf16 passes' outputs, for the parts timed alone
     ops1 = [lk.quantize_attention_fp8(*t) for t in pre]
-    return {"sdpa": sdpa, "bf16": bf16, "fp8 1-pass": one_pass, "fp8 prod.": producers,
+    return {"sdpa": sdpa, "bf16": bf16, "fp8 1-pass": one_pass, "fp8 prod.": producers, "fp8 qk": qk,
             "  q,k bf16 norm+rope": qk16, "  quantize_attention_fp8": lambda i: lk.quantize_attention_fp8(*pre[i]),
             "  fp8 kernel": lambda i: lk.attention(*ops1[i], out=out),
-            "  q fp8 norm+rope": q_op, "  attention_keys_fp8": k_op, "  attention_values_fp8": v_op}
+            "  q fp8 norm+rope": q_op, "  attention_keys_fp8": k_op, "  attention_qk_fp8": qk_op,
+            "  attention_values_fp8": v_op}
 
 
 def errors(b, s, h, d, split, wq, wk, cos, sin, xq, xk, v, fns, nq=256):
@@ -109,7 +122,7 @@ def errors(b, s, h, d, split, wq, wk, cos, sin, xq, xk, v, fns, nq=256):
     k = nr(xk, cos, sin, wk).view(b, s, h, d)
     want = ref.attention(q, k, v.double())
     res = {}
-    for name in ("sdpa", "bf16", "fp8 1-pass", "fp8 prod."):
+    for name in ("sdpa", "bf16", "fp8 1-pass", "fp8 prod.", "fp8 qk"):
         o = fns[name](0)[:, :nq].double()
         res[name] = float((o - want).norm() / want.norm())
     return res
