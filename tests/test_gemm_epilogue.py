@@ -362,22 +362,7 @@ def test_fp8_output_bit_exact(device, epilogue):
 # =============================================================================================
 # Every compiled tile configuration, forced, on ragged shapes (CUDA, sm_90a)
 # =============================================================================================
-# :c2a pairs N tiles sharing A (a configuration under study, built only with
-# -DLTX_KERNELS_TUNING=ON; other builds refuse it with C2A_REFUSAL); 2 * bn + 24 columns make an
-# odd last N column that runs unpaired
-CFG_SUFFIX = [":c1", ":c2", ":c1:s7", ":c2:s8:g2", ":c2:g3", ":c2a", ":c2a:s8:g2"]
-C2A_REFUSAL = "':c2a' (pairs sharing A) is a configuration under study, built only with -DLTX_KERNELS_TUNING=ON"
-
-
-def forced_config(op, suffix, *args, **kw):
-    """lk.gemm_config of a forced configuration; for :c2a in a build without the configurations
-    under study, checks that the refusal says so and skips (any other error fails)."""
-    try:
-        return lk.gemm_config(op, *args, **kw)
-    except RuntimeError as e:
-        if ":c2a" not in suffix or C2A_REFUSAL not in str(e):
-            raise
-        pytest.skip("':c2a' is built only with -DLTX_KERNELS_TUNING=ON")
+CFG_SUFFIX = [":c1", ":c2", ":c1:s7", ":c2:s8:g2", ":c2:g3"]
 CFG_SUFFIX_FP8 = CFG_SUFFIX
 
 
@@ -393,7 +378,7 @@ def test_forced_tiles_fp8(tile, suffix, gemm_config):
     a, sa, b, sb = fp8_operands(m, n, k, "cuda", layout="row" if "s7" in suffix else "mn_major")
     bias = torch.randn(n, device="cuda")
     gemm_config(f"{bm}x{bn}{suffix}")
-    cfg = forced_config("fp8_blockwise_gemm", suffix, a, b, sa, sb, bias=bias, backend="sm90")
+    cfg = lk.gemm_config("fp8_blockwise_gemm", a, b, sa, sb, bias=bias, backend="sm90")
     assert (cfg["bm"], cfg["bn"]) == tile and cfg["backend"] == "sm90"
     out = torch.full((m, n + 16), float("nan"), device="cuda", dtype=torch.bfloat16)
     lk.fp8_blockwise_gemm(a, sa, b, sb, bias, out=out[:, :n], backend="sm90")
@@ -412,7 +397,7 @@ def test_forced_tiles_bf16(tile, suffix, gemm_config):
     a, b = bf16_operands(m, n, k, "cuda")
     bias = torch.randn(n, device="cuda").to(torch.bfloat16)
     gemm_config(f"{bm}x{bn}{suffix}")
-    cfg = forced_config("bf16_gemm", suffix, a, b, bias=bias, backend="sm90")
+    cfg = lk.gemm_config("bf16_gemm", a, b, bias=bias, backend="sm90")
     assert (cfg["bm"], cfg["bn"]) == tile
     out = torch.full((m, n + 16), float("nan"), device="cuda", dtype=torch.bfloat16)
     lk.bf16_gemm(a, b, bias, out=out[:, :n], backend="sm90")

@@ -47,17 +47,15 @@ heuristics::Problem rowwise_problem(int64_t m, int64_t n, int64_t k, OutKind out
 }
 }  // namespace
 
-TEST(GemmTileOrder, EveryTileOnceAndPairsShareAnOperand) {
+TEST(GemmTileOrder, EveryTileOnceAndPairsShareB) {
   for (uint32_t num_m : {1u, 2u, 3u, 7u, 16u, 17u, 42u, 43u}) {
-    for (uint32_t num_n : {1u, 2u, 5u, 13u, 16u}) {
+    for (uint32_t num_n : {1u, 2u, 5u, 13u}) {
       for (uint32_t group : {2u, 4u, 8u, 16u}) {
-        for (int mode = 0; mode < 3; ++mode) {  // single CTAs, pairs sharing B, pairs sharing A
-          const bool pairs = mode > 0, share_a = mode == 2;
+        for (bool pairs : {false, true}) {
           const uint32_t total = num_m * num_n;
           std::set<std::pair<uint32_t, uint32_t>> seen;
-          uint32_t shared = 0;
           for (uint32_t t = 0; t < total; ++t) {
-            const sm90::TileCoord c = sm90::tile_coord(t, num_m, num_n, group, pairs, share_a);
+            const sm90::TileCoord c = sm90::tile_coord(t, num_m, num_n, group, pairs);
             ASSERT_LT(c.mb, num_m);
             ASSERT_LT(c.nb, num_n);
             ASSERT_TRUE(seen.insert({c.mb, c.nb}).second) << "tile visited twice: t=" << t;
@@ -67,20 +65,17 @@ TEST(GemmTileOrder, EveryTileOnceAndPairsShareAnOperand) {
               EXPECT_FALSE(c.mcast) << "a lone tile cannot multicast";
               continue;
             }
-            const sm90::TileCoord d = sm90::tile_coord(peer, num_m, num_n, group, pairs, share_a);
+            const sm90::TileCoord d = sm90::tile_coord(peer, num_m, num_n, group, pairs);
             EXPECT_EQ(c.mcast, d.mcast) << "both CTAs of a pair must agree";
             if (c.mcast) {
-              ++shared;
-              // even tile = rank 0 = the upper M tile (B shared) or the left N tile (A shared)
+              // even tile = rank 0 = the upper M tile, same B tile
               const sm90::TileCoord& lo = (t & 1u) ? d : c;
               const sm90::TileCoord& hi = (t & 1u) ? c : d;
-              EXPECT_EQ(lo.nb + (share_a ? 1u : 0u), hi.nb);
-              EXPECT_EQ(lo.mb + (share_a ? 0u : 1u), hi.mb);
+              EXPECT_EQ(lo.nb, hi.nb);
+              EXPECT_EQ(lo.mb + 1, hi.mb);
             }
           }
           EXPECT_EQ(seen.size(), size_t(total));
-          // every tile shares except the odd last M tile of a group (B) or the odd last N column (A)
-          if (share_a) EXPECT_EQ(shared, num_m * (num_n & ~1u));
         }
       }
     }
@@ -308,7 +303,6 @@ TEST(GemmConfig, ParsesEveryField) {
       {"", 0, 0, 0, 0, 0, 0},  // unset: nothing forced
       {"auto", 0, 0, 0, 0, 0, 0},
       {"128x160:c2:g8", 128, 160, 2, 8, 0, 0},
-      {"256x128:c2a", 256, 128, 2, 0, 0, 0},
       {"64x256:s66:p4:c1:g1024", 64, 256, 1, 1024, 66, 4},
       // the tile left to the heuristic, other fields forced; a repeated field: the last wins
       {"auto:s132:g4:g16", 0, 0, 0, 16, 132, 0},
@@ -318,7 +312,6 @@ TEST(GemmConfig, ParsesEveryField) {
   for (const auto& want : cases) {
     TileConfig c;
     c.bm = c.bn = c.cluster = c.group_m = c.sms = c.stages = 7;  // every field is written
-    c.share_a = true;
     std::string err;
     ASSERT_TRUE(parse_tile_config(want.value, &c, &err)) << want.value << ": " << err;
     EXPECT_EQ(c.bm, want.bm) << want.value;
@@ -327,19 +320,13 @@ TEST(GemmConfig, ParsesEveryField) {
     EXPECT_EQ(c.group_m, want.group_m) << want.value;
     EXPECT_EQ(c.sms, want.sms) << want.value;
     EXPECT_EQ(c.stages, want.stages) << want.value;
-    EXPECT_EQ(c.share_a, std::string(want.value).find("c2a") != std::string::npos) << want.value;
   }
-  TileConfig c;
-  std::string err;
-  ASSERT_TRUE(parse_tile_config("256x128:c2a:c2", &c, &err)) << err;  // the last cluster field wins
-  EXPECT_FALSE(c.share_a);
-  EXPECT_EQ(c.cluster, 2);
 }
 
 TEST(GemmConfig, RefusesMalformedValues) {
   const char* bad[] = {"128by160",   "x",          "128x",        "x128",       "0x128",      "128x0",
                        "-128x128",   "128x128 ",   "12a8x128",    "128x192:p1", "128x192:p9", "128x192:q2",
-                       "128x192:c3", "128x192:c0", "128x192:c2b", "128x192:c1a", "128x192:m3",  "128x192:",   "128x192:g",  "128x192:g0",
+                       "128x192:c3", "128x192:c0", "128x192:c2a", "128x192:m3",  "128x192:",   "128x192:g",  "128x192:g0",
                        "128x192:g1025", "128x192:s0", "128x192:sx", "auto:",    "autox",      "128x1234567890"};
   for (const char* s : bad) {
     TileConfig c;

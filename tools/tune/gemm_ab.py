@@ -5,9 +5,7 @@ blockwise FP8 GEMM (torch._scaled_mm, 1x128 / 128x128 scales) and DeepGEMM's fp8
 `import deep_gemm` works (tools/gpu/deepgemm.sh), at the LTX shapes and the two peak shapes of
 benchmarks/bench_gemm.py. Same timing as the benchmarks (CUDA-graph replay, inputs rotated past
 L2, medians). A configuration prefixed "row:" (e.g. "row:128x192:c2") passes the activation scales
-row-major instead of M-major, which the kernel loads by cp.async instead of TMA. Configurations
-under study (":c2a", pairs sharing A) need a build with -DLTX_KERNELS_TUNING=ON
-(tools/gpu/check.sh build-tuning); other builds refuse them.
+row-major instead of M-major, which the kernel loads by cp.async instead of TMA.
 
     python3 tools/tune/gemm_ab.py [--configs CFG ...] [--quick] [--json out.json]
 """

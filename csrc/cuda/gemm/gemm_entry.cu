@@ -197,10 +197,7 @@ TileConfig sm90_config(const GemmParams& p, const Device& dev) {
     c.cluster = (num_m * heuristics::cdiv(p.N, c.bn) > dev.sms && num_m >= 2 && dev.sms % 2 == 0) ? 2 : 1;
   }
   if (c.bm == 0) return c;
-  if (f.cluster != 0) {
-    c.cluster = f.cluster;
-    c.share_a = f.share_a;
-  }
+  if (f.cluster != 0) c.cluster = f.cluster;
   if (f.group_m != 0) c.group_m = f.group_m;
   if (f.sms != 0) c.sms = f.sms;
   if (f.stages != 0) c.stages = f.stages;
@@ -221,9 +218,6 @@ std::string why_not(Backend be, const GemmParams& p, const Device& dev) {
       if (dev.cc != 90) return "the sm_90a kernel needs compute capability 9.0; this device is " + ccs;
       const std::string why = sm90_args_why_not(p);
       if (!why.empty()) return "the sm_90a kernel does not take these arguments: " + why;
-      if (p.config.share_a && !sm90::tuning_built())
-        return "LTX_KERNELS_GEMM_CONFIG ':c2a' (pairs sharing A) is a configuration under study, built only with "
-               "-DLTX_KERNELS_TUNING=ON";
       const TileConfig c = sm90_config(p, dev);
       if (c.bm == 0) {
         if (p.config.bm != 0) {

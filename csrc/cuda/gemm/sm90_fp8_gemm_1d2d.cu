@@ -7,12 +7,6 @@ namespace ltx_kernels {
 namespace gemm {
 namespace sm90 {
 
-#if defined(LTX_KERNELS_TUNING)
-bool tuning_built() { return true; }
-#else
-bool tuning_built() { return false; }
-#endif
-
 cudaError_t run_fp8_1d2d(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream) {
 #define LTX_FP8_TILE(BM, BN) \
   if (cfg.bm == BM && cfg.bn == BN) return host::launch<true, BM, BN>(g, cfg, num_sms, stream);

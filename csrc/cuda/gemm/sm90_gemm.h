@@ -18,9 +18,6 @@ cudaError_t run_fp8_1d2d(const GemmParams& g, const TileConfig& cfg, int num_sms
 cudaError_t run_bf16(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream);
 cudaError_t run_fp8_rowwise(const GemmParams& g, const TileConfig& cfg, int num_sms, cudaStream_t stream);
 
-// Whether the configurations under study (TileConfig::share_a) are compiled: -DLTX_KERNELS_TUNING=ON.
-bool tuning_built();
-
 }  // namespace sm90
 }  // namespace gemm
 }  // namespace ltx_kernels

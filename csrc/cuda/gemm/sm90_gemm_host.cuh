@@ -98,14 +98,7 @@ cudaError_t launch_recipe(const GemmParams& g, const TileConfig& cfg, int num_sm
   std::memset(&tm_h, 0, sizeof(tm_h));
   std::memset(&tm_g, 0, sizeof(tm_g));
   std::memset(&tm_sa, 0, sizeof(tm_sa));
-#if defined(LTX_KERNELS_TUNING)
-  const bool share_a = cfg.cluster == 2 && cfg.share_a;
-#else
-  if (cfg.share_a) return cudaErrorNotSupported;  // the entry says why first
-  constexpr bool share_a = false;
-#endif
-  if (!encode_2d(&tm_a, in_dt, in_bytes, g.a, uint64_t(g.K), uint64_t(g.M), uint64_t(g.lda) * in_bytes, k_box,
-                 share_a ? BM / 2 : BM, 128) ||
+  if (!encode_2d(&tm_a, in_dt, in_bytes, g.a, uint64_t(g.K), uint64_t(g.M), uint64_t(g.lda) * in_bytes, k_box, BM, 128) ||
       !encode_2d(&tm_b, in_dt, in_bytes, g.b, uint64_t(g.K), uint64_t(g.N), uint64_t(g.ldb) * in_bytes, k_box, BN / 2,
                  128))
     return cudaErrorNotSupported;
@@ -145,9 +138,6 @@ cudaError_t launch_recipe(const GemmParams& g, const TileConfig& cfg, int num_sm
   if (tiles > int64_t(UINT32_MAX) / 2) return cudaErrorNotSupported;
   p.num_tiles = uint32_t(tiles);
   p.cluster = uint32_t(cfg.cluster == 2 ? 2 : 1);
-#if defined(LTX_KERNELS_TUNING)
-  p.share_a = share_a ? 1u : 0u;
-#endif
   p.group_m = uint32_t(cfg.group_m > 0 ? cfg.group_m : 16);
   if (p.cluster == 2 && (p.group_m & 1u)) p.group_m += 1;  // pairs need even raster groups
   p.L = L;

@@ -7,7 +7,6 @@
 //                                  the entry's question, gemm::why_not)
 //   then any of, each once or more (the last wins), separated by ':':
 //     c<1|2>     cluster size (2: two CTAs on adjacent M tiles share B through TMA multicast)
-//     c2a        cluster of two CTAs on adjacent N tiles that share A
 //     g<1..1024> M tiles per raster group
 //     s<n>       persistent CTAs (n >= 1)
 //     p<2..8>    at most this many pipeline stages
@@ -41,7 +40,7 @@ inline bool parse_tile_config(const std::string& s, TileConfig* out, std::string
   TileConfig c;
   auto bad = [&](const std::string& why) {
     if (error)
-      *error = "LTX_KERNELS_GEMM_CONFIG must be 'auto' or '<bm>x<bn>', optionally followed by ':c<1|2>', ':c2a', "
+      *error = "LTX_KERNELS_GEMM_CONFIG must be 'auto' or '<bm>x<bn>', optionally followed by ':c<1|2>', "
                "':g<n>', ':s<n>', ':p<2..8>' (" + why + "; got '" + s + "')";
     return false;
   };
@@ -63,18 +62,9 @@ inline bool parse_tile_config(const std::string& s, TileConfig* out, std::string
     const size_t next = s.find(':', pos + 1);
     const std::string f = s.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
     if (f.size() < 2) return bad("empty field");
-    if (f == "c2a") {
-      c.cluster = 2;
-      c.share_a = true;
-      pos = next;
-      continue;
-    }
     const int v = config_detail::parse_uint(f.substr(1));
     if (v < 0) return bad("unreadable field '" + f + "'");
-    if (f[0] == 'c' && (v == 1 || v == 2)) {
-      c.cluster = v;
-      c.share_a = false;
-    }
+    if (f[0] == 'c' && (v == 1 || v == 2)) c.cluster = v;
     else if (f[0] == 'g' && v > 0 && v <= 1024) c.group_m = v;
     else if (f[0] == 's' && v > 0) c.sms = v;
     else if (f[0] == 'p' && v >= 2 && v <= 8) c.stages = v;

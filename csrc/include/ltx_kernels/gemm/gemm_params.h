@@ -55,14 +55,13 @@ inline constexpr bool e4m3_operands(Operands ops) {
 // A tile configuration of the sm_90a kernels (heuristics.h chooses one; LTX_KERNELS_GEMM_CONFIG
 // forces all or part of one). bm x bn output tile per CTA, K step of 128 bytes per pipeline stage
 // (128 FP8 or 64 bf16 elements); cluster 2 = two CTAs on adjacent M tiles of the same N tile share
-// B through TMA multicast (share_a: on adjacent N tiles of the same M tile, sharing A); group_m = M tiles per raster group of the persistent tile order (even
+// B through TMA multicast; group_m = M tiles per raster group of the persistent tile order (even
 // when cluster == 2); sms = persistent CTAs; stages = pipeline stages at most (2..8; the plan
 // takes as many as fit in shared memory, up to this). A field left 0 means "the heuristic's value"
 // (for sms: every SM; for stages: as many as fit).
 struct TileConfig {
   int bm = 0, bn = 0;
   int cluster = 0;
-  bool share_a = false;  // with cluster 2: the pair shares A instead of B
   int group_m = 0;
   int sms = 0;
   int stages = 0;

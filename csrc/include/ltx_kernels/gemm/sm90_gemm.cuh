@@ -80,9 +80,7 @@ constexpr int kThreads = 384;
 constexpr int kProducerRegs = 40;
 constexpr int kConsumerRegs = 232;
 
-// What the kernel reads besides the tensor maps (a __grid_constant__ parameter). A-sharing pairs
-// (share_a; TileConfig::share_a, the developer configuration ':c2a') are a configuration under
-// study, compiled only with -DLTX_KERNELS_TUNING=ON; without it the kernel pairs by B alone.
+// What the kernel reads besides the tensor maps (a __grid_constant__ parameter).
 struct KernelArgs {
   uint32_t M = 0, N = 0, K = 0;
   uint32_t num_m = 0, num_n = 0, num_kb = 0, num_tiles = 0, group_m = 16;
@@ -101,9 +99,6 @@ struct KernelArgs {
   uint32_t tokens_per_sample = 1;
   float* ds = nullptr;  // FP8 output scales
   int64_t ds_sm = 0, ds_sg = 0;
-#if defined(LTX_KERNELS_TUNING)
-  uint32_t share_a = 0;  // pairs share A (tm_a's box is bm / 2 rows), else B
-#endif
 };
 
 // Byte offset of element (r, c) (c even) of a [rows x bn] 16-bit staging tile stored as column
@@ -388,7 +383,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   using R = Recipe<kOps>;
   using Mma = std::conditional_t<R::kE4m3, WgmmaE4m3<T::kWN>, WgmmaBf16<T::kWN>>;
   constexpr uint32_t kAStage = uint32_t(BM) * kStageK, kBStage = uint32_t(BN) * kStageK;
-  constexpr uint32_t kAHalf = kAStage / 2, kBHalf = kBStage / 2;
+  constexpr uint32_t kBHalf = kBStage / 2;
 
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t raw = ptx::smem_u32(smem_raw);
@@ -397,11 +392,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const Sm90Layout& L = p.L;
   const uint32_t S = uint32_t(L.stages);
   const bool pairs = p.cluster > 1;
-#if defined(LTX_KERNELS_TUNING)
-  const bool share_a = p.share_a != 0u;
-#else
-  constexpr bool share_a = false;
-#endif
   const uint32_t rank = pairs ? ptx::cluster_ctarank() : 0u;
   auto full_bar = [&](uint32_t s) { return sbase + L.off_bar + 8u * s; };
   auto empty_bar = [&](uint32_t s) { return sbase + L.off_bar + 8u * (S + s); };
@@ -440,7 +430,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const uint32_t tx_bytes = b_loader ? kBStage : kAStage + (R::kPromote && p.sa_tma ? kSaBytes : 0u);
         uint32_t stage = 0, phase = 0;
         for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x) {
-          const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs, share_a);
+          const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
           const int32_t m0 = int32_t(tc.mb * BM), n0 = int32_t(tc.nb * BN);
           // cp.async path: this lane's rows m0 + lane + 32 i; rows past M are zero-filled from a
           // valid address
@@ -468,7 +458,7 @@ __global__ void __launch_bounds__(kThreads, 1)
               const int32_t kx = int32_t(kb * (R::kE4m3 ? 128u : 64u));
               if (b_loader) {
                 const uint32_t b_dst = sbase + L.off_b + stage * kBStage;
-                if (pairs && tc.mcast && !share_a) {
+                if (pairs && tc.mcast) {
                   ptx::tma_load_2d_multicast(b_dst + rank * kBHalf, &tm_b, fb, kx, n0 + int32_t(rank) * (BN / 2),
                                              0x3);
                 } else {
@@ -476,15 +466,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                   ptx::tma_load_2d(b_dst + kBHalf, &tm_b, fb, kx, n0 + BN / 2);
                 }
               } else {
-                const uint32_t a_dst = sbase + L.off_a + stage * kAStage;
-                if (!share_a) {
-                  ptx::tma_load_2d(a_dst, &tm_a, fb, kx, m0);
-                } else if (pairs && tc.mcast) {
-                  ptx::tma_load_2d_multicast(a_dst + rank * kAHalf, &tm_a, fb, kx, m0 + int32_t(rank) * (BM / 2), 0x3);
-                } else {
-                  ptx::tma_load_2d(a_dst, &tm_a, fb, kx, m0);
-                  ptx::tma_load_2d(a_dst + kAHalf, &tm_a, fb, kx, m0 + BM / 2);
-                }
+                ptx::tma_load_2d(sbase + L.off_a + stage * kAStage, &tm_a, fb, kx, m0);
                 if (R::kPromote && p.sa_tma)
                   ptx::tma_load_2d(sbase + L.off_sfa + stage * kSaBytes, &tm_sa, fb, m0, int32_t(kb));
               }
@@ -510,7 +492,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const bool per_token = p.gate_kind == int(GateKind::kPerToken);
         uint32_t it = 0, pm0 = 0, pn0 = 0;
         for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++it) {
-          const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs, share_a);
+          const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
           const uint32_t m0 = tc.mb * BM, n0 = tc.nb * BN;
           if (it > 0) {
             ptx::mbar_wait_sleep(dfull_bar, (it - 1) & 1u);
@@ -573,7 +555,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[T::kAcc];
     float fin[T::kWaves][T::kAcc];
     for (uint32_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++it) {
-      const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs, share_a);
+      const TileCoord tc = tile_coord(t, p.num_m, p.num_n, p.group_m, pairs);
       const uint32_t m0 = tc.mb * BM, n0 = tc.nb * BN;
       // the other CTA of the pair has a tile this round unless this is rank 0's lone last tile
       const bool peer_alive = pairs && (rank == 1u || t + 1u < p.num_tiles);

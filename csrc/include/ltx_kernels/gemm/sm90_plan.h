@@ -25,27 +25,18 @@ namespace sm90 {
 // group_m even they are (mb, nb) and (mb + 1, nb): the same B tile, loaded half by each CTA and
 // multicast to both. A group with an odd number of M tiles (the last one) is split into an even
 // part and a single M tile whose pairs are (mb, nb), (mb, nb + 1): no common operand there, so
-// those pairs load separately (mcast false). share_a pairs N tiles instead: (mb, 2j), (mb, 2j + 1)
-// share the A tile (M varies fastest over the pairs of a group), and with an odd number of N tiles
-// the last column's tiles run without a partner (mcast false).
+// those pairs load separately (mcast false).
 struct TileCoord {
   uint32_t mb, nb;
-  bool mcast;  // the pair shares an operand (B, or A with share_a; meaningful when pairing)
+  bool mcast;  // the pair shares B (meaningful when pairing)
 };
 
-LTX_GEMM_HD TileCoord tile_coord(uint32_t t, uint32_t num_m, uint32_t num_n, uint32_t group_m, bool pairs,
-                                 bool share_a = false) {
+LTX_GEMM_HD TileCoord tile_coord(uint32_t t, uint32_t num_m, uint32_t num_n, uint32_t group_m, bool pairs) {
   const uint32_t per_group = group_m * num_n;
   const uint32_t grp = t / per_group;
   const uint32_t first = grp * group_m;
   uint32_t rows = num_m - first < group_m ? num_m - first : group_m;
   const uint32_t local = t - grp * per_group;
-  if (pairs && share_a) {  // tiles 2i, 2i + 1: N tiles 2j, 2j + 1 of one M tile; an odd last column alone
-    const uint32_t paired = rows * (num_n & ~1u);
-    if (local >= paired) return TileCoord{first + (local - paired), num_n - 1, false};
-    const uint32_t pr = local >> 1;
-    return TileCoord{first + pr % rows, 2u * (pr / rows) + (local & 1u), true};
-  }
   if (pairs && (rows & 1u)) {
     const uint32_t even = (rows - 1) * num_n;
     if (local >= even) return TileCoord{first + rows - 1, local - even, false};
