@@ -270,17 +270,23 @@ def attention_keys_fp8(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, we
     only takes the keys' shared offset out of the quantization range (0: no smoothing). Then per
     128 keys and head ``s = amax / 448`` and ``code = e4m3(kc / s)`` (fp32 division, round to
     nearest even, saturating). ``ltx_kernels.reference.attention_keys_fp8`` is the definition."""
-    if x.dim() != 3:
-        raise ValueError(f"ltx_kernels.attention_keys_fp8: x must be 3-D [B, S, C] (got shape {list(x.shape)})")
-    b, s, c = x.shape
-    if not isinstance(heads, int) or heads <= 0 or c % heads != 0:
-        raise ValueError(f"ltx_kernels.attention_keys_fp8: heads must be a positive int dividing x.shape[-1] = {c} "
-                         f"(got {heads!r})")
-    k8 = torch.empty(b, s, c, dtype=torch.float8_e4m3fn, device=x.device)
-    k_descale = torch.empty(b, -(-s // 128), heads, dtype=torch.float32, device=x.device)
+    k8, k_descale = _keys_outputs("attention_keys_fp8", "x", x, heads)
     ops.attention_keys_fp8(k8, k_descale, x, cos, sin, weight, float(eps), int(heads), bool(split_rope),
                            int(smooth_keys))
-    return k8.view(b, s, heads, c // heads), k_descale
+    return k8.view(*x.shape[:2], heads, -1), k_descale
+
+
+def _keys_outputs(op: str, name: str, x: torch.Tensor, heads: int):
+    """k8 [B, S, C] and k_descale [B, ceil(S / 128), heads] for x [B, S, C], after the checks the
+    Python side makes (x 3-D, heads an int dividing C)."""
+    if x.dim() != 3:
+        raise ValueError(f"ltx_kernels.{op}: {name} must be 3-D [B, S, C] (got shape {list(x.shape)})")
+    b, s, c = x.shape
+    if not isinstance(heads, int) or heads <= 0 or c % heads != 0:
+        raise ValueError(f"ltx_kernels.{op}: heads must be a positive int dividing {name}.shape[-1] = {c} "
+                         f"(got {heads!r})")
+    return (torch.empty(b, s, c, dtype=torch.float8_e4m3fn, device=x.device),
+            torch.empty(b, -(-s // 128), heads, dtype=torch.float32, device=x.device))
 
 
 def attention_qk_fp8(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
@@ -300,17 +306,12 @@ def attention_qk_fp8(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: t
     row's sum of squares is added in another order), any head dim the op takes.
     ``ltx_kernels.reference.attention_qk_fp8`` is the definition. The tables are the largest
     input of a RoPE pass (fp32, the row's full width): one pass for q and k reads them once."""
-    for name, t in (("q", q), ("k", k)):
-        if t.dim() != 3:
-            raise ValueError(f"ltx_kernels.attention_qk_fp8: {name} must be 3-D [B, S, C] (got shape {list(t.shape)})")
+    if q.dim() != 3:
+        raise ValueError(f"ltx_kernels.attention_qk_fp8: q must be 3-D [B, S, C] (got shape {list(q.shape)})")
+    k8, k_descale = _keys_outputs("attention_qk_fp8", "k", k, heads)
     b, s, c = k.shape
-    if not isinstance(heads, int) or heads <= 0 or c % heads != 0:
-        raise ValueError(f"ltx_kernels.attention_qk_fp8: heads must be a positive int dividing k.shape[-1] = {c} "
-                         f"(got {heads!r})")
     q8 = torch.empty(b, s, c, dtype=torch.float8_e4m3fn, device=k.device)
     q_descale = torch.empty(b, s, heads, dtype=torch.float32, device=k.device)
-    k8 = torch.empty(b, s, c, dtype=torch.float8_e4m3fn, device=k.device)
-    k_descale = torch.empty(b, -(-s // 128), heads, dtype=torch.float32, device=k.device)
     ops.attention_qk_fp8(q8, q_descale, k8, k_descale, q, k, cos, sin, q_weight, k_weight, float(q_eps), float(k_eps),
                          int(heads), bool(split_rope), int(smooth_keys))
     d = c // heads

@@ -139,6 +139,33 @@ __global__ void __launch_bounds__(kMeanThreads) keys_mean(Work w, int64_t batch,
   w.mean[i] = __double2float_rn(s / double(n));
 }
 
+// The chunks of op's rows j0 + k R (k < K, j < seq) of batch row b at column off: loads (with
+// BOTH, op2's chunks of the same rows into ch2, interleaved), and y.
+template <typename T, int V, int K, bool BOTH, class Op>
+__device__ __forceinline__ void load_rows(const Op& op, const Op& op2, int64_t b, int64_t j0, int R, int64_t seq,
+                                          int off, Packed<T, V> (&ch)[K], Packed<T, V> (&ch2)[K]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = j0 + int64_t(k) * R;
+    if (j < seq) ch[k] = load_stream<T, V>(op.row(b * seq + j).x + off);
+    if (BOTH && j < seq) ch2[k] = load_stream<T, V>(op2.row(b * seq + j).x + off);
+  }
+}
+
+// then each chunk's y, and then(k) on it
+template <typename T, int V, int K, class Op, class Then>
+__device__ __forceinline__ void y_rows(const Op& op, const float* rstd, int64_t b, int64_t j0, int R, int64_t seq,
+                                       int off, const Packed<T, V> (&ch)[K], float (&y)[K][V], Then&& then) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = j0 + int64_t(k) * R;
+    if (j >= seq) continue;
+    const int64_t r = b * seq + j;
+    y_chunk<Op, T, V>(op, op.row(r), off, ch[k], rstd[r], y[k]);
+    then(k);
+  }
+}
+
 // MAX_THREADS: 512 (head dims up to 128, no register cap below 128) or 1024 (up to 256).
 // WITH_Q: q's codes of the CTA's rows and head too, into q8 / q_descale. q's chunks are loaded
 // with k's (PREFETCH_Q, up to 512 threads: <= 128 registers without spills) or after k's codes
@@ -168,26 +195,16 @@ __global__ void __launch_bounds__(MAX_THREADS) keys_blocks(const Op op, const Op
     for (int e = 0; e < V; ++e) mu[e] = m[e];
   }
   Packed<T, V> ch[K], qch[K];
-#pragma unroll
-  for (int k = 0; k < K; ++k) {  // every load first
-    const int64_t j = j0 + int64_t(k) * R;
-    if (j < seq) ch[k] = load_stream<T, V>(op.row(b * seq + j).x + off);
-    if (PREFETCH_Q && j < seq) qch[k] = load_stream<T, V>(opq.row(b * seq + j).x + off);
-  }
+  load_rows<T, V, K, PREFETCH_Q>(op, opq, b, j0, R, seq, off, ch, qch);  // every load first
   float kc[K][V];
   float m = 0.f;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int64_t j = j0 + int64_t(k) * R;
-    if (j >= seq) continue;
-    const int64_t r = b * seq + j;
-    y_chunk<Op, T, V>(op, op.row(r), off, ch[k], w.rstd[r], kc[k]);
+  y_rows<T, V, K>(op, w.rstd, b, j0, R, seq, off, ch, kc, [&](int k) {
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       kc[k][e] = kc[k][e] - mu[e];
       m = fp8_absmax(m, kc[k][e]);
     }
-  }
+  });
   m = block_max(m, red);
   const float s = fp8_scale_from_amax<E4M3>(m);
   const Fp8Divisor dv = fp8_divisor(s);
@@ -201,25 +218,14 @@ __global__ void __launch_bounds__(MAX_THREADS) keys_blocks(const Op op, const Op
   }
   if (threadIdx.x == 0) k_descale[cta] = s;  // [B, nblocks, H]: the CTA order
   if constexpr (!WITH_Q) return;
-  if constexpr (!PREFETCH_Q) {
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const int64_t j = j0 + int64_t(k) * R;
-      if (j < seq) qch[k] = load_stream<T, V>(opq.row(b * seq + j).x + off);
-    }
-  }
+  if constexpr (!PREFETCH_Q) load_rows<T, V, K, false>(opq, opq, b, j0, R, seq, off, qch, qch);
   float yq[K][V];
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int64_t j = j0 + int64_t(k) * R;
-    if (j >= seq) continue;
-    const int64_t r = b * seq + j;
-    y_chunk<Op, T, V>(opq, opq.row(r), off, qch[k], w.rstd_q[r], yq[k]);
+  y_rows<T, V, K>(opq, w.rstd_q, b, j0, R, seq, off, qch, yq, [&](int k) {
     float mq = 0.f;
 #pragma unroll
     for (int e = 0; e < V; ++e) mq = fp8_absmax(mq, yq[k][e]);
     atomicMax(&qmax[threadIdx.x / nc + k * R], __float_as_uint(mq));
-  }
+  });
   __syncthreads();
 #pragma unroll
   for (int k = 0; k < K; ++k) {
