@@ -390,95 +390,25 @@ def test_fp8_quantizer_follows_its_rule():
     assert sorted(KEY_ORDER) == list(range(32))
 
 
-# The sm_90 kernel's FP8 configurations under study (LTX_KERNELS_ATTENTION_TILE 1..4 at either
-# head dim, csrc/cuda/attention/sm90_attention_tuning.cu), built only with -DLTX_KERNELS_TUNING=ON.
-SM90_TILES = {("fp8", 64): [1, 2, 3, 4], ("fp8", 128): [1, 2, 3, 4]}
-_TUNING_REFUSAL = "built only with -DLTX_KERNELS_TUNING=ON"
-_tuning = []
-
-
-def tuning_build():
-    """Whether this build has the configurations under study: an sm_90 GPU runs one, and a build
-    without them refuses it with _TUNING_REFUSAL; any other error fails the caller."""
-    if not _tuning:
-        if not sm90_available():
-            _tuning.append(False)
-        else:
-            q = torch.randn(1, 64, 1, 64, device="cuda", dtype=torch.bfloat16)
-            ops8 = lk.quantize_attention_fp8(q, q, q, k_block=128)
-            with lk.developer_config(LTX_KERNELS_ATTENTION_TILE=1):
-                try:
-                    lk.attention(*ops8, backend="sm90")
-                    _tuning.append(True)
-                except RuntimeError as e:
-                    if _TUNING_REFUSAL not in str(e):
-                        raise
-                    _tuning.append(False)
-    return _tuning[0]
-
-
-def needs_tuning_build():
+@CUDA
+@pytest.mark.parametrize("d", [64, 128])
+def test_sm90_fp8_long_sum_accuracy(d):
+    """The FP8 defaults with 128-key K factors (the FP8 tensor core accumulates P V into O, with
+    fewer bits than an fp32 add) on 8192-key sequences of LTX-like q and k: within the FP8 bound
+    against fp64."""
     if not sm90_available():
         pytest.skip("needs an sm_90 GPU")
-    if not tuning_build():
-        pytest.skip("the configurations under study are built only with -DLTX_KERNELS_TUNING=ON")
-
-
-@CUDA
-@pytest.mark.parametrize("kind,d,tile", [(k, d, t) for (k, d), ts in SM90_TILES.items() for t in ts])
-@pytest.mark.parametrize("pingpong", ["0", "1"])
-def test_sm90_tile_alternatives(dev_settings, kind, d, tile, pingpong):
-    """Each FP8 configuration under study forced on ragged shapes, with kv_lengths, a key mask
-    and grouped heads, with both warpgroup schedules."""
-    needs_tuning_build()
-    dev_settings.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
-    dev, dtype = "cuda", torch.bfloat16
-    # (Skv = 1 gives FP8 operands whose K factors read as per key: a kernel the tiles do not cover)
-    shapes = [(2, 389, 450, 4, 2), (1, 200, 129, 2, 2), (1, 7, 2, 1, 1)]
-    for b, sq, skv, h, hk in shapes:
-        q, k, v = mk(b, sq, h, d, dtype, dev, "bshd"), mk(b, skv, hk, d, dtype, dev, "bshd"), mk(
-            b, skv, hk, d, dtype, dev, "bshd")
-        lengths = torch.tensor([skv, max(skv - 37, 0)][:b], device=dev, dtype=torch.int32)
-        mask = torch.rand(b, skv, device=dev) > 0.2
-        what = f"{kind} d{d} tile {tile} pingpong {pingpong} {(b, sq, skv, h, hk)}"
-        ops8 = lk.quantize_attention_fp8(q, k, v, k_block=128)
-        dev_settings.setenv("LTX_KERNELS_ATTENTION_TILE", str(tile))
-        out = lk.attention(*ops8, kv_lengths=lengths, backend="sm90")
-        # with a key mask too: every kind of key block (full, partial, with a key bias)
-        out_m = lk.attention(*ops8, kv_lengths=lengths, attn_mask=mask, backend="sm90")
-        dev_settings.delenv("LTX_KERNELS_ATTENTION_TILE")
-        fp8_check_vs_dequantized(out, ops8, kv_lengths=lengths, what=what)
-        key_bias = torch.zeros(b, skv, device=dev).masked_fill(~mask, float("-inf"))
-        fp8_check_vs_dequantized(out_m, ops8, kv_lengths=lengths, key_bias=key_bias, what=what + " masked")
-
-
-@CUDA
-@pytest.mark.parametrize("d,tile", [(d, t) for d in (64, 128) for t in (1, 2, 3, 4)])
-def test_sm90_tile_fp8_long_sum_accuracy(dev_settings, d, tile):
-    """The FP8 configurations under study, each against the default (P V accumulated in O by the
-    tensor core, the lean loop) on long key sequences, where differently taken row sums or
-    exponentials would show: within the stated FP8 bound, and at most 10% (+1e-4) above the
-    default's relative L2 error against fp64. Tile 1 takes the row sums from the P V wgmma
-    (kRowSumInPv: sums of the E4M3-rounded P, accumulated by the tensor core); 2 and 3 also
-    compute a share of the exponentials with the FMA-pipe quadratic (kExp2PolyEvery); 4 rescales
-    O only when a row of the warp raised its maximum (kSkipRescale)."""
-    needs_tuning_build()
     b, s, h = 1, 8192, 2
     q, k = ltx_like_qk(b, s, h, d, "cuda")
     v = torch.randn(b, s, h, d, device="cuda").bfloat16()
     want = ref.attention(q.cpu(), k.cpu(), v.cpu())
-    ops8 = lk.quantize_attention_fp8(q, k, v)
-    rel = {}
-    for t in (0, tile):
-        dev_settings.setenv("LTX_KERNELS_ATTENTION_TILE", str(t))
-        rel[t], cos = _rel_cos(lk.attention(*ops8, backend="sm90"), want)
-        assert rel[t] <= 0.06 and cos >= 0.998, (t, rel[t], cos)
-    assert rel[tile] <= 1.1 * rel[0] + 1e-4, rel
+    rel, cos = _rel_cos(lk.attention(*lk.quantize_attention_fp8(q, k, v), backend="sm90"), want)
+    assert rel <= 0.06 and cos >= 0.998, (rel, cos)
 
 
 def _jumping_scores(d):
     """q, k, v (fp32, [2, 300 / 900, 2, d]) whose scores jump in late key blocks for some query
-    rows only: the inputs of the rescale-skip tests."""
+    rows only: the input of the rescale-skip test."""
     torch.manual_seed(0)
     b, sq, skv, h = 2, 300, 900, 2
     q = torch.randn(b, sq, h, d)
@@ -514,44 +444,6 @@ def test_sm90_skip_rescale(dev_settings, dtype, pingpong):
     want = ref.attention(q, k, v)
     out = lk.attention(q.cuda(), k.cuda(), v.cuda(), backend="sm90")
     check16(out, want, v, dtype, f"d{d} {dtype} pingpong {pingpong}")
-
-
-@CUDA
-@pytest.mark.parametrize("d", [64, 128])
-@pytest.mark.parametrize("pingpong", ["0", "1"])
-def test_sm90_tile_fp8_skip_rescale(dev_settings, d, pingpong):
-    """The FP8 configuration under study that rescales O (and the row sums it holds) only when
-    some row of the warp raised its running maximum (tile 4: kSkipRescale with no slack): late key
-    blocks whose scores jump for every third query row only, so that the warp vote sees rows that
-    keep their maximum beside rows that move it, in one batch row and not the other; within the
-    FP8 bound against the float64 attention of the dequantized operands, and as close to it as
-    the default."""
-    needs_tuning_build()
-    tile = 4
-    dev_settings.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
-    q, k, v = _jumping_scores(d)
-    ops8 = lk.quantize_attention_fp8(*(t.bfloat16().cuda() for t in (q, k, v)))
-    errs = {}
-    for t in (0, tile):
-        dev_settings.setenv("LTX_KERNELS_ATTENTION_TILE", str(t))
-        out = lk.attention(*ops8, backend="sm90")
-        want = fp8_check_vs_dequantized(out, ops8, what=f"d{d} tile {t} pingpong {pingpong}")
-        errs[t] = _rel_cos(out, want)[0]
-    assert errs[tile] <= 1.1 * errs[0] + 1e-4, errs
-
-
-@CUDA
-def test_sm90_unknown_tile_is_refused(dev_settings):
-    """A configuration the build does not have is refused with the reason, never run: any tile
-    in a build without the tuning option, an unknown one or a 16-bit call in a build with it."""
-    if not sm90_available():
-        pytest.skip("needs an sm_90 GPU")
-    q = torch.randn(1, 64, 2, 64, device="cuda", dtype=torch.bfloat16)
-    for tile in ("99", "1"):
-        dev_settings.setenv("LTX_KERNELS_ATTENTION_TILE", tile)
-        why = _TUNING_REFUSAL if not tuning_build() else "configurations under study"
-        with pytest.raises(RuntimeError, match=f"backend 'sm90' cannot run this call.*{why}"):
-            lk.attention(q, q, q, backend="sm90")
 
 
 # ---- errors, empty inputs, compile -----------------------------------------------------------

@@ -119,11 +119,9 @@ Problem make_problem(const at::Tensor& out, const at::Tensor& q, const at::Tenso
   p.scale = float(scale);
   p.k_block = k_block;
   p.v_keys_padded = pr.fp8 ? v.size(3) : 0;
-  // developer settings (common/dev_config.h): the sm_90 kernel's warpgroup schedule forced (0 / 1),
-  // a configuration under study (tuning builds)
+  // developer setting (common/dev_config.h): the sm_90 kernel's warpgroup schedule forced (0 / 1)
   if (const std::string e = dev_setting("LTX_KERNELS_ATTENTION_PINGPONG"); !e.empty())
     p.pingpong = std::atoi(e.c_str()) != 0 ? 1 : 0;
-  if (const std::string e = dev_setting("LTX_KERNELS_ATTENTION_TILE"); !e.empty()) p.tile = std::atoi(e.c_str());
   pr.q = q;
   pr.k = k;
   pr.v = v;

@@ -6,14 +6,14 @@
 # steps (in the order given): build (build-tuning: with -DLTX_KERNELS_TUNING=ON), crash, attn-tests, attn-bench, gemm (tools/gpu/gemm.sh), gemm-tests,
 #   suite (every test file, CUDA cases only), suite-xdist (everything, 8 workers), suite-list (listed ids),
 #   gemm-smoke, sanitize-attn (memcheck-attn: memcheck of every attention kernel and the quantizer, then
-#   racecheck-attn: racecheck of the defaults and of the FP8 tiles in $RACECHECK_FP8_TILES; either alone by name),
+#   racecheck-attn: racecheck of the default kernels; either alone by name),
 #   membound-tests (CUDA cases of the memory-bound families, 8 workers when pytest-xdist is importable),
 #   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench),
 #   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged),
 #   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2),
 #   e2e-compare (benchmarks/e2e_ltx_video.py --compare --quantization fp8: every variant, JSON into $OUT),
-#   attn-tiles (tools/tune/attention_tiles.py $ATTN_TILES_ARGS: the configurations under study beside cuDNN,
-#     after build-tuning; JSON into $OUT)
+#   attn-tiles (tools/tune/attention_tiles.py $ATTN_TILES_ARGS: both warpgroup schedules of the default
+#     attention kernels beside cuDNN; JSON into $OUT)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
 # of the tree may carry a stale git HEAD, which the build would otherwise take).
@@ -63,9 +63,9 @@ for s in "${@:-build attn-tests attn-bench}"; do
       crash)
         step crash 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider tests/test_build_toolchain.py ;;
       attn-tests)
-        # CUDA cases of the kernel (every tile alternative) and of its quantizer, one line per test
+        # CUDA cases of the kernel (the sm90 tests included) and of its quantizer, one line per test
         step attn-tests 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -v -p no:cacheprovider -rfEs \
-          tests/test_attention.py tests/test_attention_quant.py -k "cuda or tile" ;;
+          tests/test_attention.py tests/test_attention_quant.py -k "cuda or sm90" ;;
       attn-bench)
         step attn-bench 150 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 benchmarks/bench_attention.py --out "$OUT/attention.json" ;;
       gemm)
@@ -101,10 +101,9 @@ for s in "${@:-build attn-tests attn-bench}"; do
         step sanitize-quant 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool memcheck \
           --error-exitcode 3 --print-limit 20 python3 -m pytest -q -p no:cacheprovider tests/test_attention_quant.py \
           -k "cuda and not 2_31 and not compile" ;;&
-      sanitize-attn|racecheck-attn|memcheck-attn)  # the default kernels (and $RACECHECK_FP8_TILES), both schedules
+      sanitize-attn|racecheck-attn|memcheck-attn)  # the default kernels, both schedules
         [ "$st" = memcheck-attn ] || step racecheck-attn "${RACECHECK_LIMIT:-240}" env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" compute-sanitizer --tool racecheck \
-          --error-exitcode 3 --print-limit 20 python3 tools/sanitize/sanitize_attention.py --quick \
-          ${RACECHECK_FP8_TILES:+--fp8-tiles $RACECHECK_FP8_TILES} ;;
+          --error-exitcode 3 --print-limit 20 python3 tools/sanitize/sanitize_attention.py --quick ;;
       membound-tests)
         NX=""; python3 -c "import xdist, execnet" 2>/dev/null && NX="-n 8"
         step membound-tests 150 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider -rfE $NX \

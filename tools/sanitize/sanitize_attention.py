@@ -1,15 +1,14 @@
 """The sm_90a attention kernel and the CUDA attention quantizer under compute-sanitizer: every
-kernel the defaults and the tile alternatives build (bf16 / fp16, FP8 with K factors per 128 keys
-and per key, head dims 64 and 128, both warpgroup schedules), on small ragged shapes with
-kv_lengths (one row fully masked), a key mask, GQA and both layouts. Each output is compared with
-the float64 reference (reference.py) so that a silent wrong answer fails too.
+kernel the build has (bf16 / fp16, FP8 with K factors per 128 keys and per key, head dims 64 and
+128, both warpgroup schedules), on small ragged shapes with kv_lengths (one row fully masked), a
+key mask, GQA and both layouts. Each output is compared with the float64 reference (reference.py)
+so that a silent wrong answer fails too.
 
   compute-sanitizer --tool memcheck  --error-exitcode 3 python3 tools/sanitize/sanitize_attention.py
   compute-sanitizer --tool racecheck --error-exitcode 3 python3 tools/sanitize/sanitize_attention.py --quick
   compute-sanitizer --tool synccheck --error-exitcode 3 python3 tools/sanitize/sanitize_attention.py --quick
 
---quick: the default tiles only, two shapes, one layout, both warpgroup schedules (racecheck and synccheck are slow on wgmma kernels).
---fp8-tiles N ...: with --quick, these FP8 tile alternatives too (K factors per 128 keys).
+--quick: two shapes, one layout, both warpgroup schedules (racecheck and synccheck are slow on wgmma kernels).
 """
 import argparse
 import os
@@ -19,25 +18,21 @@ import torch
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "..", "benchmarks"))
-sys.path.insert(0, os.path.join(_HERE, "..", "..", "tests"))
 
 import ltx_kernels as lk  # noqa: E402
 from ltx_kernels import reference as ref  # noqa: E402
 
 from common import rel_l2  # noqa: E402
-from test_attention import SM90_TILES as TILES, tuning_build  # noqa: E402  (the configurations under study)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--fp8-tiles", nargs="*", type=int, default=[])
     args = ap.parse_args()
     if torch.cuda.get_device_capability() != (9, 0):
         raise SystemExit("sanitize_attention: needs compute capability 9.0")
     torch.manual_seed(0)
     dev = "cuda"
-    tuning = tuning_build()  # the configurations under study exist only in a -DLTX_KERNELS_TUNING=ON build
     # 8 heads over 4 KV heads: the per-key K factors' TMA reads them in place (2 KV heads: from a
     # copy with the heads padded to 4)
     shapes = [(2, 77, 300, 4, 2), (1, 77, 300, 8, 4)]
@@ -60,34 +55,26 @@ def main():
                 for dt in (torch.bfloat16, torch.float16):
                     qq, kk, vv = q.to(dt), k.to(dt), v.to(dt)
                     want = ref.attention(qq, kk, vv, kv_lengths=lengths, key_bias=bias, layout=layout)
-                    tiles = [0]
-                    for tile in tiles:
-                        runs.append((f"{dt} tile {tile}", tile, want,
-                                     lambda qq=qq, kk=kk, vv=vv: lk.attention(qq, kk, vv, kv_lengths=lengths,
-                                                                              attn_mask=mask, layout=layout,
-                                                                              backend="sm90")))
-                # FP8: K factors per 128 keys (and in a tuning build the configurations under study)
-                # and per key
+                    runs.append((f"{dt}", want,
+                                 lambda qq=qq, kk=kk, vv=vv: lk.attention(qq, kk, vv, kv_lengths=lengths,
+                                                                          attn_mask=mask, layout=layout,
+                                                                          backend="sm90")))
+                # FP8: K factors per 128 keys and per key
                 for k_block in (128, 1):
                     ops8 = lk.quantize_attention_fp8(q, k, v, layout=layout, k_block=k_block)
                     qd, kd, vd = ref.attention_fp8_dequantize(*ops8, layout=layout)
                     want = ref.attention(qd, kd, vd, kv_lengths=lengths, layout=layout)
-                    alt = [t for t in args.fp8_tiles if t in TILES[("fp8", d)]] if args.quick else TILES[("fp8", d)]
-                    alt = alt if tuning else []
-                    tiles = [0] + ([] if k_block == 1 or skv < 2 else alt)
-                    for tile in tiles:
-                        runs.append((f"fp8 k_block {k_block} tile {tile}", tile, want,
-                                     lambda ops8=ops8: lk.attention(*ops8, kv_lengths=lengths, layout=layout,
-                                                                    backend="sm90")))
+                    runs.append((f"fp8 k_block {k_block}", want,
+                                 lambda ops8=ops8: lk.attention(*ops8, kv_lengths=lengths, layout=layout,
+                                                                backend="sm90")))
                     if not args.quick:  # with a key mask: the kernels' key-bias path
                         want_m = ref.attention(qd, kd, vd, kv_lengths=lengths, key_bias=bias, layout=layout)
-                        for tile in tiles:
-                            runs.append((f"fp8 k_block {k_block} masked tile {tile}", tile, want_m,
-                                         lambda ops8=ops8: lk.attention(*ops8, kv_lengths=lengths, attn_mask=mask,
-                                                                        layout=layout, backend="sm90")))
-                for what, tile, want, fn in runs:
+                        runs.append((f"fp8 k_block {k_block} masked", want_m,
+                                     lambda ops8=ops8: lk.attention(*ops8, kv_lengths=lengths, attn_mask=mask,
+                                                                    layout=layout, backend="sm90")))
+                for what, want, fn in runs:
                     for pp in ("0", "1"):  # both warpgroup schedules (FP8 d 64 runs without ping-pong by default)
-                        with lk.developer_config(LTX_KERNELS_ATTENTION_TILE=tile, LTX_KERNELS_ATTENTION_PINGPONG=pp):
+                        with lk.developer_config(LTX_KERNELS_ATTENTION_PINGPONG=pp):
                             out = fn()
                         torch.cuda.synchronize()
                         err = rel_l2(out.cpu(), want.cpu())

@@ -1,7 +1,7 @@
 """Instructions per main-loop iteration on the hot path of each kernel in a CUDA object or cubin.
 
 A static count from the machine code, for comparing variants of a kernel without a GPU (the
-attention kernel's tile alternatives, for instance): for each function, the loop is the longest
+attention kernel's configurations, for instance): for each function, the loop is the longest
 backward conditional branch whose body holds a wgmma (GMMA) instruction; its hot path is the
 shortest path of basic blocks from the loop header to that branch that avoids the blocks of the
 rare cases, recognised by what they hold: >= 32 FSEL (masking a partial key block) or >= 16 LDG

@@ -1,13 +1,12 @@
-"""A/B of the sm_90a attention kernel's configurations: each LTX_KERNELS_ATTENTION_TILE value (0 the
-default, k > 0 the FP8 configurations under study of csrc/cuda/attention/sm90_attention_tuning.cu,
-which exist only in a build configured with -DLTX_KERNELS_TUNING=ON) with both
-warpgroup schedules (LTX_KERNELS_ATTENTION_PINGPONG 0 / 1), bf16 and FP8 (k factors per 128
-keys), beside cuDNN's SDPA (bf16, [B, H, S, D]) at the LTX shapes. Same timing as
-benchmarks/bench_attention.py (CUDA-graph replay, two input sets, medians). Each configuration's
-output is compared with cuDNN's first (relative L2), so that a wrong configuration cannot post a
-time.
+"""A/B of the sm_90a attention kernel's two warpgroup schedules: the default configuration of each
+input class and head dim (attention/heuristics.h) with ping-pong off and on
+(LTX_KERNELS_ATTENTION_PINGPONG 0 / 1), bf16 and FP8 (k factors per 128 keys), beside cuDNN's SDPA
+(bf16, [B, H, S, D]) at the LTX shapes. It has no option that selects another tile configuration:
+the defaults are the kernel's only ones. Same timing as benchmarks/bench_attention.py (CUDA-graph
+replay, two input sets, medians). Each schedule's output is compared with cuDNN's first (relative
+L2), so that a wrong result cannot post a time.
 
-    python3 tools/tune/attention_tiles.py [--tiles N ...] (default: 0 and every alternative) [--kinds bf16 fp8] [--quick] [--json out.json]
+    python3 tools/tune/attention_tiles.py [--kinds bf16 fp8] [--quick] [--json out.json]
 """
 
 import argparse
@@ -18,12 +17,10 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
 
 import ltx_kernels as lk  # noqa: E402
 
 from common import rel_l2, time_graph, write_record  # noqa: E402
-from test_attention import SM90_TILES  # noqa: E402  (the configurations under study)
 
 SHAPES = [  # name, B, S, H, D
     ("LTX-Video 49x512x768", 2, 2688, 32, 64),
@@ -34,8 +31,8 @@ SHAPES = [  # name, B, S, H, D
 
 
 
-def run(fn, tile, pingpong, sets):
-    with lk.developer_config(LTX_KERNELS_ATTENTION_TILE=tile, LTX_KERNELS_ATTENTION_PINGPONG=pingpong):
+def run(fn, pingpong, sets):
+    with lk.developer_config(LTX_KERNELS_ATTENTION_PINGPONG=pingpong):
         try:
             out = fn(0).clone()
             torch.cuda.synchronize()
@@ -44,7 +41,7 @@ def run(fn, tile, pingpong, sets):
             return str(e).splitlines()[0][:120], None
 
 
-def bench_shape(name, b, s, h, d, tiles, kinds_run=("bf16", "fp8"), sets=2):
+def bench_shape(name, b, s, h, d, kinds_run=("bf16", "fp8"), sets=2):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     rows = []
@@ -63,26 +60,23 @@ def bench_shape(name, b, s, h, d, tiles, kinds_run=("bf16", "fp8"), sets=2):
     for kind, (fn, tol) in kinds.items():
         if kind not in kinds_run:
             continue
-        for tile in tiles:
-            for pp in ("0", "1"):
-                got, us = run(fn, tile, pp, sets)
-                row = {"shape": name, "B": b, "S": s, "H": h, "D": d, "kind": kind, "tile": tile,
-                       "pingpong": int(pp), "cudnn_us": cudnn}
-                if us is None:
-                    if "CUDA error: invalid argument" not in got:  # not built for this case
-                        print(f"  {kind} tile {tile} pp {pp}: cannot run: {got}")
-                    continue
-                err = rel_l2(got, want)
-                row.update(us=us, tflops=flops / us / 1e6, vs_cudnn=cudnn / us, rel_l2_vs_cudnn=err, ok=err < tol)
-                rows.append(row)
-                print(f"  {kind:4s} tile {tile} pp {pp}: {us:8.1f} us {flops / us / 1e6:5.0f} TFLOP/s "
-                      f"{cudnn / us:5.3f}x cuDNN  rel L2 {err:.2e}{'' if err < tol else '  WRONG'}", flush=True)
+        for pp in ("0", "1"):
+            got, us = run(fn, pp, sets)
+            row = {"shape": name, "B": b, "S": s, "H": h, "D": d, "kind": kind, "pingpong": int(pp),
+                   "cudnn_us": cudnn}
+            if us is None:
+                print(f"  {kind} pp {pp}: cannot run: {got}")
+                continue
+            err = rel_l2(got, want)
+            row.update(us=us, tflops=flops / us / 1e6, vs_cudnn=cudnn / us, rel_l2_vs_cudnn=err, ok=err < tol)
+            rows.append(row)
+            print(f"  {kind:4s} pp {pp}: {us:8.1f} us {flops / us / 1e6:5.0f} TFLOP/s "
+                  f"{cudnn / us:5.3f}x cuDNN  rel L2 {err:.2e}{'' if err < tol else '  WRONG'}", flush=True)
     return rows
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tiles", nargs="+", type=int, default=[0] + sorted(set().union(*SM90_TILES.values())))
     ap.add_argument("--quick", action="store_true", help="the 2688-token shapes only")
     ap.add_argument("--kinds", nargs="+", choices=["bf16", "fp8"], default=["bf16", "fp8"])
     ap.add_argument("--json", default=None)
@@ -91,7 +85,7 @@ def main():
     for name, b, s, h, d in SHAPES:
         if args.quick and s != 2688:
             continue
-        rows += bench_shape(name, b, s, h, d, args.tiles, args.kinds)
+        rows += bench_shape(name, b, s, h, d, args.kinds)
         torch.cuda.empty_cache()
         if args.json:  # after every shape, so that a run cut short keeps what it measured
             write_record(args.json, rows, "tools/tune/attention_tiles.py", sys.argv[1:])

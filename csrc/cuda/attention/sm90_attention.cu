@@ -1,7 +1,6 @@
 // sm_90a dense attention: the envelope (attention_sm90_why_not), the operands' addressing, the
 // configuration (attention/heuristics.h) and the dtype dispatch. The kernels are instantiated in
-// sm90_attention_{bf16,fp16,e4m3}.cu (and the configurations under study in
-// sm90_attention_tuning.cu); the launcher is sm90_attention_launch.cuh and the kernel
+// sm90_attention_{bf16,fp16,e4m3}.cu; the launcher is sm90_attention_launch.cuh and the kernel
 // csrc/include/ltx_kernels/attention/sm90_attention_fwd.cuh.
 #include "sm90_attention_launch.cuh"
 
@@ -16,15 +15,6 @@ const char* attention_sm90_why_not(const AttentionParams& a, int cc) {
   if (a.dtype != AttnDtype::kE4M3 && a.out_dtype != a.dtype) return "16-bit inputs write their own dtype";
   if (a.batch > 65535 || a.heads > 65535 || a.seqlen_q > INT32_MAX || a.seqlen_kv > INT32_MAX)
     return "batch and heads must be <= 65535 and sequence lengths < 2^31";
-  if (a.tile != 0) {
-#if defined(LTX_KERNELS_TUNING)
-    if (a.tile < 1 || a.tile > 4 || a.dtype != AttnDtype::kE4M3 || a.k_block != 128 || a.out_dtype != AttnDtype::kBF16)
-      return "the attention configurations under study (LTX_KERNELS_ATTENTION_TILE 1..4) take FP8 inputs with "
-             "K factors per 128 keys and bf16 output";
-#else
-    return "LTX_KERNELS_ATTENTION_TILE selects configurations under study, built only with -DLTX_KERNELS_TUNING=ON";
-#endif
-  }
   return nullptr;
 }
 
@@ -53,13 +43,6 @@ cudaError_t attention_forward_sm90(const AttentionParams& a, cudaStream_t stream
   if (!addressable(a)) return cudaErrorNotSupported;
   using attention_sm90::Kernel;
   const bool fp8 = a.dtype == AttnDtype::kE4M3;
-  if (a.tile != 0) {
-#if defined(LTX_KERNELS_TUNING)
-    return attention_sm90::forward_e4m3_tile(a, stream);
-#else
-    return cudaErrorInvalidValue;
-#endif
-  }
   const Kernel k = attention_sm90::choose_kernel(fp8, int(a.head_dim), fp8 && a.k_block == 1);
   switch (a.dtype) {
     case AttnDtype::kBF16: return attention_sm90::forward_bf16(a, k, stream);

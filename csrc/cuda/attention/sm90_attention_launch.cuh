@@ -82,7 +82,8 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
     const AttnStrides vs = tidy(a.v_stride, D, Hk, B, a.v_keys_padded);  // rows are channels here
     auto mV = make_tensor(make_gmem_ptr(static_cast<E const*>(a.v)), make_shape(int32_t(D), v_rows, Hk, B),
                           make_stride(vs.s, _1{}, vs.h, vs.b));
-    tma_v = make_tma_copy(SM90_TMA_LOAD{}, mV, typename Tr::SmemLayoutVBox{}, Shape<Int<D>, Int<Tr::kBlockN>>{}, _1{});
+    tma_v = make_tma_copy(SM90_TMA_LOAD{}, mV, take<0, 2>(typename Tr::SmemLayoutVStore{}),
+                          Shape<Int<D>, Int<Tr::kBlockN>>{}, _1{});
   } else {
     v_rows = std::max(Skv, 1);
     const AttnStrides vs = tidy(a.v_stride, Skv, Hk, B, D);
@@ -142,11 +143,6 @@ cudaError_t forward_half(const AttentionParams& a, Kernel k, cudaStream_t stream
 cudaError_t forward_bf16(const AttentionParams& a, Kernel k, cudaStream_t stream);
 cudaError_t forward_fp16(const AttentionParams& a, Kernel k, cudaStream_t stream);
 cudaError_t forward_e4m3(const AttentionParams& a, Kernel k, cudaStream_t stream);
-#if defined(LTX_KERNELS_TUNING)
-// Configurations under study (AttentionParams::tile > 0; FP8 with 128-key K factors, bf16 output),
-// built only with -DLTX_KERNELS_TUNING=ON: cudaErrorInvalidValue for a tile that does not exist.
-cudaError_t forward_e4m3_tile(const AttentionParams& a, cudaStream_t stream);
-#endif
 
 }  // namespace attention_sm90
 }  // namespace ltx_kernels

@@ -51,8 +51,6 @@ struct AttentionParams {
   AttnStrides q_descale_stride, k_descale_stride, v_descale_stride;
   int64_t k_block = 1;  // keys per K dequantization factor: 1 (per token) or 128 (per block)
   int pingpong = -1;    // sm_90 kernel scheduling: -1 its default, 0 off, 1 on (tuning knob)
-  int tile = 0;         // sm_90 kernel tile configuration: 0 its default, k > 0 the k-th alternative
-                        // of the dtype and head dim (tuning knob; unknown values are refused)
 };
 
 // The keys' order inside each 32-key block of an FP8 V^T row: position p holds key

@@ -103,10 +103,8 @@ struct Config {
   static constexpr int kMmaWG = 2;          // consumer warpgroups, 64 query rows each (2 or 3)
   static constexpr bool kKPerToken = false; // FP8: one K factor per key (else per 128 keys)
   static constexpr bool kPvInO = false;     // FP8: P V accumulated in O by the tensor core
-  static constexpr bool kSkipRescale = false;  // O rescaled only when a row's maximum moved
+  static constexpr bool kSkipRescale = false;  // 16-bit: O rescaled only when a row's maximum moved
   static constexpr bool kLeanLoop = false;  // one copy of a block's softmax per kind of block
-  static constexpr bool kRowSumInPv = false;   // FP8: row sums from the P V wgmma
-  static constexpr int kExp2PolyEvery = 0;  // FP8: one in n exponentials on the FMA pipe (0: none)
   // The two consumer warpgroups take turns issuing their GEMMs (FA3's ping-pong). Off for FP8 at
   // head dim 64, whose GEMMs are too short to hide the other warpgroup's softmax.
   static constexpr bool kPingPong = true;

@@ -25,8 +25,7 @@
 //        directly, as 16-bit does.
 //        P is scaled by 448 (2^log2(448) folded into the exponent) so it uses E4M3's range; the
 //        row sums are of the same scaled values, so the scale cancels.
-//   Row sums l: FADDs of the fp32 P in the softmax, or (Traits::kRowSumInPv, FP8) extra columns of
-//        the P V wgmma, summing the E4M3-rounded P against 8 rows of ones appended to V^T.
+//   Row sums l: FADDs of the fp32 P in the softmax.
 //   Epilogue: O / l (0 where l = 0: a row with no valid key), FP8 per-channel V factors, rounded
 //        to the output dtype into shared memory (per warpgroup a 64-row tile; 16-bit inputs write
 //        it over the warpgroup's own Q tile) and stored by TMA (rows past Sq are clipped by the
@@ -46,16 +45,11 @@
 #include <cute/arch/mma_sm90.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
 #include <cute/atom/copy_traits_sm90_tma.hpp>
-// the 64 x 72 and 64 x 136 FP8 wgmma shapes of Traits::kRowSumInPv (CuTe includes these only
-// with CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED, which would also widen its shape selectors)
-#include <cute/arch/mma_sm90_gmma_ext.hpp>
-#include <cute/atom/mma_traits_sm90_gmma_ext.hpp>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/numeric_types.h>
 
 #include "ltx_kernels/attention/attention.h"
-#include "ltx_kernels/attention/exp2_poly.h"
 #include "ltx_kernels/attention/heuristics.h"
 
 namespace ltx_kernels {
@@ -76,20 +70,6 @@ CUTE_HOST_DEVICE constexpr auto smem_atom_k() {
   }
 }
 
-// The FP8 P V wgmma with 8 more output columns (Traits::kRowSumInPv), at d 64 and d 128.
-template <int N>
-struct PvRowSumOp {
-  using type = void;
-};
-template <>
-struct PvRowSumOp<72> {
-  using type = SM90::GMMA::MMA_64x72x32_F32E4M3E4M3_RS_TN<>;
-};
-template <>
-struct PvRowSumOp<136> {
-  using type = SM90::GMMA::MMA_64x136x32_F32E4M3E4M3_RS_TN<>;
-};
-
 using GShape = Shape<int32_t, int32_t, int32_t, int32_t>;   // (rows, cols, head, batch)
 using GStride = Stride<int64_t, _1, int64_t, int64_t>;      // cols contiguous
 
@@ -109,11 +89,9 @@ struct Traits {
   // log2 units), so that its P values stay <= 2^kRescaleSlack (exact in the final O / l, since
   // O and l use the same maximum), and O is rescaled only when some row of the warp moved its
   // maximum (a warp vote) instead of after every key block. FP8 P has no such headroom (it is
-  // scaled to E4M3's largest value): the slack is 0, so O is rescaled unless no row of the warp
-  // raised its maximum, and only with P V in O and the row sums in O too (kRowSumInPv), where
-  // skipping the multiply skips it for O and l alike.
-  static constexpr bool kSkipRescale = Cfg::kSkipRescale && (!kFp8 || (kPvInO && Cfg::kRowSumInPv));
-  static constexpr float kRescaleSlack = kFp8 ? 0.f : 8.f;
+  // scaled to E4M3's largest value), so the FP8 kernels rescale after every key block.
+  static constexpr bool kSkipRescale = !kFp8 && Cfg::kSkipRescale;
+  static constexpr float kRescaleSlack = 8.f;
   // Two code-shape changes with the same arithmetic:
   // - the main loop runs one copy of a key block's softmax, O update and P conversion per kind of
   //   block (a full block without bias, the last partial one, one with a key bias or per-key K
@@ -124,21 +102,6 @@ struct Traits {
   //   that it is warp-uniform, so descriptors and addresses that depend on it stay in uniform
   //   registers.
   static constexpr bool kLeanLoop = Cfg::kLeanLoop;
-  // FP8: the row sums of P come from the P V wgmma instead of an FADD per score. V^T gets 8 more
-  // rows of ones in shared memory (rows kHeadDim .. kHeadDim + 7 of every stage, written once;
-  // TMA fills only rows 0 .. kHeadDim - 1), so output columns kHeadDim .. + 7 of P V hold
-  // sum_k P[r, k] for every row, rescaled with O and read in the epilogue. The sums are then of
-  // the E4M3-rounded P that P V itself multiplies (O / l a convex combination of V's rows again),
-  // accumulated by the tensor core as O is. The cost: 8 more columns of P V (an eighth more of it
-  // at d 64, a sixteenth at d 128), 4 more accumulator registers per thread, 8 kBlockN bytes of
-  // shared memory per stage. Key blocks of at most 128 keys (one swizzle atom wide, so that the ones
-  // rows follow a stage's kHeadDim rows).
-  static constexpr bool kRowSumInPv = kFp8 && Cfg::kRowSumInPv;
-  // FP8: one in kExp2PolyEvery of a block's exponentials (0: none) computed on the FMA pipe
-  // (exp2_poly: a quadratic and an exponent add, 7 instructions instead of one MUFU.EX2, relative
-  // error <= 1.73e-3 against E4M3's 2^-4 rounding of P), so that the issue slots and the MUFU
-  // (16 exponentials per SM and cycle, the pace of head dim 64) share the work.
-  static constexpr int kExp2PolyEvery = kFp8 ? Cfg::kExp2PolyEvery : 0;
   static constexpr bool kPingPong = Cfg::kPingPong;  // the consumers' GEMM turns by default
   static constexpr int kHeadDim = Cfg::kHeadDim;
   static constexpr int kMmaWG = Cfg::kMmaWG;  // consumer warpgroups, 64 query rows each
@@ -154,22 +117,16 @@ struct Traits {
   static_assert(kHeadDim % 64 == 0 && kBlockN % 16 == 0 && kBlockN <= 256, "tile shape");
   static_assert(!kFp8 || kBlockN % 32 == 0, "FP8 key blocks are whole 32-key groups");
   static_assert(!kFp8 || kKPerToken || 128 % kBlockN == 0, "a key block within one 128-key K factor block");
-  static_assert(!kRowSumInPv || kBlockN <= 128, "row sums by P V: key blocks of at most 128 keys");
-  // output columns of the P V wgmma: O, and with kRowSumInPv the row sums
-  static constexpr int kPvN = kHeadDim + (kRowSumInPv ? 8 : 0);
 
   // Each consumer warpgroup runs its own 64-row GEMMs on its own (64, D) slice of Q.
   using AtomLayout = Layout<Shape<_1, _1, _1>>;
   using TiledMmaQK = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kBlockN>, Int<kHeadDim>>>(), AtomLayout{}));
   static constexpr GMMA::Major kMajorV = kFp8 ? GMMA::Major::K : GMMA::Major::MN;
-  // (kRowSumInPv: the 64 x (D + 8) shapes, which CuTe's selector offers only with its extended
-  // shapes enabled, named directly)
-  using PvOp = std::conditional_t<
-      kRowSumInPv, typename PvRowSumOp<kPvN>::type,
-      decltype(GMMA::rs_op_selector<Element, Element, float, Shape<_64, Int<kHeadDim>, Int<kBlockN>>,
-                                    GMMA::Major::K, kMajorV>())>;
-  using TiledMmaPV = decltype(make_tiled_mma(PvOp{}, AtomLayout{}));
+  using TiledMmaPV = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<Element, Element, float, Shape<_64, Int<kHeadDim>, Int<kBlockN>>, GMMA::Major::K,
+                           kMajorV>(),
+      AtomLayout{}));
 
   // Q as one (64, D) tile per consumer warpgroup, each contiguous, in the same layout as the O
   // staging tiles: 16-bit inputs stage a warpgroup's O over its own Q (read by that warpgroup's
@@ -178,36 +135,11 @@ struct Traits {
   using SmemLayoutK =
       decltype(tile_to_shape(smem_atom_k<Element, kHeadDim>(), Shape<Int<kBlockN>, Int<kHeadDim>, Int<kStages>>{}));
   // V as the B operand of P V, (head dim, key, stage). 16-bit: stored like K ([key][d] rows) and
-  // read through a transposed (MN-major) view. FP8: stored transposed ([d][key] rows, K-major),
-  // kPvN rows per stage (the last 8 the ones of kRowSumInPv), of which TMA fills the first
-  // kHeadDim: the box SmemLayoutVBox from the start of each stage.
+  // read through a transposed (MN-major) view. FP8: stored transposed ([d][key] rows, K-major).
   using SmemLayoutVStore = std::conditional_t<
       kFp8,
-      decltype(tile_to_shape(smem_atom_k<Element, kBlockN>(), Shape<Int<kPvN>, Int<kBlockN>, Int<kStages>>{})),
+      decltype(tile_to_shape(smem_atom_k<Element, kBlockN>(), Shape<Int<kHeadDim>, Int<kBlockN>, Int<kStages>>{})),
       SmemLayoutK>;
-  using SmemLayoutVBox = std::conditional_t<
-      kRowSumInPv, decltype(tile_to_shape(smem_atom_k<Element, kBlockN>(), Shape<Int<kHeadDim>, Int<kBlockN>>{})),
-      decltype(take<0, 2>(SmemLayoutVStore{}))>;
-  static constexpr int kVStageElems = kPvN * kBlockN;
-  // Every stage of SmemLayoutVStore is kPvN x kBlockN elements, its first kHeadDim rows the TMA
-  // box from the stage's start and the 8 rows after them one block (checked at the first and last
-  // key of every row).
-  static constexpr bool v_stages_ok() {
-    if constexpr (kFp8) {
-      if (cosize_v<SmemLayoutVStore> != kStages * kVStageElems) return false;
-      for (int st = 0; st < kStages; ++st) {
-        for (int r = 0; r < kPvN; ++r) {
-          for (int c : {0, kBlockN - 1}) {
-            const int o = int(SmemLayoutVStore{}(r, c, st)) - st * kVStageElems;
-            if (r < kHeadDim ? o != int(SmemLayoutVBox{}(r, c)) : (o < kHeadDim * kBlockN || o >= kVStageElems))
-              return false;
-          }
-        }
-      }
-    }
-    return true;
-  }
-  static_assert(v_stages_ok(), "V^T stage layout");
   using SmemLayoutVt = std::conditional_t<
       kFp8, SmemLayoutVStore,
       decltype(composition(SmemLayoutK{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>, Int<kStages>>{},
@@ -225,7 +157,7 @@ struct Traits {
   using VTile = std::conditional_t<kFp8, Shape<Int<kHeadDim>, Int<kBlockN>>, Shape<Int<kBlockN>, Int<kHeadDim>>>;
   using TmaV = decltype(make_tma_copy(SM90_TMA_LOAD{},
                                       make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GShape{}, GStride{}),
-                                      SmemLayoutVBox{}, VTile{}, _1{}));
+                                      take<0, 2>(SmemLayoutVStore{}), VTile{}, _1{}));
   using TmaO = decltype(make_tma_copy(SM90_TMA_STORE{},
                                       make_tensor(make_gmem_ptr(static_cast<Out*>(nullptr)), GShape{}, GStride{}),
                                       take<0, 2>(SmemLayoutO{}), Shape<_64, Int<kHeadDim>>{}, _1{}));
@@ -399,28 +331,21 @@ __device__ __forceinline__ bool softmax_block(TensorS& s, RowState& st, float (&
     use[r] = (m_new == -INFINITY ? 0.f : m_new) - p_offset;
     alpha[r] = fast_exp2((st.max[r] == -INFINITY ? -INFINITY : st.max[r] - p_offset) - use[r]);
     st.max[r] = m_new;
-    if constexpr (!Tr::kRowSumInPv) st.sum[r] *= alpha[r];
+    st.sum[r] *= alpha[r];
   }
-  // 2^x of score i: MUFU.EX2, or for one in Traits::kExp2PolyEvery the FMA-pipe polynomial
-  auto exp2_of = [](int i, float x) {
-    if constexpr (Tr::kExp2PolyEvery > 0) {
-      if (i % Tr::kExp2PolyEvery == Tr::kExp2PolyEvery - 1) return exp2_poly(x);
-    }
-    return fast_exp2(x);
-  };
   if (prescaled) {
     CUTE_UNROLL
     for (int i = 0; i < N; ++i) {
       const int r = (i / 2) % 2;
-      s(i) = exp2_of(i, s(i) - use[r]);
-      if constexpr (!Tr::kRowSumInPv) st.sum[r] += s(i);
+      s(i) = fast_exp2(s(i) - use[r]);
+      st.sum[r] += s(i);
     }
   } else {
     CUTE_UNROLL
     for (int i = 0; i < N; ++i) {
       const int r = (i / 2) % 2;
-      s(i) = exp2_of(i, fmaf(s(i), st.coef[r], -use[r]));
-      if constexpr (!Tr::kRowSumInPv) st.sum[r] += s(i);
+      s(i) = fast_exp2(fmaf(s(i), st.coef[r], -use[r]));
+      st.sum[r] += s(i);
     }
   }
   if constexpr (Tr::kSkipRescale) {
@@ -492,7 +417,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   Tensor tSrK = thr_qk.partition_fragment_B(sK);  // (MMA, 1, D/k, ST)
   Tensor tOrV = thr_pv.partition_fragment_B(sVt);  // (MMA, 1, BN/k, ST)
   Tensor tSrS = partition_fragment_C(mma_qk, Shape<_64, Int<kBlockN>>{});  // ((2,2,BN/8),1,1)
-  Tensor tOrO = partition_fragment_C(mma_pv, Shape<_64, Int<Tr::kPvN>>{});  // ((2,2,kPvN/8),1,1)
+  Tensor tOrO = partition_fragment_C(mma_pv, Shape<_64, Int<kD>>{});       // ((2,2,D/8),1,1)
   using PLayout = std::conditional_t<Tr::kFp8, Layout<Shape<Shape<_4, _2, _2>, _1, Int<kBlockN / 32>>>,
                                      Layout<Shape<Shape<_2, _2, _2>, _1, Int<kBlockN / 16>>>>;
   Tensor tOrP = make_tensor<Element>(PLayout{});
@@ -676,13 +601,12 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   float inv[2];
   CUTE_UNROLL
   for (int r = 0; r < 2; ++r) {
-    // Traits::kRowSumInPv: column kD + c0 of the P V output (every column past kD holds the sum)
-    const float l = Tr::kRowSumInPv ? tOrO(kD / 2 + 2 * r) : quad_sum(st.sum[r]);
+    const float l = quad_sum(st.sum[r]);
     inv[r] = (l > 0.f) ? 1.f / l : 0.f;
   }
   const int c0 = 2 * (lane % 4);
   CUTE_UNROLL
-  for (int i = 0; i < kD / 2; i += 2) {  // the O columns of the fragment
+  for (int i = 0; i < size(tOrO); i += 2) {
     const int r = (i / 2) % 2;
     const int col = 8 * (i / 4) + c0;
     float x0 = tOrO(i) * inv[r], x1 = tOrO(i + 1) * inv[r];
@@ -744,16 +668,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
     }
     cutlass::arch::fence_barrier_init();
   }
-  if constexpr (Tr::kRowSumInPv) {
-    // the ones rows of every V^T stage (E4M3 1.0 = 0x38 in every byte: whole swizzle atoms, so the
-    // swizzle does not matter), made visible to the tensor core's (async proxy) reads
-    constexpr int kChunks = 8 * kBlockN / 16;  // 16-byte chunks of a stage's ones rows
-    for (int i = threadIdx.x; i < kStages * kChunks; i += Tr::kThreads) {
-      Element* row = ss.v + (i / kChunks) * Tr::kVStageElems + kD * kBlockN;
-      reinterpret_cast<uint4*>(row)[i % kChunks] = make_uint4(0x38383838u, 0x38383838u, 0x38383838u, 0x38383838u);
-    }
-    cutlass::arch::fence_view_async_shared();
-  }
   __syncthreads();
 
   Tensor sK = make_tensor(make_smem_ptr(ss.k), typename Tr::SmemLayoutK{});          // (BN, D, ST)
@@ -781,16 +695,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRI
         if constexpr (Tr::kFp8) {
           Tensor mV = p.tma_v.get_tma_tensor(make_shape(int32_t(kD), p.seqlen_kv_rows, p.heads_kv, p.batch));
           Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kD>, Int<kBlockN>>{}, make_coord(_0{}, _));  // (D,BN,n)
-          if constexpr (Tr::kRowSumInPv) {  // the first kHeadDim of the stage's kPvN rows
-            Tensor sVs = make_tensor(make_smem_ptr(ss.v + s * Tr::kVStageElems), typename Tr::SmemLayoutVBox{});
-            auto [tVgV, tVsV] =
-                tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sVs), group_modes<0, 2>(gV));
-            copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV);
-          } else {
-            auto [tVgV, tVsV] =
-                tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
-            copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
-          }
+          auto [tVgV, tVsV] =
+              tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+          copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
         } else {
           Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
           Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));
