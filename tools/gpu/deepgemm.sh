@@ -30,7 +30,17 @@ mkdir -p "$DEST/src" "$DEST/fmt"
 tar -xzf "$DG_TARBALL" -C "$DEST/src" --strip-components=1 || { echo "deepgemm: cannot unpack $DG_TARBALL"; exit 1; }
 tar -xzf "$FMT_TARBALL" -C "$DEST/fmt" --strip-components=1 || { echo "deepgemm: cannot unpack $FMT_TARBALL"; exit 1; }
 
-CUTLASS_INC=$(python3 -c "import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), 'source', 'include'))" 2>/dev/null)
+cutlass_inc() {
+  python3 -c "import cutlass_library, os; print(os.path.join(os.path.dirname(cutlass_library.__file__), 'source', 'include'))" 2>/dev/null
+}
+CUTLASS_INC=$(cutlass_inc)
+# not importable (a script that installs the wheels later, in parallel): the carried wheel's
+# headers into DEST/site (DeepGEMM's include links point there)
+if [ ! -d "$CUTLASS_INC/cute" ] && ls "$ROOT"/.whl/nvidia_cutlass-*.whl > /dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$DEST/site" "$ROOT"/.whl/nvidia_cutlass-*.whl \
+    > "$DEST/pip.log" 2>&1 && export PYTHONPATH="$DEST/site${PYTHONPATH:+:$PYTHONPATH}"
+  CUTLASS_INC=$(cutlass_inc)
+fi
 [ -d "$CUTLASS_INC/cute" ] || { echo "deepgemm: no CUTLASS headers (install the nvidia-cutlass wheel)"; exit 1; }
 cd "$DEST/src"
 rm -rf third-party/fmt third-party/cutlass
