@@ -273,7 +273,8 @@ def attention_keys_fp8(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, we
     k8, k_descale = _keys_outputs("attention_keys_fp8", "x", x, heads)
     ops.attention_keys_fp8(k8, k_descale, x, cos, sin, weight, float(eps), int(heads), bool(split_rope),
                            int(smooth_keys))
-    return k8.view(*x.shape[:2], heads, -1), k_descale
+    b, s, c = x.shape
+    return k8.view(b, s, heads, c // heads), k_descale
 
 
 def _keys_outputs(op: str, name: str, x: torch.Tensor, heads: int):
