@@ -248,9 +248,10 @@ def check_qk(xq, xk, cos, sin, wq, wk, heads, split, smooth_keys, what, eq=1e-6,
 
 @grid(("device", ALL_DEVICES), ("dtype", [torch.bfloat16, torch.float16, torch.float32]), ("split", [False, True]))
 def test_qk_within_the_oracle(device, dtype, split):
-    """Ragged key counts, head dims 64 / 128 / 32 (and 40: a row's threads straddle warps on CUDA),
+    """Ragged key counts, head dims 64 / 128 / 32 / 16 (and 40: a row's threads straddle warps on
+    CUDA; 8 and 16: CTAs of fewer threads than a block's 128 rows),
     q and k with their own weights (one absent) and eps, fp32 and x-dtype tables, the mean or none."""
-    dims = ((4, 64), (2, 128), (3, 32)) + (() if split else ((2, 40),))
+    dims = ((4, 64), (2, 128), (3, 32), (4, 16)) + (() if split else ((2, 40), (3, 8)))
     for heads, d in dims:
         for s in (1, 129, 300):
             xk, wk = keys_input(2, s, heads, d, dtype, device)

@@ -178,7 +178,9 @@ __global__ void __launch_bounds__(MAX_THREADS) keys_blocks(const Op op, const Op
   constexpr bool PREFETCH_Q = WITH_Q && MAX_THREADS <= 512;
   __shared__ float red[32];
   __shared__ unsigned qmax[WITH_Q ? kAttnKeysBlock : 1];  // a row's amax (a float >= +0: ordered as unsigned)
-  if (WITH_Q && threadIdx.x < kAttnKeysBlock) qmax[threadIdx.x] = 0u;  // block_max's barriers order it
+  if constexpr (WITH_Q) {  // 4 D threads: fewer than 128 below head dim 32; block_max's barriers order it
+    for (int i = threadIdx.x; i < kAttnKeysBlock; i += blockDim.x) qmax[i] = 0u;
+  }
   const int D = cols / heads, nc = D / V;
   const int64_t cta = blockIdx.x;
   const int h = int(cta % heads);
