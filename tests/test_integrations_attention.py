@@ -238,7 +238,7 @@ MUTATIONS = {
 def mutate_fp8_attention(monkeypatch, name):
     """The mutation in both FP8 paths of the processors: quantize_attention_fp8's operands, and
     the producers' (q's factors from the norm + RoPE FP8 output, attention_keys_fp8,
-    attention_qk_fp8, attention_values_fp8)."""
+    attention_values_fp8)."""
     import ltx_kernels.integrations.diffusers.processors as procs
 
     real = procs.quantize_attention_fp8
@@ -261,15 +261,6 @@ def mutate_fp8_attention(monkeypatch, name):
             return k8, kd * 1.1
 
         monkeypatch.setattr(procs, "attention_keys_fp8", keys)
-        real_qk = procs.attention_qk_fp8
-
-        def qk(*a, **kw):
-            if name == "k_smoothing_dropped":
-                return real_qk(*a, **dict(kw, smooth_keys=0))
-            q8, qd, k8, kd = real_qk(*a, **kw)
-            return q8, qd, k8, kd * 1.1
-
-        monkeypatch.setattr(procs, "attention_qk_fp8", qk)
     elif name == "v_factors_x1.1":
         real_v = procs.attention_values_fp8
         monkeypatch.setattr(procs, "attention_values_fp8", lambda *a, **kw: (lambda o: (o[0], o[1] * 1.1))(real_v(*a, **kw)))
@@ -285,13 +276,6 @@ def mutate_fp8_attention(monkeypatch, name):
                 return q8, s.flip(-1).contiguous()
 
             monkeypatch.setattr(procs, fn, q_swapped)
-        real_qk = procs.attention_qk_fp8
-
-        def qk_swapped(*a, **kw):
-            q8, qd, k8, kd = real_qk(*a, **kw)  # q_descale [B, S, H]: the heads' factors swapped
-            return q8, qd.flip(-1).contiguous(), k8, kd
-
-        monkeypatch.setattr(procs, "attention_qk_fp8", qk_swapped)
 
 
 @pytest.mark.parametrize("device,dtype", DEV_DTYPE)
@@ -310,25 +294,6 @@ def test_fp8_attention_checks_fail_wrong_operands(device, dtype, model, mutation
     assert err > bound, f"{mutation}: the per-call check passes ({name}: {err:.3g} <= {bound:.3g})"
     if MUTATIONS[mutation][1]:
         assert max(errs) > FP8_ATTENTION_REL, f"{mutation}: the model-level check passes ({errs})"
-
-
-@pytest.mark.parametrize("model", ["ltx_video", "ltx2"])
-def test_fp8_self_attention_takes_q_and_k_from_one_pass(model, monkeypatch):
-    """The self-attentions' q and k operands come from attention_qk_fp8 (one pass over the
-    tables), and the model stays within its bound."""
-    import ltx_kernels.integrations.diffusers.processors as procs
-
-    if model == "ltx_video":
-        m, kw = _prep(ltx_video(heads=2, head_dim=64), "cpu", torch.float32), video_inputs("cpu", torch.float32)
-    else:
-        m, kw = (_prep(ltx2(rope_type="split", gated=True, heads=2, head_dim=64), "cpu", torch.float32),
-                 ltx2_inputs("cpu", torch.float32))
-    o = optimized_copy(m, attention="fp8")
-    _every_attention(monkeypatch)
-    used, real = [], procs.attention_qk_fp8
-    monkeypatch.setattr(procs, "attention_qk_fp8", lambda *a, **k: used.append(tuple(a[0].shape)) or real(*a, **k))
-    check_mode("fp8", m, o, kw, monkeypatch, f"{model} q and k from one pass")
-    assert used, "no self-attention took attention_qk_fp8"
 
 
 # ---- FP8 linears and FP8 attention together ------------------------------------------------------

@@ -73,8 +73,8 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
     attention: None (diffusers' attention dispatcher, SDPA by default), "bf16"
     (`ltx_kernels.attention` in the model's dtype: the sm_90 kernel on H100/H200) or "fp8"
     (the FP8 kernel; ~1e-2 relative error per attention call; on self-attention with a rotation
-    its operands come from the passes that produce q, k and v: `attention_qk_fp8` for q and k
-    (norm + RoPE of both in one pass), `attention_values_fp8` for v; elsewhere from
+    its operands come from the passes that produce q, k and v: norm + RoPE with FP8 output for q,
+    `attention_keys_fp8` for k, `attention_values_fp8` for v; elsewhere from
     `quantize_attention_fp8`).
     End to end (LTX-Video under torch.compile, benchmarks/results/h200/e2e_ltx_video.json) "bf16"
     is a small gain over SDPA; "fp8" is SDPA there: at 2688 tokens its rule

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from ...activation import gated_attention
 from ...attention import attention as kernel_attention
-from ...attention import attention_keys_fp8, attention_qk_fp8, attention_values_fp8, quantize_attention_fp8
+from ...attention import attention_keys_fp8, attention_values_fp8, quantize_attention_fp8
 from ...distributed import SequenceParallelComm
 from ...norm import rms_norm
 from ...rope import rms_norm_rope, rms_norm_split_rope
@@ -65,10 +65,8 @@ def _fp8_producers_apply(heads: int, query, key, k_freqs, rope_type: Optional[st
 def _fp8_attend_from_producers(attn, query, key, value, q_freqs, k_freqs, rope_type: str):
     """FP8 attention whose operands the passes that produce q, k and v write, with no pass over
     16-bit q and k: q's from norm_q + RoPE with FP8 output (a factor per token and head), k's from
-    norm_k + RoPE with the leading FP8_SMOOTH_KEYS keys' mean subtracted (a factor per 128 keys and
-    head), both in one pass over the tables (attention_qk_fp8) where q and k share their rotation
-    and shape (self-attention), else q's by rms_norm_rope's FP8 output and k's by
-    attention_keys_fp8; v's from attention_values_fp8. The projections [B, S, H*D] in, the
+    attention_keys_fp8 (norm_k + RoPE, the leading FP8_SMOOTH_KEYS keys' mean subtracted, a factor
+    per 128 keys and head), v's from attention_values_fp8. The projections [B, S, H*D] in, the
     attention [B, S, H, D] out in q's dtype."""
     h = attn.heads
     b, s, c = query.shape
@@ -78,13 +76,9 @@ def _fp8_attend_from_producers(attn, query, key, value, q_freqs, k_freqs, rope_t
     ck, sk = _rope_tables(k_freqs, rope_type)
     wq, eq = cast_weight(hooked_param(attn.norm_q), query), nn_rms_eps(attn.norm_q, query)
     wk, ek = cast_weight(hooked_param(attn.norm_k), key), nn_rms_eps(attn.norm_k, key)
-    split = rope_type == "split"
-    if q_freqs is k_freqs and query.shape == key.shape and query.dtype == key.dtype:
-        q8, qd, k8, kd = attention_qk_fp8(query, key, ck, sk, wq, wk, eq, ek, heads=h, split_rope=split,
-                                          smooth_keys=FP8_SMOOTH_KEYS)
-    else:
-        q8, qd = norm_rope(query, cq, sq, wq, eq, out_dtype=torch.float8_e4m3fn, group_size=d)
-        k8, kd = attention_keys_fp8(key, ck, sk, wk, ek, heads=h, split_rope=split, smooth_keys=FP8_SMOOTH_KEYS)
+    q8, qd = norm_rope(query, cq, sq, wq, eq, out_dtype=torch.float8_e4m3fn, group_size=d)
+    k8, kd = attention_keys_fp8(key, ck, sk, wk, ek, heads=h, split_rope=rope_type == "split",
+                                smooth_keys=FP8_SMOOTH_KEYS)
     v8, vd = attention_values_fp8(value.unflatten(2, (h, -1)))
     odt = query.dtype if query.dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
     out = kernel_attention(q8.view(b, s, h, d), k8, v8, qd.view(b, s, h), kd, vd, out_dtype=odt)
