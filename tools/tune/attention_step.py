@@ -6,9 +6,10 @@
   bf16        the same two passes, then ltx_kernels.attention in bf16
   fp8 1-pass  the two bf16 passes, quantize_attention_fp8(q, k, v) (k's exact mean), the FP8 kernel
   fp8 prod.   q's operand from rms_norm_rope's FP8 output (group = D), k's from attention_keys_fp8
-              (the leading 128 keys' mean), v's from attention_values_fp8, the FP8 kernel
+              (the leading 128 keys' mean), v's from attention_values_fp8, the FP8 kernel (what the
+              diffusers processors run)
   fp8 qk      q's and k's operands from attention_qk_fp8 (one pass over the tables), v's from
-              attention_values_fp8, the FP8 kernel (what the diffusers processors run)
+              attention_values_fp8, the FP8 kernel
 
 each by CUDA-graph replay over input sets rotated past L2 (median of 15 trials, and their spread),
 with the parts of the two FP8 paths timed alone; and the error of each path's output against a
