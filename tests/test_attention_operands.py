@@ -311,6 +311,10 @@ def test_qk_errors(device):
     expect_error(name, lambda: op(xq, xk, cos, sin, heads=3), "heads must be a positive int dividing")
     expect_error(name, lambda: op(xq, xk, cos, sin, heads=2, smooth_keys=32), "smooth_keys must be 0")
     expect_error(name, lambda: op(xq, xk, cos[:, :9], sin[:, :9], heads=2), "cos/sin must have shape [B or 1, S, C]")
+    q8, qd, k8, kd = op(xq, xk, cos, sin, heads=2)
+    k8_on_q = xq.flatten().view(F8)[:k8.numel()].view(1, 10, 128)  # k's codes written over q
+    expect_error(name, lambda: lk.ops.attention_qk_fp8(q8.flatten(2), qd, k8_on_q, kd, xq, xk, cos, sin, None, None,
+                                                      1e-6, 1e-6, 2, False, 128), "the outputs must not overlap")
 
 
 @pytest.mark.parametrize("device", ALL_DEVICES)

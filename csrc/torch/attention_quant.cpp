@@ -222,9 +222,9 @@ Prepared<AttnKeysParams> make_attention_qk_fp8_params(at::Tensor& q8, at::Tensor
   const int64_t B = k.size(0), S = k.size(1), C = k.size(2);
   check_quant_output(q8, at::kFloat8_e4m3fn, {B, S, C}, q, "q8", "q's shape", op, "q");
   check_quant_output(q_descale, at::kFloat, {B, S, heads}, q, "q_descale", "[B, S, heads]", op, "q");
-  for (const at::Tensor* o : {&q8, &q_descale})
+  for (const at::Tensor* o : {&q8, &q_descale, &k8, &k_descale})  // (k's outputs against k, cos, sin: above)
     LTX_CHECK(!bytes_overlap(*o, q) && !bytes_overlap(*o, k) && !bytes_overlap(*o, cos) && !bytes_overlap(*o, sin) &&
-                  !bytes_overlap(*o, k8) && !bytes_overlap(*o, k_descale),
+                  (o == &k8 || o == &k_descale || (!bytes_overlap(*o, k8) && !bytes_overlap(*o, k_descale))),
               op, "the outputs must not overlap each other, q, k, cos or sin");
   if (!pr.params.has_value()) return pr;
   AttnKeysParams& p = *pr.params;

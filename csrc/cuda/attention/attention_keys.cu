@@ -63,9 +63,7 @@ Work work_of(const AttnKeysParams& p) {  // attention_keys_workspace's layout
   const AttnKeysWorkspace l = attention_keys_workspace(p);
   char* ws = static_cast<char*>(p.workspace);
   auto at = [&](int64_t off) { return off < 0 ? nullptr : reinterpret_cast<float*>(ws + off); };
-  float* rstd = at(l.rstd);
-  const int64_t rows = p.op.shape.batch * p.op.shape.seq;
-  return Work{rstd, attention_keys_with_q(p) ? rstd + rows : nullptr, at(l.y), at(l.mean)};
+  return Work{at(l.rstd), at(l.rstd_q), at(l.y), at(l.mean)};
 }
 
 // y of the V columns at `off` of row context rc (the partner chunk of the split rotation loaded

@@ -168,11 +168,11 @@ inline int64_t attention_keys_mean_keys(const AttnKeysParams& p) {
   return p.smooth_keys < p.op.shape.seq ? p.smooth_keys : p.op.shape.seq;
 }
 
-// The CUDA kernels' workspace: rstd per row of k (fp32 [B * S]) and, with q, per row of q right
-// after it (rstd_q = rstd + B * S elements), then with a mean the y of the mean's rows (fp32
-// [B, n, C]) and the mean (fp32 [B, C]); byte offsets, each 16-byte aligned (-1: none).
+// The CUDA kernels' workspace: rstd per row of k (fp32 [B * S]), with q rstd per row of q, then
+// with a mean the y of the mean's rows (fp32 [B, n, C]) and the mean (fp32 [B, C]); byte offsets,
+// each 16-byte aligned (-1: none).
 struct AttnKeysWorkspace {
-  int64_t rstd = 0, y = -1, mean = -1, bytes = 0;
+  int64_t rstd = 0, rstd_q = -1, y = -1, mean = -1, bytes = 0;
 };
 
 inline AttnKeysWorkspace attention_keys_workspace(const AttnKeysParams& p) {
@@ -180,7 +180,11 @@ inline AttnKeysWorkspace attention_keys_workspace(const AttnKeysParams& p) {
   const RopeShape& s = p.op.shape;
   const int64_t n = attention_keys_mean_keys(p);
   AttnKeysWorkspace w;
-  w.bytes = al(s.batch * s.seq * 4 * (attention_keys_with_q(p) ? 2 : 1));
+  w.bytes = al(s.batch * s.seq * 4);
+  if (attention_keys_with_q(p)) {
+    w.rstd_q = w.bytes;
+    w.bytes += al(s.batch * s.seq * 4);
+  }
   if (n > 0) {
     w.y = w.bytes;
     w.mean = w.y + al(s.batch * n * s.cols * 4);
