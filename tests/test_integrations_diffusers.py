@@ -237,6 +237,28 @@ def test_ltx_video_pipeline_like_object_and_twice():
     assert set(pipe.transformer.state_dict()) == set(m.state_dict())
 
 
+def test_ltx_video_rope_tables_once_for_the_batch():
+    """The rotary embedding returns one [1, S, C] table pair where every batch row's is the same
+    (grid coordinates): equal to each row of the class's own [B, S, C], and the model's output
+    is bit for bit the one with per-row tables; per-sample video_coords keep the class's forward."""
+    m = ltx_video()
+    kw = video_inputs("cpu", torch.float32)
+    o = optimized_copy(m)
+    x = kw["hidden_states"]
+    args = (x, F_, H_, W_, kw["rope_interpolation_scale"])
+    full, one = m.rope(*args), o.rope(*args)
+    for f, t in zip(full, one):
+        assert f.shape[0] == B and t.shape == (1,) + f.shape[1:]
+        for b in range(B):
+            assert torch.equal(t[0], f[b])
+    coords = torch.rand(B, 3, S) * 10
+    for f, t in zip(m.rope(x, video_coords=coords), o.rope(x, video_coords=coords)):
+        assert t.shape[0] == B and torch.equal(t, f)
+    got = run(o, kw)[0]
+    o.rope.forward = type(o.rope).forward.__get__(o.rope)  # per-row tables, same kernels
+    assert torch.equal(got, run(o, kw)[0])
+
+
 def test_unsupported_modules_are_left_untouched_and_logged(caplog):
     m = ltx_video(activation_fn="gelu")  # exact GELU feed-forward: not ours
     kw = video_inputs("cpu", torch.float32)

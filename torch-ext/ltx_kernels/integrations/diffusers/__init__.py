@@ -19,7 +19,11 @@ diffusers is never imported here) and swaps, without adding or moving any parame
   `h + y * gate` directly followed by the next norm -> `gated_residual_adaln_rms_norm` (gate 1 /
   scale 0 / shift 0 where the model has none);
 - `FeedForward` whose activation is `GELU(approximate="tanh")`: the projection, then `gelu_tanh`
-  in place (with `fuse_gemm_epilogues=True`: the tanh-GELU in the up projection's GEMM epilogue).
+  in place (with `fuse_gemm_epilogues=True`: the tanh-GELU in the up projection's GEMM epilogue);
+- LTX-Video's rotary embedding (`LTXVideoRotaryPosEmbed`): where every batch row's cos / sin
+  are the same by construction (coordinates from the latent grid, scalar interpolation scales)
+  it returns one [1, S, C] table pair that broadcasts over the batch, so the norm + RoPE passes
+  read the tables once for all rows (with per-sample `video_coords` it is unchanged).
 
 Anything else (unknown block or processor classes, norms with a bias, modules that carry
 accelerate hooks) is left untouched with one log line on logger "ltx_kernels".
@@ -115,7 +119,7 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
     if quantization is not None:
         quantize(transformer, quantization)
 
-    counts = {"blocks": 0, "processors": 0, "ff": 0, "skipped": 0}
+    counts = {"blocks": 0, "processors": 0, "ff": 0, "rope": 0, "skipped": 0}
     for name, module in transformer.named_modules():
         cls = type(module).__name__
         if cls in PROCESSORS:
@@ -135,6 +139,8 @@ def optimize(model_or_pipeline, quantization: Optional[str] = None, attention: O
             elif not getattr(module, PATCHED, False):
                 logger.info("ltx_kernels: %s: norms are not weight-only RMSNorm, left as is", name)
                 counts["skipped"] += 1
+        elif cls == "LTXVideoRotaryPosEmbed":
+            patch_forward(name, module, ltx_video.rope_forward, counts, "rope")
         elif cls.endswith("TransformerBlock") and not getattr(module, PATCHED, False):
             logger.info("ltx_kernels: %s: block class %s not supported, left as is", name, cls)
             counts["skipped"] += 1

@@ -1,4 +1,5 @@
-"""diffusers' `LTXVideoTransformerBlock.forward` on the fused norms."""
+"""diffusers' `LTXVideoTransformerBlock.forward` on the fused norms; its rotary embedding's tables
+once for the whole batch where every batch row's are the same."""
 
 from typing import Optional
 
@@ -67,3 +68,28 @@ def block_forward(
     hidden_states = hidden_states + ff_output * gate_mlp
 
     return hidden_states
+
+
+def _scalar(v) -> bool:
+    return not isinstance(v, torch.Tensor) or v.numel() == 1
+
+
+def rope_forward(
+    self,
+    hidden_states: torch.Tensor,
+    num_frames: Optional[int] = None,
+    height: Optional[int] = None,
+    width: Optional[int] = None,
+    rope_interpolation_scale: Optional[tuple] = None,
+    video_coords: Optional[torch.Tensor] = None,
+) -> tuple:
+    """diffusers 0.42.1 `LTXVideoRotaryPosEmbed.forward`, for one batch row where every row's tables
+    are the same by construction: coordinates from the latent grid (no `video_coords`) and scalar
+    interpolation scales. The cos / sin come back as [1, S, C] instead of B equal rows of
+    [B, S, C]: the same values, broadcast over the batch by every consumer (the fused norm + RoPE
+    kernels read one table for all rows, which halves their table bytes at CFG batch 2; diffusers'
+    `apply_rotary_emb` broadcasts). With `video_coords` (per-sample coordinates) the class's own
+    forward runs unchanged."""
+    if video_coords is None and hidden_states.shape[0] > 1 and all(_scalar(v) for v in rope_interpolation_scale or ()):
+        hidden_states = hidden_states[:1]
+    return type(self).forward(self, hidden_states, num_frames, height, width, rope_interpolation_scale, video_coords)
