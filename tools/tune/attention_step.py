@@ -15,8 +15,9 @@ each by CUDA-graph replay over input sets rotated past L2 (median of 15 trials, 
 with the parts of the two FP8 paths timed alone; and the error of each path's output against a
 float64 attention of the exact norm + RoPE outputs (the first 256 queries), on keys with a
 per-channel offset and outlier channels (what smoothing is for). LTX-Video (interleaved RoPE,
-head dim 64) and LTX-2 (split RoPE, head dim 128) self-attention shapes; cos / sin fp32 with one
-table per batch row, as diffusers' rotary embeddings make them.
+head dim 64) and LTX-2 (split RoPE, head dim 128) self-attention shapes; cos / sin fp32 as the
+diffusers integration passes them: one [1, S, C] pair for LTX-Video (its rotary embedding returns
+one row for the batch under `optimize`), one table per batch row for LTX-2.
 
     python3 tools/tune/attention_step.py [--quick] [--json out.json]
 """
@@ -36,16 +37,16 @@ from ltx_kernels import reference as ref  # noqa: E402
 
 from common import n_copies, time_graph, write_record  # noqa: E402
 
-SHAPES = [  # name, B, S, H, D, split RoPE
-    ("LTX-Video 49x512x768", 2, 2688, 32, 64, False),
-    ("LTX-Video 121x720x1280", 2, 14080, 32, 64, False),
-    ("LTX-2 49x512x768", 2, 6144, 32, 128, True),
-    ("LTX-2 121x720x1280", 1, 16384, 32, 128, True),
+SHAPES = [  # name, B, S, H, D, split RoPE, table rows (what the diffusers integration passes)
+    ("LTX-Video 49x512x768", 2, 2688, 32, 64, False, 1),
+    ("LTX-Video 121x720x1280", 2, 14080, 32, 64, False, 1),
+    ("LTX-2 49x512x768", 2, 6144, 32, 128, True, 2),
+    ("LTX-2 121x720x1280", 1, 16384, 32, 128, True, 1),
 ]
 F8 = torch.float8_e4m3fn
 
 
-def inputs(b, s, h, d, split, sets):
+def inputs(b, s, h, d, split, sets, table_rows):
     c = h * d
     offset = 2 * torch.randn(c, device="cuda")
     offset[torch.randperm(c, device="cuda")[:8]] += 12.0  # a few outlier channels
@@ -60,7 +61,7 @@ def inputs(b, s, h, d, split, sets):
     ang = torch.rand(1, h, s, d // 2, device="cuda", dtype=torch.float64) * 6.3
     if not split:
         ang = ang.permute(0, 2, 1, 3).reshape(1, s, c // 2).repeat_interleave(2, -1)
-    rep = (b,) + (1,) * (ang.dim() - 1)  # one table per batch row (diffusers repeats its grid)
+    rep = (table_rows,) + (1,) * (ang.dim() - 1)
     return sets_, wq, wk, ang.cos().float().repeat(rep), ang.sin().float().repeat(rep)
 
 
@@ -135,17 +136,17 @@ def main():
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     rows = []
-    for name, b, s, h, d, split in SHAPES[:1] if args.quick else SHAPES:
+    for name, b, s, h, d, split, table_rows in SHAPES[:1] if args.quick else SHAPES:
         sets = n_copies(b * s * h * d * 2 * 4)
-        sets_, wq, wk, cos, sin = inputs(b, s, h, d, split, sets)
+        sets_, wq, wk, cos, sin = inputs(b, s, h, d, split, sets, table_rows)
         fns = paths(b, s, h, d, split, wq, wk, cos, sin, sets_)
         us, spread = {}, {}
         for k, fn in fns.items():
             t = [time_graph(fn, sets, trials=9) for _ in range(3)]
             us[k], spread[k] = statistics.median(t), (max(t) - min(t)) / statistics.median(t)
         err = errors(b, s, h, d, split, wq, wk, cos, sin, *sets_[0], fns)
-        rows.append(dict(shape=name, B=b, S=s, H=h, D=d, split_rope=split, us=us, spread=spread, rel_l2_vs_fp64=err))
-        print(f"\n{name} [B {b}, S {s}, H {h}, D {d}] (us; spread of 3 medians; rel L2 vs fp64)", flush=True)
+        rows.append(dict(shape=name, B=b, S=s, H=h, D=d, split_rope=split, table_rows=table_rows, us=us, spread=spread, rel_l2_vs_fp64=err))
+        print(f"\n{name} [B {b}, S {s}, H {h}, D {d}, {table_rows} table row(s)] (us; spread of 3 medians; rel L2 vs fp64)", flush=True)
         for k in fns:
             e = f"  {err[k]:.4f}" if k in err else ""
             x = f"  {us['sdpa'] / us[k]:.2f}x sdpa" if not k.startswith(" ") else ""
