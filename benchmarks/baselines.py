@@ -275,8 +275,15 @@ def quantize_attention_fp8(q, k, v, order, k_block: int = 128, smooth_keys: int 
         blocks = torch.nn.functional.pad(kf, (0, 0, 0, 0, 0, nb * 128 - skv)).reshape(b, nb, 128, hk, d)
         k_d = blocks.abs().amax(dim=(2, 4)) / F8_MAX
         k8 = e4m3(kf, k_d.repeat_interleave(128, 1)[:, :skv].unsqueeze(-1))
+    v8, v_d = attention_values_fp8(v, order)
+    return e4m3(qf, q_s), k8, v8, q_s.squeeze(-1), k_d, v_d
+
+
+def attention_values_fp8(v, order):
+    """v's operand alone (lk.attention_values_fp8): per-channel factors over all keys, codes
+    [B, Hkv, D, Skv_pad] in `order` within 32-key blocks."""
     vt = v.float().permute(0, 2, 3, 1)  # [B, Hkv, D, Skv]
     v_s = vt.abs().amax(-1, keepdim=True) / F8_MAX
-    vt = torch.nn.functional.pad(vt, (0, order.numel() - skv))
-    v8 = e4m3(vt.index_select(-1, order), v_s).contiguous()
-    return e4m3(qf, q_s), k8, v8, q_s.squeeze(-1), k_d, v_s.squeeze(-1)
+    vt = torch.nn.functional.pad(vt, (0, order.numel() - v.shape[1]))
+    v8 = torch.where(v_s == 0, vt, vt / torch.where(v_s == 0, torch.ones_like(v_s), v_s)).to(F8)
+    return v8.index_select(-1, order).contiguous(), v_s.squeeze(-1)

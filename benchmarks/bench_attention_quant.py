@@ -1,4 +1,5 @@
-"""FP8 attention operands (quantize_attention_fp8, the pass before every FP8 attention call): ours
+"""FP8 attention operands (quantize_attention_fp8, the pass before every FP8 attention call, and
+attention_values_fp8, v's operand alone): ours
 vs the same definition in PyTorch (benchmarks/baselines.py: eager and torch.compile), at the
 self-attention shapes of benchmarks/bench_attention.py, k factors per 128 keys (what the
 attention kernel's fast path takes) and per key, k smoothed by the mean of all keys and (k factors
@@ -77,4 +78,26 @@ def run(copy_gbps, quick=False):
                             note=note).finish(copy_gbps))
             del qs, ks, vs, got, want
             torch.cuda.empty_cache()
+        rows.append(values_row(name, b, s, h, d, order, copy_gbps))
     return rows
+
+
+def values_row(name, b, s, h, d, order, copy_gbps):
+    """attention_values_fp8 (v's operand alone, what the FP8 processors run beside the q and k
+    producers): bytes = v read once, one code byte per padded position, the factors."""
+    spad = order.numel()
+    nbytes = b * s * h * d * 2 + b * h * d * spad + 4 * b * h * d
+    k = n_copies(nbytes)
+    vs = [torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(k)]
+    compiled = torch.compile(bl.attention_values_fp8, dynamic=False)
+    base = {"eager": time_graph(lambda j: bl.attention_values_fp8(vs[j], order), k),
+            "torch.compile": time_graph(lambda j: compiled(vs[j], order), k)}
+    ours = time_graph(lambda j: lk.attention_values_fp8(vs[j]), k)
+    got = lk.attention_values_fp8(vs[0])
+    want = lk.reference.quantize_attention_fp8(*(vs[0][:1, :, :2].cpu(),) * 3)
+    same = (torch.equal(got[0][:1, :2].cpu().view(torch.uint8), want[2].view(torch.uint8))
+            and torch.equal(got[1][:1, :2].cpu(), want[5]))
+    moved = nbytes + b * s * h * d * 2 + 4 * b * h * d * -(-s // 64) * 2
+    note = (f"{name}; v alone; kernels move {moved / 1e6:.0f} MB (v read twice, workspace) = "
+            f"{moved / (ours * 1e-6) / 1e9:.0f} GB/s; bit-exact vs the float64 reference (batch 0, heads 0-1): {same}")
+    return Row("attention_values_fp8", [b, s, h, d], "bfloat16", ours, base, bytes=nbytes, note=note).finish(copy_gbps)
