@@ -11,9 +11,6 @@ the 16-bit q, k and v (quantize_attention_fp8):
   group per (128 keys, head)); bit for bit where y32 is the reference's own (fp32 x on the CPU,
   whose y is rms_norm_rope's fp32 output).
 - q: rms_norm_rope(..., out_dtype=float8_e4m3fn, group_size=D) already is q's operand.
-- attention_qk_fp8(q, k, cos, sin, ...): both in one pass over the tables: k's operand byte for
-  byte attention_keys_fp8's; q's within the same oracle bound with one group per (token, head)
-  (rms_norm_rope's FP8 rule), byte for byte rms_norm_rope's FP8 output on the CPU.
 - the three drive lk.attention within the accuracy bound of the one-pass operands on realistic
   keys (a per-channel offset and outlier channels), and the bound fails wrong operands.
 """
@@ -214,124 +211,6 @@ def test_opcheck_and_compile(device):
     assert torch.equal(g8.view(torch.uint8), k8.view(torch.uint8)) and torch.equal(gd, kd)
 
 
-# ---- attention_qk_fp8 ----------------------------------------------------------------------------
-
-
-def assert_q_within(q8, qd, x, cos, sin, w, heads, split, what, eps=1e-6):
-    """q's (codes, factors) against the float64 oracle of y within e32, one group per (token, head)."""
-    b, s, c = x.shape
-    d = c // heads
-    assert q8.shape == (b, s, heads, d) and q8.dtype == F8 and q8.is_contiguous()
-    assert qd.shape == (b, s, heads) and qd.dtype == torch.float32 and qd.is_contiguous()
-    xc, cc, sc, wc = (t.cpu() if t is not None else None for t in (x, cos, sin, w))
-    y = (ref.rms_norm_split_rope if split else ref.rms_norm_rope)(xc, cc, sc, wc, eps)
-    e32 = norm_rope_e32(xc, cc, sc, wc, eps, not split).expand(y.shape)
-    assert_codes_within(q8.cpu().reshape(-1, d), qd.cpu().reshape(-1, 1), y.reshape(-1, d), e32.reshape(-1, d), d, what)
-
-
-def check_qk(xq, xk, cos, sin, wq, wk, heads, split, smooth_keys, what, eq=1e-6, ek=1e-5):
-    """attention_qk_fp8: k byte for byte attention_keys_fp8 (and so within its oracle), q within
-    the oracle; on the CPU q byte for byte rms_norm_rope's FP8 output (group D)."""
-    q8, qd, k8, kd = lk.attention_qk_fp8(xq, xk, cos, sin, wq, wk, eq, ek, heads=heads, split_rope=split,
-                                         smooth_keys=smooth_keys)
-    want8, wantd = lk.attention_keys_fp8(xk, cos, sin, wk, ek, heads=heads, split_rope=split, smooth_keys=smooth_keys)
-    assert torch.equal(k8.view(torch.uint8), want8.view(torch.uint8)) and torch.equal(kd, wantd), what
-    assert_q_within(q8, qd, xq, cos, sin, wq, heads, split, what, eq)
-    if xq.device.type == "cpu":
-        b, s, c = xq.shape
-        r8, rd = (lk.rms_norm_split_rope if split else lk.rms_norm_rope)(xq, cos, sin, wq, eq, out_dtype=F8,
-                                                                          group_size=c // heads)
-        assert torch.equal(q8.view(torch.uint8).flatten(), r8.view(torch.uint8).flatten()), what
-        assert torch.equal(qd.flatten(), rd.flatten()), what
-    return q8, qd, k8, kd
-
-
-@grid(("device", ALL_DEVICES), ("dtype", [torch.bfloat16, torch.float16, torch.float32]), ("split", [False, True]))
-def test_qk_within_the_oracle(device, dtype, split):
-    """Ragged key counts, head dims 64 / 128 / 32 / 16 (and 40: a row's threads straddle warps on
-    CUDA; 8 and 16: CTAs of fewer threads than a block's 128 rows),
-    q and k with their own weights (one absent) and eps, fp32 and x-dtype tables, the mean or none."""
-    dims = ((4, 64), (2, 128), (3, 32), (4, 16)) + (() if split else ((2, 40), (3, 8)))
-    for heads, d in dims:
-        for s in (1, 129, 300):
-            xk, wk = keys_input(2, s, heads, d, dtype, device)
-            xq, wq = keys_input(2, s, heads, d, dtype, device, offset=0.5)
-            for tdt in (torch.float32, dtype):
-                cos, sin = tables(2, s, heads, d, split, tdt, device)
-                for smooth in (0, 128):
-                    check_qk(xq, xk, cos, sin, wq if smooth else None, wk, heads, split, smooth,
-                             f"{dtype} split{split} h{heads} d{d} s{s} {tdt} smooth{smooth}")
-
-
-def test_qk_check_fails_wrong_q():
-    """The q check is tight: q's factors off by 10%, heads swapped, k's norm weight used for q each
-    fail it."""
-    xk, wk = keys_input(1, 200, 4, 64, torch.bfloat16, "cpu")
-    xq, wq = keys_input(1, 200, 4, 64, torch.bfloat16, "cpu", offset=0.5)
-    cos, sin = tables(1, 200, 4, 64, False)
-    q8, qd, _, _ = check_qk(xq, xk, cos, sin, wq, wk, 4, False, 128, "correct")
-    other = lk.attention_qk_fp8(xq, xk, cos, sin, wk, wk, heads=4)
-    wrong = {"q factors x1.1": (q8, qd * 1.1),
-             "heads swapped": (q8[:, :, [1, 0, 2, 3]].contiguous(), qd[:, :, [1, 0, 2, 3]].contiguous()),
-             "k's weight": other[:2]}
-    for what, (bad8, badd) in wrong.items():
-        with pytest.raises(AssertionError):
-            assert_q_within(bad8, badd, xq, cos, sin, wq, 4, False, what)
-
-
-@pytest.mark.parametrize("device", ALL_DEVICES)
-def test_qk_strided_and_empty(device):
-    """q and k as slices of wider rows (each its own row stride), a misaligned q; S = 0 and B = 0."""
-    big = torch.randn(2, 140, 300, dtype=torch.bfloat16, device=device)
-    bigq = torch.randn(2, 140, 280, dtype=torch.bfloat16, device=device)
-    cos, sin = tables(2, 140, 4, 64, False, device=device)
-    check_qk(bigq[:, :, 16:272], big[:, :, 8:264], cos, sin, None, None, 4, False, 64, "row strides 280 / 300")
-    xq = bigq.flatten()[1:1 + 2 * 140 * 256].view(2, 140, 256)  # misaligned base
-    wq = torch.randn(257, dtype=torch.bfloat16, device=device)[1:]
-    check_qk(xq, big[:, :, 8:264], cos, sin, wq, None, 4, False, 128, "misaligned q")
-    for shape in ((2, 0, 256), (0, 5, 256)):
-        xe = torch.randn(shape, dtype=torch.bfloat16, device=device)
-        ce, se = tables(max(shape[0], 1), shape[1], 4, 64, False, device=device)
-        q8, qd, k8, kd = lk.attention_qk_fp8(xe, xe, ce, se, heads=4)
-        assert q8.shape == k8.shape == (shape[0], shape[1], 4, 64) and qd.shape == (shape[0], shape[1], 4)
-        assert kd.shape == (shape[0], -(-shape[1] // 128), 4)
-
-
-@pytest.mark.parametrize("device", ALL_DEVICES)
-def test_qk_errors(device):
-    xk, wk = keys_input(1, 10, 2, 64, torch.bfloat16, device)
-    xq = xk.clone()
-    cos, sin = tables(1, 10, 2, 64, False, device=device)
-    op, name = lk.attention_qk_fp8, "attention_qk_fp8"
-    expect_error(name, lambda: op(xq[:, :9], xk, cos, sin, heads=2), "q and k must have one shape")
-    expect_error(name, lambda: op(xq.half(), xk, cos, sin, heads=2), "q and k must have one dtype")
-    expect_error(name, lambda: op(xq[0], xk, cos, sin, heads=2), "q must be 3-D")
-    expect_error(name, lambda: op(xq, xk, cos, sin, wk[:5], wk, heads=2), "weight must be 1-D")
-    expect_error(name, lambda: op(xq, xk, cos, sin, q_eps=-1.0, heads=2), "q_eps must be >= 0")
-    expect_error(name, lambda: op(xq, xk, cos, sin, heads=3), "heads must be a positive int dividing")
-    expect_error(name, lambda: op(xq, xk, cos, sin, heads=2, smooth_keys=32), "smooth_keys must be 0")
-    expect_error(name, lambda: op(xq, xk, cos[:, :9], sin[:, :9], heads=2), "cos/sin must have shape [B or 1, S, C]")
-    q8, qd, k8, kd = op(xq, xk, cos, sin, heads=2)
-    k8_on_q = xq.flatten().view(F8)[:k8.numel()].view(1, 10, 128)  # k's codes written over q
-    expect_error(name, lambda: lk.ops.attention_qk_fp8(q8.flatten(2), qd, k8_on_q, kd, xq, xk, cos, sin, None, None,
-                                                      1e-6, 1e-6, 2, False, 128), "the outputs must not overlap")
-
-
-@pytest.mark.parametrize("device", ALL_DEVICES)
-def test_qk_opcheck_and_compile(device):
-    xk, wk = keys_input(1, 130, 2, 64, torch.bfloat16, device)
-    xq, wq = keys_input(1, 130, 2, 64, torch.bfloat16, device, offset=0.5)
-    cos, sin = tables(1, 130, 2, 64, False, device=device)
-    q8, qd, k8, kd = lk.attention_qk_fp8(xq, xk, cos, sin, wq, wk, heads=2)
-    outs = (torch.empty_like(q8).flatten(2), torch.empty_like(qd), torch.empty_like(k8).flatten(2), torch.empty_like(kd))
-    torch.library.opcheck(lk.ops.attention_qk_fp8.default,
-                          (*outs, xq, xk, cos, sin, wq, wk, 1e-6, 1e-6, 2, False, 128), test_utils=OPCHECK_UTILS)
-    f = torch.compile(lambda a, c: lk.attention_qk_fp8(a, c, cos, sin, wq, wk, heads=2), fullgraph=True)
-    got = f(xq, xk)
-    for g, w in zip(got, (q8, qd, k8, kd)):
-        assert torch.equal(g.view(torch.uint8) if g.dtype == F8 else g, w.view(torch.uint8) if w.dtype == F8 else w)
-
-
 # ---- the three producers drive attention ---------------------------------------------------------
 
 
@@ -368,9 +247,6 @@ def test_producers_drive_attention(device):
     ops8 = (q8.view(b, s, heads, d), k8, v8, qd.view(b, s, heads), kd, vd)
     rel = _rel(lk.attention(*ops8), want)
     assert rel <= 0.08, rel
-    fq8, fqd, fk8, fkd = lk.attention_qk_fp8(xq, xk, cos, sin, wq, wk, heads=heads, smooth_keys=128)
-    rel_qk = _rel(lk.attention(fq8, fk8, v8, fqd, fkd, vd), want)  # q and k from one pass
-    assert rel_qk <= 0.08, rel_qk
     raw = lk.attention_keys_fp8(xk, cos, sin, wk, heads=heads, smooth_keys=0)
     wrong = {"k factors x1.1": (ops8[0], ops8[1], ops8[2], ops8[3], kd * 1.1, vd),
              "v factors x1.1": (*ops8[:5], vd * 1.1),

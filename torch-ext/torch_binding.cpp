@@ -165,11 +165,6 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   // k8 [B, S, C], k_descale [B, ceil(S / 128), heads] (quantize_attention_fp8's k_block 128 operand)
   ops.def("attention_keys_fp8(Tensor! k8, Tensor! k_descale, Tensor x, Tensor cos, Tensor sin, Tensor? weight, float eps, int heads, bool split, int smooth_keys) -> ()");
   LTX_IMPL(ops, attention_keys_fp8);
-  // q and k from their projections' outputs in one pass over cos / sin: k as attention_keys_fp8,
-  // q through the same RMSNorm + RoPE (its own weight and eps), one factor per token and head:
-  // q8 [B, S, C], q_descale [B, S, heads] (rms_norm_rope's FP8 output with group_size = C / heads)
-  ops.def("attention_qk_fp8(Tensor! q8, Tensor! q_descale, Tensor! k8, Tensor! k_descale, Tensor q, Tensor k, Tensor cos, Tensor sin, Tensor? q_weight, Tensor? k_weight, float q_eps, float k_eps, int heads, bool split, int smooth_keys) -> ()");
-  LTX_IMPL(ops, attention_qk_fp8);
 
   // ---- natten family: neighborhood attention (NATTEN's na1d/na2d/na3d)
   // q, k, v, out [B, *spatial, heads, d], 1-3 spatial dims from q.dim(); softmax(scale q.k) v over

@@ -118,10 +118,6 @@ LTX_OP(void, attention_values_fp8, at::Tensor& v8, at::Tensor& v_descale, const 
 LTX_OP(void, attention_keys_fp8, at::Tensor& k8, at::Tensor& k_descale, const at::Tensor& x, const at::Tensor& cos,
        const at::Tensor& sin, const std::optional<at::Tensor>& weight, double eps, int64_t heads, bool split,
        int64_t smooth_keys);
-LTX_OP(void, attention_qk_fp8, at::Tensor& q8, at::Tensor& q_descale, at::Tensor& k8, at::Tensor& k_descale,
-       const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos, const at::Tensor& sin,
-       const std::optional<at::Tensor>& q_weight, const std::optional<at::Tensor>& k_weight, double q_eps, double k_eps,
-       int64_t heads, bool split, int64_t smooth_keys);
 
 // natten family (csrc/torch/natten.cpp)
 LTX_OP(void, natten_forward, at::Tensor& out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -1,7 +1,6 @@
 // Torch adapter for the FP8 operands of attention (attention/attention_quant.h):
-// quantize_attention_fp8 (q, k and v), attention_values_fp8 (v alone), attention_keys_fp8 (k
-// from the key projection's output, through the RMSNorm + RoPE of rms_norm_rope) and
-// attention_qk_fp8 (q and k from theirs, in one pass over the tables): checks in the
+// quantize_attention_fp8 (q, k and v), attention_values_fp8 (v alone) and attention_keys_fp8 (k
+// from the key projection's output, through the RMSNorm + RoPE of rms_norm_rope): checks in the
 // order tests/test_attention_quant.py expects their messages, then the params for the CPU backend
 // or the CUDA kernels. Inputs are read in
 // place when the backend can address them (head-dim stride 1; on CUDA also a 16-byte aligned base
@@ -145,8 +144,8 @@ Prepared<AttnQuantParams> make_attention_values_fp8_params(at::Tensor& v8, at::T
 Prepared<AttnKeysParams> make_attention_keys_fp8_params(at::Tensor& k8, at::Tensor& k_descale, const at::Tensor& x,
                                                         const at::Tensor& cos, const at::Tensor& sin,
                                                         const std::optional<at::Tensor>& weight, double eps,
-                                                        int64_t heads, bool split, int64_t smooth_keys, bool cuda,
-                                                        const char* op = "attention_keys_fp8") {
+                                                        int64_t heads, bool split, int64_t smooth_keys, bool cuda) {
+  const char* op = "attention_keys_fp8";
   check_float_type(x, op, "x");
   const RopeShape shape = split ? check_norm_split_rope(x, cos, sin, weight, eps, op)
                                 : check_norm_rope(x, cos, sin, weight, eps, op);
@@ -189,51 +188,7 @@ Prepared<AttnKeysParams> make_attention_keys_fp8_params(at::Tensor& k8, at::Tens
   p.smooth_keys = smooth_keys;
   p.k8 = static_cast<uint8_t*>(k8.data_ptr());
   p.k_descale = k_descale.data_ptr<float>();
-  return pr;
-}
-
-// The CUDA kernels' workspace, once the params are complete (q or not).
-Prepared<AttnKeysParams>& with_keys_workspace(Prepared<AttnKeysParams>& pr, const at::Tensor& like) {
-  if (pr.params.has_value())
-    pr.params->workspace =
-        pr.keep(at::empty({attention_keys_workspace_bytes(*pr.params)}, like.options().dtype(at::kByte))).data_ptr();
-  return pr;
-}
-
-// attention_qk_fp8: k as attention_keys_fp8 takes it (x = k), q of k's dtype, shape and device
-// with its own weight and eps, q8 [B, S, C] float8 and q_descale [B, S, heads] fp32, contiguous.
-Prepared<AttnKeysParams> make_attention_qk_fp8_params(at::Tensor& q8, at::Tensor& q_descale, at::Tensor& k8,
-                                                      at::Tensor& k_descale, const at::Tensor& q, const at::Tensor& k,
-                                                      const at::Tensor& cos, const at::Tensor& sin,
-                                                      const std::optional<at::Tensor>& q_weight,
-                                                      const std::optional<at::Tensor>& k_weight, double q_eps,
-                                                      double k_eps, int64_t heads, bool split, int64_t smooth_keys,
-                                                      bool cuda) {
-  const char* op = "attention_qk_fp8";
-  LTX_CHECK(q.scalar_type() == k.scalar_type(), op, "q and k must have one dtype (got ", q.scalar_type(), " and ",
-            k.scalar_type(), ")");
-  check_same_device(q, k, op, "q", "k");
-  LTX_CHECK(q.sizes() == k.sizes(), op, "q and k must have one shape (got ", shape_str(q.sizes()), " and ",
-            shape_str(k.sizes()), ")");
-  LTX_CHECK(q_eps >= 0.0, op, "q_eps must be >= 0 (got ", q_eps, ")");
-  check_weight(q_weight, q, q.size(-1), op);
-  Prepared<AttnKeysParams> pr =
-      make_attention_keys_fp8_params(k8, k_descale, k, cos, sin, k_weight, k_eps, heads, split, smooth_keys, cuda, op);
-  const int64_t B = k.size(0), S = k.size(1), C = k.size(2);
-  check_quant_output(q8, at::kFloat8_e4m3fn, {B, S, C}, q, "q8", "q's shape", op, "q");
-  check_quant_output(q_descale, at::kFloat, {B, S, heads}, q, "q_descale", "[B, S, heads]", op, "q");
-  for (const at::Tensor* o : {&q8, &q_descale, &k8, &k_descale})  // (k's outputs against k, cos, sin: above)
-    LTX_CHECK(!bytes_overlap(*o, q) && !bytes_overlap(*o, k) && !bytes_overlap(*o, cos) && !bytes_overlap(*o, sin) &&
-                  (o == &k8 || o == &k_descale || (!bytes_overlap(*o, k8) && !bytes_overlap(*o, k_descale))),
-              op, "the outputs must not overlap each other, q, k, cos or sin");
-  if (!pr.params.has_value()) return pr;
-  AttnKeysParams& p = *pr.params;
-  p.q_x = in_rows(rows_for(pr, q));
-  check_rows_fit(p.q_x.layout, op);
-  p.q_weight = weight_arg(pr, q_weight);
-  p.q_eps = static_cast<float>(q_eps);
-  p.q8 = static_cast<uint8_t*>(q8.data_ptr());
-  p.q_descale = q_descale.data_ptr<float>();
+  if (cuda) p.workspace = pr.keep(at::empty({attention_keys_workspace_bytes(p)}, x.options().dtype(at::kByte))).data_ptr();
   return pr;
 }
 
@@ -270,14 +225,6 @@ void attention_keys_fp8_cpu(T& k8, T& k_descale, const T& x, const T& cos, const
       &ltx_kernels::cpu::attention_keys_fp8);
 }
 
-void attention_qk_fp8_cpu(T& q8, T& q_descale, T& k8, T& k_descale, const T& q, const T& k, const T& cos, const T& sin,
-                          const std::optional<T>& q_weight, const std::optional<T>& k_weight, double q_eps, double k_eps,
-                          int64_t heads, bool split, int64_t smooth_keys) {
-  torch_adapter::run_cpu(make_attention_qk_fp8_params(q8, q_descale, k8, k_descale, q, k, cos, sin, q_weight, k_weight,
-                                                      q_eps, k_eps, heads, split, smooth_keys, false),
-                         &ltx_kernels::cpu::attention_qk_fp8);
-}
-
 #ifdef LTX_KERNELS_WITH_CUDA
 void attention_values_fp8_cuda(T& v8, T& v_descale, const T& v, c10::string_view layout) {
   torch_adapter::run_cuda(make_attention_values_fp8_params(v8, v_descale, v, layout, true), v, "attention_values_fp8",
@@ -286,15 +233,8 @@ void attention_values_fp8_cuda(T& v8, T& v_descale, const T& v, c10::string_view
 
 void attention_keys_fp8_cuda(T& k8, T& k_descale, const T& x, const T& cos, const T& sin,
                              const std::optional<T>& weight, double eps, int64_t heads, bool split, int64_t smooth_keys) {
-  auto pr = make_attention_keys_fp8_params(k8, k_descale, x, cos, sin, weight, eps, heads, split, smooth_keys, true);
-  torch_adapter::run_cuda(with_keys_workspace(pr, x), x, "attention_keys_fp8", &ltx_kernels::attention_keys_fp8);
-}
-
-void attention_qk_fp8_cuda(T& q8, T& q_descale, T& k8, T& k_descale, const T& q, const T& k, const T& cos, const T& sin,
-                           const std::optional<T>& q_weight, const std::optional<T>& k_weight, double q_eps,
-                           double k_eps, int64_t heads, bool split, int64_t smooth_keys) {
-  auto pr = make_attention_qk_fp8_params(q8, q_descale, k8, k_descale, q, k, cos, sin, q_weight, k_weight, q_eps, k_eps,
-                                         heads, split, smooth_keys, true);
-  torch_adapter::run_cuda(with_keys_workspace(pr, k), k, "attention_qk_fp8", &ltx_kernels::attention_qk_fp8);
+  torch_adapter::run_cuda(
+      make_attention_keys_fp8_params(k8, k_descale, x, cos, sin, weight, eps, heads, split, smooth_keys, true), x,
+      "attention_keys_fp8", &ltx_kernels::attention_keys_fp8);
 }
 #endif

@@ -156,9 +156,9 @@ if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("rm
                 ths = torch.rand(1, cols // d, rows, d // 2, device=dev)
                 lk.rms_norm_split_rope(x3, ths.cos(), ths.sin(), w, out_dtype=F8, group_size=group,
                                        scale_layout="mn_major")
-# FP8 attention operands from their producers: k (and q with it) through norm + RoPE
-# (interleaved and split tables, no mean / the leading 64 / 128 keys' mean, ragged 128-key blocks,
-# head dims 64 / 128 / 256, a row stride > C), v alone (both layouts)
+# FP8 attention operands from their producers: k through norm + RoPE (interleaved and split
+# tables, no mean / the leading 64 / 128 keys' mean, ragged 128-key blocks, head dims 64 / 128 /
+# 256, a row stride > C), v alone (both layouts)
 if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("attention_keys_fp8"), "CUDA"):
     for dtype in [torch.float32, torch.bfloat16]:
         for b, s, heads, d in [(2, 200, 4, 64), (1, 130, 2, 128), (1, 64, 1, 256)]:
@@ -169,9 +169,6 @@ if torch._C._dispatch_has_kernel_for_dispatch_key(lk.add_op_namespace_prefix("at
             for smooth in (0, 64, 128):
                 lk.attention_keys_fp8(x, th.cos(), th.sin(), w, heads=heads, smooth_keys=smooth)
                 lk.attention_keys_fp8(x, ths.cos(), ths.sin(), None, heads=heads, split_rope=True, smooth_keys=smooth)
-                lk.attention_qk_fp8(x * 0.5, x, th.cos(), th.sin(), None, w, heads=heads, smooth_keys=smooth)
-                lk.attention_qk_fp8(x, x, ths.cos(), ths.sin(), w, None, heads=heads, split_rope=True,
-                                    smooth_keys=smooth)
             v = torch.randn(b, s, heads, d, device=dev, dtype=dtype)
             lk.attention_values_fp8(v)
             lk.attention_values_fp8(v.transpose(1, 2).contiguous(), layout="bhsd")

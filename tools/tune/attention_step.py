@@ -8,8 +8,6 @@
   fp8 prod.   q's operand from rms_norm_rope's FP8 output (group = D), k's from attention_keys_fp8
               (the leading 128 keys' mean), v's from attention_values_fp8, the FP8 kernel (what the
               diffusers processors run)
-  fp8 qk      q's and k's operands from attention_qk_fp8 (one pass over the tables), v's from
-              attention_values_fp8, the FP8 kernel
 
 each by CUDA-graph replay over input sets rotated past L2 (median of 15 trials, and their spread),
 with the parts of the two FP8 paths timed alone; and the error of each path's output against a
@@ -100,21 +98,12 @@ def paths(b, s, h, d, split, wq, wk, cos, sin, sets_):
         (q8, qd), (k8, kd), (v8, vd) = q_op(i), k_op(i), v_op(i)
         return lk.attention(q8, k8, v8, qd, kd, vd, out=out)
 
-    def qk_op(i):
-        return lk.attention_qk_fp8(sets_[i][0], sets_[i][1], cos, sin, wq, wk, heads=h, split_rope=split,
-                                   smooth_keys=128)
-
-    def qk(i):
-        (q8, qd, k8, kd), (v8, vd) = qk_op(i), v_op(i)
-        return lk.attention(q8, k8, v8, qd, kd, vd, out=out)
-
     pre = [qk16(i) for i in range(len(sets_))]  # the bf16 passes' outputs, for the parts timed alone
     ops1 = [lk.quantize_attention_fp8(*t) for t in pre]
-    return {"sdpa": sdpa, "bf16": bf16, "fp8 1-pass": one_pass, "fp8 prod.": producers, "fp8 qk": qk,
+    return {"sdpa": sdpa, "bf16": bf16, "fp8 1-pass": one_pass, "fp8 prod.": producers,
             "  q,k bf16 norm+rope": qk16, "  quantize_attention_fp8": lambda i: lk.quantize_attention_fp8(*pre[i]),
             "  fp8 kernel": lambda i: lk.attention(*ops1[i], out=out),
-            "  q fp8 norm+rope": q_op, "  attention_keys_fp8": k_op, "  attention_qk_fp8": qk_op,
-            "  attention_values_fp8": v_op}
+            "  q fp8 norm+rope": q_op, "  attention_keys_fp8": k_op, "  attention_values_fp8": v_op}
 
 
 def errors(b, s, h, d, split, wq, wk, cos, sin, xq, xk, v, fns, nq=256):
@@ -124,7 +113,7 @@ def errors(b, s, h, d, split, wq, wk, cos, sin, xq, xk, v, fns, nq=256):
     k = nr(xk, cos, sin, wk).view(b, s, h, d)
     want = ref.attention(q, k, v.double())
     res = {}
-    for name in ("sdpa", "bf16", "fp8 1-pass", "fp8 prod.", "fp8 qk"):
+    for name in ("sdpa", "bf16", "fp8 1-pass", "fp8 prod."):
         o = fns[name](0)[:, :nq].double()
         res[name] = float((o - want).norm() / want.norm())
     return res

@@ -39,8 +39,8 @@ from ._common import register_fake
 from ._ops import add_op_namespace_prefix, ops
 from .reference import attention_fp8_dequantize
 
-__all__ = ["attention", "attention_backend", "quantize_attention_fp8", "attention_keys_fp8", "attention_qk_fp8",
-           "attention_values_fp8", "AttentionFp8Operands"]
+__all__ = ["attention", "attention_backend", "quantize_attention_fp8", "attention_keys_fp8", "attention_values_fp8",
+           "AttentionFp8Operands"]
 
 # Position p of each 32-key block of an FP8 V^T row holds key KEY_ORDER[p] of the block (the k
 # index wgmma's 8-bit A fragment gives the P values a thread computes: no register shuffles).
@@ -270,53 +270,17 @@ def attention_keys_fp8(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, we
     only takes the keys' shared offset out of the quantization range (0: no smoothing). Then per
     128 keys and head ``s = amax / 448`` and ``code = e4m3(kc / s)`` (fp32 division, round to
     nearest even, saturating). ``ltx_kernels.reference.attention_keys_fp8`` is the definition."""
-    k8, k_descale = _keys_outputs("attention_keys_fp8", "x", x, heads)
-    ops.attention_keys_fp8(k8, k_descale, x, cos, sin, weight, float(eps), int(heads), bool(split_rope),
-                           int(smooth_keys))
-    b, s, c = x.shape
-    return k8.view(b, s, heads, c // heads), k_descale
-
-
-def _keys_outputs(op: str, name: str, x: torch.Tensor, heads: int):
-    """k8 [B, S, C] and k_descale [B, ceil(S / 128), heads] for x [B, S, C], after the checks the
-    Python side makes (x 3-D, heads an int dividing C)."""
     if x.dim() != 3:
-        raise ValueError(f"ltx_kernels.{op}: {name} must be 3-D [B, S, C] (got shape {list(x.shape)})")
+        raise ValueError(f"ltx_kernels.attention_keys_fp8: x must be 3-D [B, S, C] (got shape {list(x.shape)})")
     b, s, c = x.shape
     if not isinstance(heads, int) or heads <= 0 or c % heads != 0:
-        raise ValueError(f"ltx_kernels.{op}: heads must be a positive int dividing {name}.shape[-1] = {c} "
+        raise ValueError(f"ltx_kernels.attention_keys_fp8: heads must be a positive int dividing x.shape[-1] = {c} "
                          f"(got {heads!r})")
-    return (torch.empty(b, s, c, dtype=torch.float8_e4m3fn, device=x.device),
-            torch.empty(b, -(-s // 128), heads, dtype=torch.float32, device=x.device))
-
-
-def attention_qk_fp8(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                     q_weight: Optional[torch.Tensor] = None, k_weight: Optional[torch.Tensor] = None,
-                     q_eps: float = 1e-6, k_eps: float = 1e-6, *, heads: int, split_rope: bool = False,
-                     smooth_keys: int = 128):
-    """q's and k's FP8 operands straight from the query and key projections' outputs ``q, k
-    [B, S, C]`` (one dtype and shape) over one rotation ``cos, sin``, in one pass that reads the
-    tables once: ``(q8, q_descale, k8, k_descale)`` with q8, k8 float8_e4m3fn ``[B, S, heads, D]``,
-    q_descale fp32 ``[B, S, heads]``, k_descale fp32 ``[B, ceil(S / 128), heads]``.
-
-    k's operand is ``attention_keys_fp8(k, cos, sin, k_weight, k_eps, heads=heads,
-    split_rope=split_rope, smooth_keys=smooth_keys)``'s, byte for byte. q's is
-    ``rms_norm_rope(q, cos, sin, q_weight, q_eps, out_dtype=torch.float8_e4m3fn,
-    group_size=D)``'s rule (split_rope: ``rms_norm_split_rope``): y in fp32, one factor per token
-    and head, ``s = amax / 448``, ``code = e4m3(y / s)``; not necessarily its bytes on CUDA (the
-    row's sum of squares is added in another order), any head dim the op takes.
-    ``ltx_kernels.reference.attention_qk_fp8`` is the definition. The tables are the largest
-    input of a RoPE pass (fp32, the row's full width): one pass for q and k reads them once."""
-    if q.dim() != 3:
-        raise ValueError(f"ltx_kernels.attention_qk_fp8: q must be 3-D [B, S, C] (got shape {list(q.shape)})")
-    k8, k_descale = _keys_outputs("attention_qk_fp8", "k", k, heads)
-    b, s, c = k.shape
-    q8 = torch.empty(b, s, c, dtype=torch.float8_e4m3fn, device=k.device)
-    q_descale = torch.empty(b, s, heads, dtype=torch.float32, device=k.device)
-    ops.attention_qk_fp8(q8, q_descale, k8, k_descale, q, k, cos, sin, q_weight, k_weight, float(q_eps), float(k_eps),
-                         int(heads), bool(split_rope), int(smooth_keys))
-    d = c // heads
-    return q8.view(b, s, heads, d), q_descale, k8.view(b, s, heads, d), k_descale
+    k8 = torch.empty(b, s, c, dtype=torch.float8_e4m3fn, device=x.device)
+    k_descale = torch.empty(b, -(-s // 128), heads, dtype=torch.float32, device=x.device)
+    ops.attention_keys_fp8(k8, k_descale, x, cos, sin, weight, float(eps), int(heads), bool(split_rope),
+                           int(smooth_keys))
+    return k8.view(b, s, heads, c // heads), k_descale
 
 
 @register_fake("attention")
@@ -336,13 +300,6 @@ def _quantize_attention_fp8_fake(q8, k8, v8, q_descale, k_descale, v_descale, q,
 def _attention_values_fp8_fake(v8, v_descale, v, layout):
     torch._check(v8.dim() == 4 and v_descale.dim() == 3,
                  lambda: "ltx_kernels.attention_values_fp8: v8 must be 4-D and v_descale 3-D")
-
-
-@register_fake("attention_qk_fp8")
-def _attention_qk_fp8_fake(q8, q_descale, k8, k_descale, q, k, cos, sin, q_weight, k_weight, q_eps, k_eps, heads, split,
-                           smooth_keys):
-    torch._check(q8.shape == q.shape and k8.shape == k.shape,
-                 lambda: "ltx_kernels.attention_qk_fp8: q8 and k8 must have q's and k's shapes")
 
 
 @register_fake("attention_keys_fp8")

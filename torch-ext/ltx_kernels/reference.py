@@ -770,20 +770,6 @@ def attention_keys_fp8(x, cos, sin, weight=None, eps: float = 1e-6, heads: int =
     return k8, k_s, kc
 
 
-def attention_qk_fp8(q, k, cos, sin, q_weight=None, k_weight=None, q_eps: float = 1e-6, k_eps: float = 1e-6,
-                     heads: int = 1, split_rope: bool = False, smooth_keys: int = 128):
-    """q's and k's FP8 operands from their projections' outputs over one cos / sin
-    (attention/attention_quant.h): k is attention_keys_fp8(k, ...); q is the FP8 RoPE output of q
-    with one group per head (rms_norm_rope_fp8 / rms_norm_split_rope_fp8, group_size = C / heads).
-    Returns (q8 [B, S, heads, D], q_descale [B, S, heads], k8 [B, S, heads, D], k_descale
-    [B, ceil(S / 128), heads])."""
-    b, s, c = q.shape
-    d = c // heads
-    q8, q_s = (rms_norm_split_rope_fp8 if split_rope else rms_norm_rope_fp8)(q, cos, sin, q_weight, q_eps, d)
-    k8, k_s, _ = attention_keys_fp8(k, cos, sin, k_weight, k_eps, heads, split_rope, smooth_keys)
-    return q8.reshape(b, s, heads, d), q_s.reshape(b, s, heads), k8, k_s
-
-
 def _fp8_key_blocks(kf):
     """E4M3 codes of kf [B, S, H, D] (fp32) with one factor per 128 keys and head over the block's
     keys and all D channels: (k8, k_s [B, ceil(S / 128), H])."""

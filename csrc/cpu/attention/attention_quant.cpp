@@ -11,7 +11,6 @@
 #include "ltx_kernels/attention/attention_quant.h"
 #include "ltx_kernels/common/fp8_util.h"
 #include "ltx_kernels/common/host_types.h"
-#include "ltx_kernels/cpu/ops.h"
 #include "ltx_kernels/cpu/shared_rows.h"
 
 namespace ltx_kernels {
@@ -170,16 +169,6 @@ void keys_run(const AttnKeysParams& p, const ParallelFor& parallel_for) {
 
 void attention_keys_fp8(const AttnKeysParams& p, const ParallelFor& parallel_for) {
   dispatch_cpu(p.op.dtype, [&](auto tag) { keys_run<type_of<decltype(tag)>>(p, parallel_for); });
-  if (!attention_keys_with_q(p)) return;
-  // q: the FP8 RoPE op on q's rows, one group per head (its rule is q's operand's)
-  const int64_t C = p.op.shape.cols;
-  RopeFp8Params q;
-  q.op = p.op;
-  q.op.x = p.q_x;
-  q.op.weight = p.q_weight;
-  q.op.eps = p.q_eps;
-  q.q = Fp8GroupOut{p.q8, C, p.q_descale, p.heads, 1, C / p.heads};
-  rms_norm_rope_fp8(q, parallel_for);
 }
 
 void quantize_attention_fp8(const AttnQuantParams& p, const ParallelFor& parallel_for) {

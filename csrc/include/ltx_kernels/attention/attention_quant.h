@@ -135,14 +135,6 @@ inline const char* attention_quant_check(const AttnQuantParams& p) {
 // (with the mean of the leading keys of y instead of k's), without y ever stored in 16 bits.
 // The mean needs keys before any block's codes; the producer has only the leading ones, which
 // is why the smoothing vector is their mean (softmax's invariance makes any shared vector exact).
-//
-// attention_qk_fp8 adds q's operand to the same pass (q_x set): q's projection output [B, S, C]
-// (x's dtype and shape, rows of C contiguous elements) through the same RMSNorm + RoPE
-// arithmetic with q's own weight and eps and the same cos / sin tables, y_q in fp32, then one
-// factor per (token, head) over its D values: q_descale[b, j, h] = amax / 448, q8 = e4m3(y_q / s)
-// (rms_norm_rope(..., out_dtype=float8_e4m3fn, group_size=D)'s rule; no mean). q8 [B, S, C] and
-// q_descale [B, S, H] contiguous. The tables are read once for both operands: the point of the
-// fused pass, since they are the largest input of a RoPE pass (fp32, full width).
 constexpr int64_t kAttnKeysBlock = 128;
 
 struct AttnKeysParams {
@@ -151,28 +143,18 @@ struct AttnKeysParams {
   int64_t smooth_keys = 0;  // 0 (no mean) or a positive multiple of kAttnQuantSumKeys
   uint8_t* k8 = nullptr;    // [B, S, C] codes, contiguous
   float* k_descale = nullptr;  // [B, ceil(S / 128), H], contiguous
-  // q's operand (attention_qk_fp8; q_x.data null: none): q's rows in op.x's dtype and layout
-  // rows / cols, its own weight ([C] or null) and eps
-  InRows q_x{nullptr, RowLayout{0, 0, 0}};
-  const void* q_weight = nullptr;
-  float q_eps = 0.f;
-  uint8_t* q8 = nullptr;       // [B, S, C] codes, contiguous
-  float* q_descale = nullptr;  // [B, S, H], contiguous
   // CUDA only: attention_keys_workspace_bytes(p) bytes of device memory, 16-byte aligned
   void* workspace = nullptr;
 };
-
-inline bool attention_keys_with_q(const AttnKeysParams& p) { return p.q_x.data != nullptr; }
 
 inline int64_t attention_keys_mean_keys(const AttnKeysParams& p) {
   return p.smooth_keys < p.op.shape.seq ? p.smooth_keys : p.op.shape.seq;
 }
 
-// The CUDA kernels' workspace: rstd per row of k (fp32 [B * S]), with q rstd per row of q, then
-// with a mean the y of the mean's rows (fp32 [B, n, C]) and the mean (fp32 [B, C]); byte offsets,
-// each 16-byte aligned (-1: none).
+// The CUDA kernels' workspace: rstd per row (fp32 [B * S]), then with a mean the y of the mean's
+// rows (fp32 [B, n, C]) and the mean (fp32 [B, C]); byte offsets, each 16-byte aligned (-1: none).
 struct AttnKeysWorkspace {
-  int64_t rstd = 0, rstd_q = -1, y = -1, mean = -1, bytes = 0;
+  int64_t rstd = 0, y = -1, mean = -1, bytes = 0;
 };
 
 inline AttnKeysWorkspace attention_keys_workspace(const AttnKeysParams& p) {
@@ -181,10 +163,6 @@ inline AttnKeysWorkspace attention_keys_workspace(const AttnKeysParams& p) {
   const int64_t n = attention_keys_mean_keys(p);
   AttnKeysWorkspace w;
   w.bytes = al(s.batch * s.seq * 4);
-  if (attention_keys_with_q(p)) {
-    w.rstd_q = w.bytes;
-    w.bytes += al(s.batch * s.seq * 4);
-  }
   if (n > 0) {
     w.y = w.bytes;
     w.mean = w.y + al(s.batch * n * s.cols * 4);
@@ -205,10 +183,6 @@ inline const char* attention_keys_check(const AttnKeysParams& p) {
   if (s.split && s.head_dim != d) return "the split RoPE's head dim must be the attention head dim";
   if (p.smooth_keys < 0 || p.smooth_keys % kAttnQuantSumKeys != 0)
     return "smooth_keys must be 0 (no smoothing) or a positive multiple of 64";
-  if (attention_keys_with_q(p) &&
-      (p.q8 == nullptr || p.q_descale == nullptr || p.q_x.layout.rows != p.op.x.layout.rows ||
-       p.q_x.layout.cols != p.op.x.layout.cols))
-    return "q must have k's shape, and q8 / q_descale must be given";
   return nullptr;
 }
 
@@ -216,12 +190,8 @@ namespace cpu {
 // CPU backend: the whole problem; the (token, head) rows of q and the (batch, kv head) pairs of
 // k and v spread over parallel_for.
 void quantize_attention_fp8(const AttnQuantParams& p, const ParallelFor& parallel_for);
-// The means per batch row, then the (batch row, 128-key block) pairs over parallel_for; with q,
-// q's rows by the FP8 RoPE ops' CPU arithmetic (rms_norm_rope_fp8 with group D).
+// The means per batch row, then the (batch row, 128-key block) pairs over parallel_for.
 void attention_keys_fp8(const AttnKeysParams& p, const ParallelFor& parallel_for);
-inline void attention_qk_fp8(const AttnKeysParams& p, const ParallelFor& parallel_for) {
-  attention_keys_fp8(p, parallel_for);
-}
 }  // namespace cpu
 
 }  // namespace ltx_kernels

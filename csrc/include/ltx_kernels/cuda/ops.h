@@ -92,10 +92,7 @@ cudaError_t quantize_attention_fp8(const AttnQuantParams& p, cudaStream_t stream
 // (csrc/cuda/attention/attention_keys.cu), every architecture: rstd per row (and y of the mean's
 // rows), the mean, the codes per (batch row, 128-key block, head). p.workspace holds
 // attention_keys_workspace_bytes(p) bytes; x, weight and table rows 16-byte aligned, k8 contiguous.
-// attention_qk_fp8: the same launches with q's rows too (rstd of q's rows beside k's, q's codes
-// by the CTA of the same (batch row, 128 keys, head), which reads the tables once for both).
 cudaError_t attention_keys_fp8(const AttnKeysParams& p, cudaStream_t stream);
-inline cudaError_t attention_qk_fp8(const AttnKeysParams& p, cudaStream_t stream) { return attention_keys_fp8(p, stream); }
 
 // ---- natten (csrc/cuda/natten/natten.cu): every residue group on the kernel
 // natten_heuristics.h chooses (the sm_90 kernel first where it applies, else or when it refuses
