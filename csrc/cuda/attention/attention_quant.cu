@@ -9,9 +9,9 @@
 // keys, so v is read twice, k twice with the exact mean (once plus its leading keys with
 // smooth_keys) and q once:
 //   launch 1  statistics (one grid, two kinds of CTA by blockIdx range):
-//     k sums:  a CTA per (batch row, 256 16-byte channel vectors, 64-key chunk of the mean's keys);
+//     k sums:  a CTA per (batch row, 64 16-byte channel vectors, 64-key chunk of the mean's keys);
 //              a thread sums its chunk's keys for its 8 (4 for fp32) channels in fp64, in key
-//              order, 8 loads in flight, and writes the chunk's partial sums to the workspace
+//              order, 16 loads in flight, and writes the chunk's partial sums to the workspace
 //              (smooth_k only);
 //     v amax:  the same tiling, the channels' partial maxima (packed bf16x2 / f16x2 max).
 //   launch 2  reduce: a thread per (batch row, channel) adds the partial sums in chunk order (fp64,
@@ -34,7 +34,8 @@
 //              positions 4w..4w+3 of a 32-key block hold keys k0, k0+1, k0+8, k0+9 in
 //              fp8_v_key_order) of 4 channels, transposes the 4x4 bytes by byte permutes and
 //              stores 4 words; a warp's store writes 128 contiguous bytes of one channel row.
-//              Keys >= Skv give 0.
+//              Keys >= Skv give 0. With v alone (attention_values_fp8) the v tiles are a kernel of
+//              their own, whose smaller register footprint holds more CTAs per SM (5 against 3).
 // Overlap (sm_90+, programmatic dependent launch): launches 2 and 3 may start before the launch
 // before them ends. Every CTA of launch 1 and 2 lets the next launch begin at once; launch 2 and
 // launch 3's k and v CTAs wait for the statistics (griddepcontrol.wait) before they read them,
@@ -79,7 +80,8 @@ template <bool POW2>
 constexpr int kCpt = POW2 ? 8 : 4;
 template <bool POW2>
 constexpr int kTileChunks = kThreads * kCpt<POW2>;  // chunks per pass of a rows tile
-constexpr int kStatBatch = 8;                    // keys loaded together by a thread of the first pass
+constexpr int kStatBatch = 16;                   // keys loaded together by a thread of the first pass
+constexpr int kStatThreads = 64;                 // threads (channel vectors) of a statistics CTA
 constexpr int kVKeys = 128;                      // keys (positions) per v tile
 constexpr int kKBlock = 128;                     // keys per k factor in block mode
 constexpr int kGenericRows = kTileChunks<false> / 3 + 1;  // rows of a tile, nc >= 3 (or nc = 64: 32)
@@ -114,7 +116,7 @@ struct Args {
   float* mean;    // [B, Hkv * D]
   int64_t nchunks;            // 64-key chunks of all keys (v's maxima)
   int64_t k_chunks;           // 64-key chunks of the mean's keys (k's sums)
-  int64_t stat_ct;            // channel-vector tiles (of kThreads) per batch row
+  int64_t stat_ct;            // channel-vector tiles (of kStatThreads) per batch row
   int64_t n_stat_k, n_stat_v;  // launch 1 CTAs per kind
   int64_t n_q, n_k, n_v;       // launch 3 CTAs per kind
   int64_t v_tiles;             // v tiles per (batch row, kv head)
@@ -256,8 +258,8 @@ __device__ __forceinline__ void v_partial_amax(const T* x, int64_t step, int n, 
   for (int e = 0; e < VEC / 4; ++e) o[e] = make_float4(m[4 * e], m[4 * e + 1], m[4 * e + 2], m[4 * e + 3]);
 }
 
-// CTA (batch row, tile of kThreads channel vectors, chunk), chunk fastest; k's chunks cover the
-// mean's keys, v's all keys.
+// CTA (batch row, tile of kStatThreads channel vectors, chunk), chunk fastest; k's chunks cover
+// the mean's keys, v's all keys. Small CTAs spread a batch row's few tiles over every SM.
 template <typename T>
 __device__ __forceinline__ void stat_tile(const Args& a, int64_t cta, bool is_k) {
   constexpr int VEC = kVec16<T>;
@@ -265,7 +267,7 @@ __device__ __forceinline__ void stat_tile(const Args& a, int64_t cta, bool is_k)
   const int64_t ch = cta % nch;
   const int64_t rest = cta / nch;
   const int64_t ct = rest % a.stat_ct, b = rest / a.stat_ct;
-  const int64_t cv = ct * kThreads + threadIdx.x;
+  const int64_t cv = ct * kStatThreads + threadIdx.x;
   if (cv >= a.heads_kv * a.nc) return;  // no barrier in this kind of CTA
   const int64_t hk = cv / a.nc, c = cv - hk * a.nc;
   const AttnStrides& s = is_k ? a.ks : a.vs;
@@ -416,9 +418,10 @@ __device__ __forceinline__ int swz(int key, int mask) {
   return (((key >> 1) & 3) | (((key >> 4) & 7) << 2)) & mask;
 }
 
-template <typename T>
+template <typename T, int CPT>
 __device__ __forceinline__ void v_tile(const Args& a, int64_t cta, uint32_t* smem) {
   constexpr int VEC = kVec16<T>;
+  constexpr int TC = kThreads * CPT;  // chunks per pass
   constexpr int W = VEC / 4;
   const int t = threadIdx.x;
   const int D = a.D, nc = a.nc, RW = D / 4;
@@ -437,10 +440,10 @@ __device__ __forceinline__ void v_tile(const Args& a, int64_t cta, uint32_t* sme
   __syncthreads();
   const T* xb = static_cast<const T*>(a.vx) + b * a.vs.b + hk * a.vs.h;
   const int total = tlen * nc;
-  for (int base = 0; base < total; base += kTileChunks<true>) {
-    uint4 buf[kCpt<true>];
+  for (int base = 0; base < total; base += TC) {
+    uint4 buf[CPT];
 #pragma unroll
-    for (int i = 0; i < kCpt<true>; ++i) {
+    for (int i = 0; i < CPT; ++i) {
       const int idx = base + t + kThreads * i;
       int key, c;
       split_chunk(idx, nc, a.nc_shift, key, c);
@@ -448,7 +451,7 @@ __device__ __forceinline__ void v_tile(const Args& a, int64_t cta, uint32_t* sme
                                                : make_uint4(0u, 0u, 0u, 0u);
     }
 #pragma unroll
-    for (int i = 0; i < kCpt<true>; ++i) {
+    for (int i = 0; i < CPT; ++i) {
       const int idx = base + t + kThreads * i;
       if (idx >= total) continue;
       int key, c;
@@ -494,7 +497,7 @@ __device__ __forceinline__ void v_tile(const Args& a, int64_t cta, uint32_t* sme
 
 // ---- kernels ---------------------------------------------------------------------------------
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 3) attn_quant_stats(const Args a) {
+__global__ void __launch_bounds__(kStatThreads) attn_quant_stats(const Args a) {
   ptx::launch_dependents();
   const int64_t cta = blockIdx.x;
   if (cta < a.n_stat_k) stat_tile<T>(a, cta, true);
@@ -550,7 +553,7 @@ __global__ void __launch_bounds__(kThreads, LTX_ATTN_QUANT_CODES_CTAS) attn_quan
   int64_t cta = blockIdx.x;
   if (cta >= a.n_q) ptx::wait_prerequisites();  // k and v read the statistics; q reads none of them
   if (cta >= a.n_q && cta < a.n_q + a.n_v) {
-    v_tile<T>(a, a.n_q + a.n_v - 1 - cta, reinterpret_cast<uint32_t*>(dyn_smem));
+    v_tile<T, kCpt<true>>(a, a.n_q + a.n_v - 1 - cta, reinterpret_cast<uint32_t*>(dyn_smem));
     return;
   }
   const bool is_q = cta < a.n_q;
@@ -558,6 +561,19 @@ __global__ void __launch_bounds__(kThreads, LTX_ATTN_QUANT_CODES_CTAS) attn_quan
   if (!is_q) cta = a.n_q + a.n_v + a.n_k - 1 - cta;
   if (a.nc_shift >= 0) rows_tile<T, true>(J, cta, a.D, a.nc, a.nc_shift, rows_smem);
   else rows_tile<T, false>(J, cta, a.D, a.nc, a.nc_shift, rows_smem);
+}
+
+// v tiles alone (attention_values_fp8: no q or k rows): 4 chunks per thread and pass, so a tile
+// of 128 keys of 64 16-bit channels is one pass of 16-byte loads, and a small register footprint
+// that fits LTX_ATTN_VALUES_CTAS CTAs per SM (the tiles' load, encode, transpose and store phases
+// overlap across CTAs, not within one). Every CTA reads v_descale: it waits for launch 2.
+constexpr int kValuesCpt = 4;
+#define LTX_ATTN_VALUES_CTAS 5
+template <typename T>
+__global__ void __launch_bounds__(kThreads, LTX_ATTN_VALUES_CTAS) attn_values_codes(const Args a) {
+  extern __shared__ uint4 dyn_smem[];
+  ptx::wait_prerequisites();
+  v_tile<T, kValuesCpt>(a, a.n_v - 1 - int64_t(blockIdx.x), reinterpret_cast<uint32_t*>(dyn_smem));
 }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -635,7 +651,7 @@ cudaError_t launch(const AttnQuantParams& p, cudaStream_t st) {
   a.v8 = p.v8;
   a.vpad = p.v_keys_padded;
   a.v_descale = p.v_descale;
-  a.stat_ct = cdiv(p.heads_kv * a.nc, kThreads);
+  a.stat_ct = cdiv(p.heads_kv * a.nc, kStatThreads);
   a.n_stat_k = a.smooth ? p.batch * a.stat_ct * a.k_chunks : 0;
   a.n_stat_v = p.batch * a.stat_ct * a.nchunks;
   a.n_q = p.q != nullptr ? p.batch * p.heads * a.q.ntiles : 0;  // (no q / k operand: no CTAs)
@@ -651,7 +667,7 @@ cudaError_t launch(const AttnQuantParams& p, cudaStream_t st) {
   // one (launch 3's q CTAs rely on that, see the top of this file).
   const bool pdl = current_device_props().cc >= 90;  // programmatic dependent launch
   if (n1 > 0) {
-    attn_quant_stats<T><<<unsigned(n1), kThreads, 0, st>>>(a);
+    attn_quant_stats<T><<<unsigned(n1), kStatThreads, 0, st>>>(a);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   if (nr > 0) {
@@ -662,9 +678,8 @@ cudaError_t launch(const AttnQuantParams& p, cudaStream_t st) {
     const size_t smem = a.n_v > 0 ? size_t(kVKeys) * a.D + size_t(8) * a.D : 0;
     // (programmatic only when some CTA waits for launch 2, so that launch 3 never ends before it)
     const bool after = pdl && nr > 0 && a.n_k + a.n_v > 0;
-    if (const cudaError_t e = launch_after(attn_quant_codes<T>, unsigned(n2), smem, st, after, a);
-        e != cudaSuccess)
-      return e;
+    auto* codes = a.n_q + a.n_k == 0 ? attn_values_codes<T> : attn_quant_codes<T>;
+    if (const cudaError_t e = launch_after(codes, unsigned(n2), smem, st, after, a); e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
