@@ -128,6 +128,22 @@ def test_keys_within_the_oracle(device, dtype, split):
                                f"{dtype} split{split} h{heads} d{d} s{s} {tdt} smooth{smooth}")
 
 
+@pytest.mark.parametrize("device", ALL_DEVICES)
+def test_keys_tables_per_batch_row(device):
+    """One table pair per batch row (diffusers' rotary embeddings with per-sample coordinates):
+    each row rotated by its own table; the check fails the operand against row 0's table for
+    every row (so a kernel that ignored the tables' batch stride would fail it)."""
+    heads, d, s = 4, 64, 200
+    for split in (False, True):
+        x, w = keys_input(2, s, heads, d, torch.bfloat16, device)
+        c0, s0 = tables(1, s, heads, d, split, device=device)
+        c1, s1 = tables(1, s, heads, d, split, device=device)
+        cos, sin = torch.cat([c0, c1]), torch.cat([s0, s1])
+        k8, kd = check_keys(x, cos, sin, w, heads, split, 128, f"per-row tables split{split}")
+        with pytest.raises(AssertionError):
+            assert_keys_within(k8, kd, x, c0.expand_as(cos), s0.expand_as(sin), w, heads, split, 128, "row 0's")
+
+
 def test_keys_bit_for_bit_on_the_cpu():
     """fp32 x on the CPU: y32 is rms_norm_rope's own fp32 output (one arithmetic), so the operand is
     the reference's on that y bit for bit: codes, factors."""
