@@ -22,8 +22,8 @@ diffusers is never imported here) and swaps, without adding or moving any parame
   in place (with `fuse_gemm_epilogues=True`: the tanh-GELU in the up projection's GEMM epilogue);
 - LTX-Video's rotary embedding (`LTXVideoRotaryPosEmbed`): where every batch row's cos / sin
   are the same by construction (coordinates from the latent grid, scalar interpolation scales)
-  it returns one [1, S, C] table pair that broadcasts over the batch, so the norm + RoPE passes
-  read the tables once for all rows (with per-sample `video_coords` it is unchanged).
+  it computes and returns one [1, S, C] table pair that broadcasts over the batch instead of B
+  equal ones (with per-sample `video_coords` it is unchanged).
 
 Anything else (unknown block or processor classes, norms with a bias, modules that carry
 accelerate hooks) is left untouched with one log line on logger "ltx_kernels".

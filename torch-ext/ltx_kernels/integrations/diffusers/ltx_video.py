@@ -86,10 +86,10 @@ def rope_forward(
     """diffusers 0.42.1 `LTXVideoRotaryPosEmbed.forward`, for one batch row where every row's tables
     are the same by construction: coordinates from the latent grid (no `video_coords`) and scalar
     interpolation scales. The cos / sin come back as [1, S, C] instead of B equal rows of
-    [B, S, C]: the same values, broadcast over the batch by every consumer (the fused norm + RoPE
-    kernels read one table for all rows, which halves their table bytes at CFG batch 2; diffusers'
-    `apply_rotary_emb` broadcasts). With `video_coords` (per-sample coordinates) the class's own
-    forward runs unchanged."""
+    [B, S, C]: the same values, computed and held once per step instead of B times, broadcast
+    over the batch by every consumer (the fused norm + RoPE kernels take [1, S, C] or [B, S, C];
+    diffusers' `apply_rotary_emb` broadcasts). With `video_coords` (per-sample coordinates) the
+    class's own forward runs unchanged."""
     if video_coords is None and hidden_states.shape[0] > 1 and all(_scalar(v) for v in rope_interpolation_scale or ()):
         hidden_states = hidden_states[:1]
     return type(self).forward(self, hidden_states, num_frames, height, width, rope_interpolation_scale, video_coords)
