@@ -70,16 +70,6 @@ __device__ __forceinline__ void y_chunk(const Op& op, const typename Op::RowCtx&
   }
 }
 
-// The rstd of row r of op's x, by the warp.
-template <class Op, typename T, int V>
-__device__ __forceinline__ float row_rstd(const Op& op, int64_t r, int lane, int nvec) {
-  const typename Op::RowCtx rc = op.row(r);
-  float s = 0.f;
-#pragma unroll 4
-  for (int i = lane; i < nvec; i += 32) s += op.template sumsq<V>(load_cached<T, V>(rc.x + int64_t(i) * V));
-  return op.stat(warp_sum(s));
-}
-
 template <class Op, typename T, int V>
 __global__ void __launch_bounds__(kRowThreads) keys_rstd(const Op op, Work w, int64_t rows, int64_t seq, int cols,
                                                          int64_t mean_keys) {
@@ -88,7 +78,10 @@ __global__ void __launch_bounds__(kRowThreads) keys_rstd(const Op op, Work w, in
   for (int64_t r = int64_t(blockIdx.x) * (kRowThreads / 32) + (threadIdx.x >> 5); r < rows;
        r += int64_t(gridDim.x) * (kRowThreads / 32)) {
     const typename Op::RowCtx rc = op.row(r);
-    const float rstd = row_rstd<Op, T, V>(op, r, lane, nvec);
+    float s = 0.f;
+#pragma unroll 4
+    for (int i = lane; i < nvec; i += 32) s += op.template sumsq<V>(load_cached<T, V>(rc.x + int64_t(i) * V));
+    const float rstd = op.stat(warp_sum(s));
     if (lane == 0) w.rstd[r] = rstd;
     const int64_t b = r / seq, j = r - b * seq;
     if (j >= mean_keys) continue;
@@ -121,35 +114,11 @@ __global__ void __launch_bounds__(kMeanThreads) keys_mean(Work w, int64_t batch,
   w.mean[i] = __double2float_rn(s / double(n));
 }
 
-// The chunks of op's rows j0 + k R (k < K, j < seq) of batch row b at column off: loads, and y.
-template <typename T, int V, int K, class Op>
-__device__ __forceinline__ void load_rows(const Op& op, int64_t b, int64_t j0, int R, int64_t seq, int off,
-                                          Packed<T, V> (&ch)[K]) {
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int64_t j = j0 + int64_t(k) * R;
-    if (j < seq) ch[k] = load_stream<T, V>(op.row(b * seq + j).x + off);
-  }
-}
-
-// then each chunk's y, and then(k) on it
-template <typename T, int V, int K, class Op, class Then>
-__device__ __forceinline__ void y_rows(const Op& op, const float* rstd, int64_t b, int64_t j0, int R, int64_t seq,
-                                       int off, const Packed<T, V> (&ch)[K], float (&y)[K][V], Then&& then) {
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const int64_t j = j0 + int64_t(k) * R;
-    if (j >= seq) continue;
-    const int64_t r = b * seq + j;
-    y_chunk<Op, T, V>(op, op.row(r), off, ch[k], rstd[r], y[k]);
-    then(k);
-  }
-}
-
 // MAX_THREADS: 512 (head dims up to 128, no register cap below 128) or 1024 (up to 256).
 template <class Op, typename T, int V, int MAX_THREADS>
-__global__ void __launch_bounds__(MAX_THREADS) keys_blocks(const Op op, Work w, uint8_t* k8, float* k_descale,
-                                                           int64_t seq, int cols, int heads, int64_t nblocks) {
+__global__ void __launch_bounds__(MAX_THREADS) keys_blocks(const Op op, Work w, uint8_t* k8,
+                                                                        float* k_descale, int64_t seq, int cols,
+                                                                        int heads, int64_t nblocks) {
   constexpr int K = kValuesPerThread / V;  // chunks per thread
   __shared__ float red[32];
   const int D = cols / heads, nc = D / V;
@@ -168,16 +137,25 @@ __global__ void __launch_bounds__(MAX_THREADS) keys_blocks(const Op op, Work w, 
     for (int e = 0; e < V; ++e) mu[e] = m[e];
   }
   Packed<T, V> ch[K];
-  load_rows<T, V, K>(op, b, j0, R, seq, off, ch);  // every load first
+#pragma unroll
+  for (int k = 0; k < K; ++k) {  // every load first
+    const int64_t j = j0 + int64_t(k) * R;
+    if (j < seq) ch[k] = load_stream<T, V>(op.row(b * seq + j).x + off);
+  }
   float kc[K][V];
   float m = 0.f;
-  y_rows<T, V, K>(op, w.rstd, b, j0, R, seq, off, ch, kc, [&](int k) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = j0 + int64_t(k) * R;
+    if (j >= seq) continue;
+    const int64_t r = b * seq + j;
+    y_chunk<Op, T, V>(op, op.row(r), off, ch[k], w.rstd[r], kc[k]);
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       kc[k][e] = kc[k][e] - mu[e];
       m = fp8_absmax(m, kc[k][e]);
     }
-  });
+  }
   m = block_max(m, red);
   const float s = fp8_scale_from_amax<E4M3>(m);
   const Fp8Divisor dv = fp8_divisor(s);
