@@ -565,12 +565,12 @@ __global__ void __launch_bounds__(kThreads, LTX_ATTN_QUANT_CODES_CTAS) attn_quan
 
 // v tiles alone (attention_values_fp8: no q or k rows): 4 chunks per thread and pass, so a tile
 // of 128 keys of 64 16-bit channels is one pass of 16-byte loads, and a small register footprint
-// that fits LTX_ATTN_VALUES_CTAS CTAs per SM (the tiles' load, encode, transpose and store phases
+// that fits kValuesCtas CTAs per SM (the tiles' load, encode, transpose and store phases
 // overlap across CTAs, not within one). Every CTA reads v_descale: it waits for launch 2.
 constexpr int kValuesCpt = 4;
-#define LTX_ATTN_VALUES_CTAS 5
+constexpr int kValuesCtas = 5;
 template <typename T>
-__global__ void __launch_bounds__(kThreads, LTX_ATTN_VALUES_CTAS) attn_values_codes(const Args a) {
+__global__ void __launch_bounds__(kThreads, kValuesCtas) attn_values_codes(const Args a) {
   extern __shared__ uint4 dyn_smem[];
   ptx::wait_prerequisites();
   v_tile<T, kValuesCpt>(a, a.n_v - 1 - int64_t(blockIdx.x), reinterpret_cast<uint32_t*>(dyn_smem));
