@@ -173,6 +173,39 @@ def test_large_batch_heads_never_materialise_scores():
         check16(out[:, rows, hh:hh + 1], want, v[:, :, hh:hh + 1], torch.bfloat16, f"head {hh}")
 
 
+@CUDA
+@pytest.mark.parametrize("persistent", ["0", "1"])
+@pytest.mark.parametrize("pingpong", ["0", "1"])
+@pytest.mark.parametrize("d", [64, 128])
+def test_sm90_tile_schedules(dev_settings, persistent, pingpong, d):
+    """The 16-bit kernels with one CTA per query tile and persistent (one CTA per SM walking the
+    tiles, two Q buffers, the K / V ring running across tiles), each forced at any number of keys:
+    more tiles than SMs (several tiles per CTA, the ring wrapping between tiles), text-length keys,
+    batch rows with no valid key (tiles without key blocks between tiles with them), a key mask,
+    ragged query tiles, and an out view between sentinels; within the 16-bit bound against fp64."""
+    if not sm90_available():
+        pytest.skip("needs an sm_90 GPU")
+    dev_settings.setenv("LTX_KERNELS_ATTENTION_PERSISTENT", persistent)
+    dev_settings.setenv("LTX_KERNELS_ATTENTION_PINGPONG", pingpong)
+    dtype = torch.bfloat16
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for b, sq, skv, h in ((2, 1000, 128, 2 * sms // 10 + 3), (3, 333, 700, 5), (1, 70, 1, 3)):
+        q, k, v = (mk(b, s, h, d, dtype, "cuda", "bshd") for s in (sq, skv, skv))
+        lengths = torch.tensor([0, skv, max(skv // 3, 1)][:b], device="cuda")
+        mask = torch.rand(b, skv, device="cuda") > 0.2
+        mask[:, 0] = True
+        sentinel = torch.full((b, sq, h + 1, d), float("nan"), dtype=dtype, device="cuda")
+        out = sentinel[:, :, 1:]
+        lk.attention(q, k, v, kv_lengths=lengths, attn_mask=mask, out=out, backend="sm90")
+        bias = torch.zeros(b, skv, device="cuda").masked_fill(~mask, float("-inf"))
+        want = ref.attention(q, k, v, kv_lengths=lengths, key_bias=bias)
+        what = f"B{b} Sq{sq} Skv{skv} H{h} d{d} persistent {persistent} pingpong {pingpong}"
+        check16(out, want, v, dtype, what)
+        assert (out[0] == 0).all(), what  # no valid key: 0
+        assert torch.isnan(sentinel[:, :, 0]).all(), f"{what}: wrote outside out"
+        check16(lk.attention(q, k, v, backend="sm90"), ref.attention(q, k, v), v, dtype, what + " unmasked")
+
+
 # ---- FP8 ------------------------------------------------------------------------------------
 
 

@@ -122,6 +122,9 @@ Problem make_problem(const at::Tensor& out, const at::Tensor& q, const at::Tenso
   // developer setting (common/dev_config.h): the sm_90 kernel's warpgroup schedule forced (0 / 1)
   if (const std::string e = dev_setting("LTX_KERNELS_ATTENTION_PINGPONG"); !e.empty())
     p.pingpong = std::atoi(e.c_str()) != 0 ? 1 : 0;
+  // developer setting: the 16-bit kernels' persistent schedule forced (1) or refused (0)
+  if (const std::string e = dev_setting("LTX_KERNELS_ATTENTION_PERSISTENT"); !e.empty())
+    p.persistent = std::atoi(e.c_str()) != 0 ? 1 : 0;
   pr.q = q;
   pr.k = k;
   pr.v = v;

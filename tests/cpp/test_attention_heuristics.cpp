@@ -13,18 +13,34 @@ namespace attention_sm90 {
 namespace {
 
 TEST(AttentionHeuristics, OneConfigurationPerClass) {
-  EXPECT_EQ(choose_kernel(false, 64, false), Kernel::kHalf64);
-  EXPECT_EQ(choose_kernel(false, 128, false), Kernel::kHalf128);
-  EXPECT_EQ(choose_kernel(false, 128, true), Kernel::kHalf128);  // per-key factors are an FP8 notion
-  EXPECT_EQ(choose_kernel(true, 64, false), Kernel::kFp8D64);
-  EXPECT_EQ(choose_kernel(true, 128, false), Kernel::kFp8D128);
-  EXPECT_EQ(choose_kernel(true, 64, true), Kernel::kFp8PerKeyD64);
-  EXPECT_EQ(choose_kernel(true, 128, true), Kernel::kFp8PerKeyD128);
+  const int64_t many = kPersistentMaxKeys + 1;
+  EXPECT_EQ(choose_kernel(false, 64, false, many), Kernel::kHalf64);
+  EXPECT_EQ(choose_kernel(false, 128, false, many), Kernel::kHalf128);
+  EXPECT_EQ(choose_kernel(false, 128, true, many), Kernel::kHalf128);  // per-key factors are an FP8 notion
+  EXPECT_EQ(choose_kernel(true, 64, false, many), Kernel::kFp8D64);
+  EXPECT_EQ(choose_kernel(true, 128, false, many), Kernel::kFp8D128);
+  EXPECT_EQ(choose_kernel(true, 64, true, many), Kernel::kFp8PerKeyD64);
+  EXPECT_EQ(choose_kernel(true, 128, true, many), Kernel::kFp8PerKeyD128);
   for (int d : {0, 32, 80, 96, 256}) {
-    EXPECT_EQ(choose_kernel(false, d, false), Kernel::kNone) << d;
-    EXPECT_EQ(choose_kernel(true, d, false), Kernel::kNone) << d;
+    EXPECT_EQ(choose_kernel(false, d, false, many), Kernel::kNone) << d;
+    EXPECT_EQ(choose_kernel(true, d, false, many), Kernel::kNone) << d;
+    EXPECT_EQ(choose_kernel(false, d, false, 1), Kernel::kNone) << d;
   }
   EXPECT_STREQ(kernel_name(Kernel::kFp8PerKeyD128), "fp8_per_key_d128");
+}
+
+TEST(AttentionHeuristics, FewKeysRunPersistent) {
+  for (int64_t keys : {int64_t(0), int64_t(1), int64_t(128), kPersistentMaxKeys}) {
+    EXPECT_EQ(choose_kernel(false, 64, false, keys), Kernel::kHalf64Persistent) << keys;
+    EXPECT_EQ(choose_kernel(false, 128, false, keys), Kernel::kHalf128Persistent) << keys;
+    // FP8 has no persistent kernel (its O is not staged over Q)
+    EXPECT_EQ(choose_kernel(true, 64, false, keys), Kernel::kFp8D64) << keys;
+    EXPECT_EQ(choose_kernel(true, 128, true, keys, 1), Kernel::kFp8PerKeyD128) << keys;
+  }
+  // the developer setting forces either schedule at any length
+  EXPECT_EQ(choose_kernel(false, 64, false, 128, 0), Kernel::kHalf64);
+  EXPECT_EQ(choose_kernel(false, 128, false, 1 << 20, 1), Kernel::kHalf128Persistent);
+  EXPECT_STREQ(kernel_name(Kernel::kHalf64Persistent), "half64_persistent");
 }
 
 // The constraints the kernel's Traits asserts at compile time, checked here for every named
@@ -44,6 +60,7 @@ void expect_valid(bool fp8, const char* name) {
   } else {
     EXPECT_FALSE(C::kKPerToken || C::kPvInO);
   }
+  if (C::kPersistent) EXPECT_FALSE(fp8);  // O staged over Q: 16-bit only
   // two consumer warpgroups at head dim 128 (240 registers each hold S, P and O)
   if (C::kHeadDim == 128) EXPECT_EQ(C::kMmaWG, 2);
 }
@@ -51,6 +68,8 @@ void expect_valid(bool fp8, const char* name) {
 TEST(AttentionHeuristics, NamedConfigurationsAreValid) {
   expect_valid<Half64>(false, "Half64");
   expect_valid<Half128>(false, "Half128");
+  expect_valid<Half64Persistent>(false, "Half64Persistent");
+  expect_valid<Half128Persistent>(false, "Half128Persistent");
   expect_valid<Fp8D64>(true, "Fp8D64");
   expect_valid<Fp8D128>(true, "Fp8D128");
   expect_valid<Fp8PerKeyD64>(true, "Fp8PerKeyD64");

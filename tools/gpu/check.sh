@@ -14,6 +14,8 @@
 #   e2e-compare (benchmarks/e2e_ltx_video.py --compare --quantization fp8: every variant, JSON into $OUT),
 #   attn-tiles (tools/tune/attention_tiles.py $ATTN_TILES_ARGS: both warpgroup schedules of the default
 #     attention kernels beside cuDNN; JSON into $OUT)
+#   attn-schedule (tools/tune/attention_schedule.py $ATTN_SCHEDULE_ARGS: the 16-bit kernels per tile and
+#     persistent against the key count, beside every SDPA backend; JSON into $OUT)
 # Wheels to install first (no registry on the GPU machine): .whl/*.whl (nvidia-cutlass, ...).
 # GIT_SHA=<sha of the tree sent>: names the results and pins the op namespace (the machine's copy
 # of the tree may carry a stale git HEAD, which the build would otherwise take).
@@ -128,6 +130,10 @@ for s in "${@:-build attn-tests attn-bench}"; do
         step attn-tiles 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 tools/tune/attention_tiles.py \
           ${ATTN_TILES_ARGS:-} --json "$OUT/attention_tiles.json"
         tail -30 "$OUT/attn-tiles.log" > "$OUT/attn_tiles_tail.log" ;;
+      attn-schedule)  # the 16-bit kernels' tile schedules (per tile / persistent) against the key count
+        step attn-schedule 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 tools/tune/attention_schedule.py \
+          ${ATTN_SCHEDULE_ARGS:-} --json "$OUT/attention_schedule.json"
+        grep -E "persistent" "$OUT/attn-schedule.log" | tee -a "$SUMMARY" ;;
       multi-device)
         step multi-device 180 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -v -p no:cacheprovider -rfEs \
           tests/test_multi_device.py ;;

@@ -1,6 +1,6 @@
 """The sm_90a attention kernel and the CUDA attention quantizer under compute-sanitizer: every
-kernel the build has (bf16 / fp16, FP8 with K factors per 128 keys and per key, head dims 64 and
-128, both warpgroup schedules), on small ragged shapes with kv_lengths (one row fully masked), a
+kernel the build has (bf16 / fp16 with one CTA per query tile and persistent, FP8 with K factors
+per 128 keys and per key, head dims 64 and 128, both warpgroup schedules), on small ragged shapes with kv_lengths (one row fully masked), a
 key mask, GQA and both layouts. Each output is compared with the float64 reference (reference.py)
 so that a silent wrong answer fails too.
 
@@ -9,6 +9,8 @@ so that a silent wrong answer fails too.
   compute-sanitizer --tool synccheck --error-exitcode 3 python3 tools/sanitize/sanitize_attention.py --quick
 
 --quick: two shapes, one layout, both warpgroup schedules (racecheck and synccheck are slow on wgmma kernels).
+Either way one more shape has more query tiles than the GPU has SMs, so that persistent CTAs take
+several tiles (their Q buffers and K / V stages reused across tiles).
 """
 import argparse
 import os
@@ -38,6 +40,8 @@ def main():
     shapes = [(2, 77, 300, 4, 2), (1, 77, 300, 8, 4)]
     if not args.quick:
         shapes += [(1, 200, 129, 2, 2), (1, 5, 2, 1, 1)]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    shapes += [(2, 200, 130, sms // 2 + 1, sms // 2 + 1)]  # 2 x 2 x (sms / 2 + 1) query tiles
     failures = []
     n = 0
     for d in (64, 128):
@@ -72,9 +76,11 @@ def main():
                         runs.append((f"fp8 k_block {k_block} masked", want_m,
                                      lambda ops8=ops8: lk.attention(*ops8, kv_lengths=lengths, attn_mask=mask,
                                                                     layout=layout, backend="sm90")))
-                for what, want, fn in runs:
+                # 16-bit: both tile schedules (FP8 has one)
+                for (what, want, fn), pers in [(r, p) for r in runs for p in (("",) if "fp8" in r[0] else ("0", "1"))]:
                     for pp in ("0", "1"):  # both warpgroup schedules (FP8 d 64 runs without ping-pong by default)
-                        with lk.developer_config(LTX_KERNELS_ATTENTION_PINGPONG=pp):
+                        with lk.developer_config(LTX_KERNELS_ATTENTION_PINGPONG=pp,
+                                                 LTX_KERNELS_ATTENTION_PERSISTENT=pers):
                             out = fn()
                         torch.cuda.synchronize()
                         err = rel_l2(out.cpu(), want.cpu())
@@ -83,7 +89,8 @@ def main():
                         # roundoff (bf16 1e-3, e4m3 P 4e-2 rms); a wrong row or tile gives ~1
                         tol = 0.1 if "fp8" in what else 1e-2
                         if not err < tol or torch.isnan(out).any():
-                            failures.append(f"d{d} {(b, sq, skv, h, hk)} {layout} {what} pp {pp}: rel L2 {err:.2e}")
+                            failures.append(f"d{d} {(b, sq, skv, h, hk)} {layout} {what} pp {pp} persistent {pers or '-'}: "
+                                            f"rel L2 {err:.2e}")
     for f in failures:
         print("WRONG", f)
     print(f"sanitize_attention: {n} calls, {len(failures)} wrong")

@@ -69,6 +69,7 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
   const int32_t H = int32_t(a.heads), Hk = int32_t(a.heads_kv);
   const AttnStrides qs = tidy(a.q_stride, Sq, H, B, D), ks = tidy(a.k_stride, Skv, Hk, B, D);
   const AttnStrides os = tidy(a.out_stride, Sq, H, B, D);
+  const int32_t m_blocks = (Sq + Tr::kBlockM - 1) / Tr::kBlockM;
   auto mQ = make_tensor(make_gmem_ptr(static_cast<E const*>(a.q)), make_shape(Sq, int32_t(D), H, B),
                         make_stride(qs.s, _1{}, qs.h, qs.b));
   auto mK = make_tensor(make_gmem_ptr(static_cast<E const*>(a.k)), make_shape(std::max(Skv, 1), int32_t(D), Hk, B),
@@ -118,14 +119,30 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
       a.v_descale_stride,
       a.k_block > 0 ? a.k_block : 1,
       a.pingpong >= 0 ? a.pingpong : (Tr::kPingPong ? 1 : 0),  // the configuration's default
+      m_blocks,
   };
-  auto kernel = attention_fwd_kernel<Tr>;
   static PerDeviceMax smem_limit;  // per device: common/per_device.h
-  const cudaError_t attr = raise_dynamic_smem(smem_limit, kernel, Tr::kSmemBytes);
-  if (attr != cudaSuccess) return attr;
-  const dim3 grid(unsigned((Sq + Tr::kBlockM - 1) / Tr::kBlockM), unsigned(H), unsigned(B));
-  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
+  if constexpr (Tr::kPersistent) {
+    auto kernel = attention_fwd_persistent_kernel<Tr>;
+    const cudaError_t attr = raise_dynamic_smem(smem_limit, kernel, Tr::kSmemBytes);
+    if (attr != cudaSuccess) return attr;
+    const int64_t tiles = int64_t(m_blocks) * H * B;  // < 2^31: persistent_ok
+    const int sms = current_device_props().sm_count;
+    const unsigned grid = unsigned(std::min<int64_t>(tiles, sms > 0 ? sms : 1));
+    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
+  } else {
+    auto kernel = attention_fwd_kernel<Tr>;
+    const cudaError_t attr = raise_dynamic_smem(smem_limit, kernel, Tr::kSmemBytes);
+    if (attr != cudaSuccess) return attr;
+    const dim3 grid{unsigned(m_blocks), unsigned(H), unsigned(B)};
+    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
+  }
   return cudaGetLastError();
+}
+
+// Whether the persistent kernels can index the call's query tiles (int32 tile numbers).
+inline bool persistent_ok(const AttentionParams& a, int block_m) {
+  return (a.seqlen_q + block_m - 1) / block_m * a.heads * a.batch <= INT32_MAX;
 }
 
 // 16-bit inputs (bf16, fp16): the configurations of attention/heuristics.h.
@@ -134,6 +151,8 @@ cudaError_t forward_half(const AttentionParams& a, Kernel k, cudaStream_t stream
   switch (k) {
     case Kernel::kHalf64: return launch<Traits<E, E, Half64>>(a, stream);
     case Kernel::kHalf128: return launch<Traits<E, E, Half128>>(a, stream);
+    case Kernel::kHalf64Persistent: return launch<Traits<E, E, Half64Persistent>>(a, stream);
+    case Kernel::kHalf128Persistent: return launch<Traits<E, E, Half128Persistent>>(a, stream);
     default: return cudaErrorNotSupported;
   }
 }

@@ -51,6 +51,7 @@ struct AttentionParams {
   AttnStrides q_descale_stride, k_descale_stride, v_descale_stride;
   int64_t k_block = 1;  // keys per K dequantization factor: 1 (per token) or 128 (per block)
   int pingpong = -1;    // sm_90 kernel scheduling: -1 its default, 0 off, 1 on (tuning knob)
+  int persistent = -1;  // sm_90 16-bit kernels: -1 by the heuristics, 0 per-tile CTAs, 1 persistent (tuning knob)
 };
 
 // The keys' order inside each 32-key block of an FP8 V^T row: position p holds key

@@ -19,11 +19,14 @@
 //   input      head dim  K factors   configuration   query x key tile  stages  consumer WGs
 //   bf16/fp16  64        -           Half64          192 x 128         4       3
 //   bf16/fp16  128       -           Half128         128 x 128         3       2
+//   bf16/fp16  64        -           Half64Persistent  192 x 128       4       3   (few keys)
+//   bf16/fp16  128       -           Half128Persistent 128 x 128       2       2   (few keys)
 //   e4m3       64        per 128     Fp8D64          192 x 128         6       3
 //   e4m3       128       per 128     Fp8D128         128 x 128         4       2
 //   e4m3       64        per key     Fp8PerKeyD64    128 x 128         4       2
 //   e4m3       128       per key     Fp8PerKeyD128   128 x 64          4       2
 //
+// ("few keys": at most kPersistentMaxKeys keys, where the persistent schedule runs.)
 // Why these (docs/design/attention.md has the measurements that decide them):
 // - three consumer warpgroups at head dim 64 (160 registers each) keep more query rows in flight
 //   per K / V stage, which pays where the GEMMs are short; at head dim 128 two warpgroups of 240
@@ -34,9 +37,12 @@
 //   per-key kernels run two warpgroups and, at head dim 128, 64-key blocks;
 // - the FP8 defaults with 128-key factors accumulate P V in O by the tensor core (kPvInO) and run
 //   one copy of the softmax per kind of key block (kLeanLoop); the 16-bit head-dim-128 kernel
-//   also skips O's rescale while no row's maximum moves by more than 2^8 (kSkipRescale).
+//   also skips O's rescale while no row's maximum moves by more than 2^8 (kSkipRescale);
+// - with few keys a CTA's life is loading Q, one or two key blocks and storing O, one after the
+//   other: a persistent CTA overlaps one tile's loads and store with another tile's GEMMs.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 namespace ltx_kernels {
@@ -108,6 +114,10 @@ struct Config {
   // The two consumer warpgroups take turns issuing their GEMMs (FA3's ping-pong). Off for FP8 at
   // head dim 64, whose GEMMs are too short to hide the other warpgroup's softmax.
   static constexpr bool kPingPong = true;
+  // One CTA per SM walks query tiles (FA3's persistent schedule): the producer loads the next
+  // tile's Q and its K / V blocks while the consumers finish this one, and a tile's output store
+  // runs under the next tile's GEMMs. 16-bit inputs only (O is staged over Q); two Q buffers.
+  static constexpr bool kPersistent = false;
 };
 
 struct Half64 : Config {
@@ -116,6 +126,16 @@ struct Half64 : Config {
 struct Half128 : Config {
   static constexpr int kHeadDim = 128, kBlockN = 128, kStages = 3, kMmaWG = 2;
   static constexpr bool kSkipRescale = true, kLeanLoop = true;
+};
+// Few keys (cross-attention to a short text, where one CTA per query tile would spend its life
+// loading Q and storing O one after the other): the same kernels, persistent. Two K / V stages at
+// head dim 128 leave room for the second Q buffer.
+struct Half64Persistent : Half64 {
+  static constexpr bool kPersistent = true;
+};
+struct Half128Persistent : Half128 {
+  static constexpr int kStages = 2;
+  static constexpr bool kPersistent = true;
 };
 struct Fp8D64 : Config {
   static constexpr int kHeadDim = 64, kBlockN = 128, kStages = 6, kMmaWG = 3;
@@ -134,12 +154,24 @@ struct Fp8PerKeyD128 : Config {
   static constexpr bool kKPerToken = true;
 };
 
-enum class Kernel { kHalf64, kHalf128, kFp8D64, kFp8D128, kFp8PerKeyD64, kFp8PerKeyD128, kNone };
+enum class Kernel {
+  kHalf64,
+  kHalf128,
+  kHalf64Persistent,
+  kHalf128Persistent,
+  kFp8D64,
+  kFp8D128,
+  kFp8PerKeyD64,
+  kFp8PerKeyD128,
+  kNone
+};
 
 inline const char* kernel_name(Kernel k) {
   switch (k) {
     case Kernel::kHalf64: return "half64";
     case Kernel::kHalf128: return "half128";
+    case Kernel::kHalf64Persistent: return "half64_persistent";
+    case Kernel::kHalf128Persistent: return "half128_persistent";
     case Kernel::kFp8D64: return "fp8_d64";
     case Kernel::kFp8D128: return "fp8_d128";
     case Kernel::kFp8PerKeyD64: return "fp8_per_key_d64";
@@ -148,13 +180,23 @@ inline const char* kernel_name(Kernel k) {
   }
 }
 
-// The configuration for a call: FP8 (e4m3) or 16-bit inputs, the head dim, and for FP8 whether K
-// has one factor per key (k_block 1) or per 128 keys. kNone where no sm_90a kernel exists (the
-// envelope, attention_sm90_why_not, says why).
-inline Kernel choose_kernel(bool fp8, int head_dim, bool k_per_key) {
+// 16-bit calls with at most this many keys run the persistent kernels (docs/design/attention.md:
+// the rows that decide it).
+constexpr int64_t kPersistentMaxKeys = 256;
+
+// The configuration for a call: FP8 (e4m3) or 16-bit inputs, the head dim, for FP8 whether K has
+// one factor per key (k_block 1) or per 128 keys, and the keys per batch row. `persistent` forces
+// (1) or refuses (0) the persistent schedule of 16-bit inputs (a developer setting; -1: by the
+// number of keys). kNone where no sm_90a kernel exists (the envelope, attention_sm90_why_not, says
+// why).
+inline Kernel choose_kernel(bool fp8, int head_dim, bool k_per_key, int64_t seqlen_kv, int persistent = -1) {
   if (head_dim != 64 && head_dim != 128) return Kernel::kNone;
   const bool d64 = head_dim == 64;
-  if (!fp8) return d64 ? Kernel::kHalf64 : Kernel::kHalf128;
+  if (!fp8) {
+    const bool pers = persistent < 0 ? seqlen_kv <= kPersistentMaxKeys : persistent != 0;
+    if (pers) return d64 ? Kernel::kHalf64Persistent : Kernel::kHalf128Persistent;
+    return d64 ? Kernel::kHalf64 : Kernel::kHalf128;
+  }
   if (k_per_key) return d64 ? Kernel::kFp8PerKeyD64 : Kernel::kFp8PerKeyD128;
   return d64 ? Kernel::kFp8D64 : Kernel::kFp8D128;
 }

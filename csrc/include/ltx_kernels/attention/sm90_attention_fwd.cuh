@@ -30,6 +30,13 @@
 //        to the output dtype into shared memory (per warpgroup a 64-row tile; 16-bit inputs write
 //        it over the warpgroup's own Q tile) and stored by TMA (rows past Sq are clipped by the
 //        tensor map).
+// Persistent configurations (Traits::kPersistent, 16-bit inputs, few keys): one CTA per SM (grid
+//        min(tiles, SMs)) takes query tiles c, c + gridDim.x, ... (query tile fastest, then head,
+//        then batch). Q has two buffers: tile i loads into buffer i % 2 once tile i - 2's O store
+//        has read it (q_empty), so the next tile's Q arrives while this one computes; the K / V
+//        ring runs on across tiles (a tile's key blocks follow the previous tile's), so the
+//        producer fetches the next tile's keys as soon as stages free up; the O store of a tile
+//        runs under the next tile's GEMMs. The ping-pong turns carry over from tile to tile.
 // Masking: keys past kv_len[b] get -inf (only the last block needs it); an optional additive
 // per-key bias is added in the log2 domain. Rows whose running max is -inf exponentiate against 0
 // so that they stay 0 instead of NaN.
@@ -103,6 +110,8 @@ struct Traits {
   //   registers.
   static constexpr bool kLeanLoop = Cfg::kLeanLoop;
   static constexpr bool kPingPong = Cfg::kPingPong;  // the consumers' GEMM turns by default
+  static constexpr bool kPersistent = Cfg::kPersistent;  // one CTA per SM walks query tiles
+  static constexpr int kQBufs = kPersistent ? 2 : 1;     // Q (and O over it) buffers
   static constexpr int kHeadDim = Cfg::kHeadDim;
   static constexpr int kMmaWG = Cfg::kMmaWG;  // consumer warpgroups, 64 query rows each
   static constexpr int kBlockM = 64 * kMmaWG;
@@ -147,6 +156,7 @@ struct Traits {
   // Output staging: one (64, D) tile per consumer warpgroup; over Q when the element sizes match.
   using SmemLayoutO = decltype(tile_to_shape(smem_atom_k<Out, kHeadDim>(), Shape<_64, Int<kHeadDim>, Int<kMmaWG>>{}));
   static constexpr bool kOverQ = sizeof(Out) == sizeof(Element);
+  static_assert(!kPersistent || kOverQ, "the persistent kernel stages O over Q (16-bit inputs)");
 
   using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{},
                                       make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GShape{}, GStride{}),
@@ -181,7 +191,7 @@ struct Traits {
   static constexpr uint32_t kBytesKf = kKPerToken ? kKfHeads * kBlockN * sizeof(float) : 0;
 
   struct SharedStorage {
-    alignas(1024) Element q[cosize_v<SmemLayoutQ>];
+    alignas(1024) Element q[kQBufs][cosize_v<SmemLayoutQ>];
     alignas(1024) Element k[cosize_v<SmemLayoutK>];
     alignas(1024) Element v[cosize_v<SmemLayoutVStore>];
     struct OwnO {
@@ -190,10 +200,11 @@ struct Traits {
     struct NoO {};
     std::conditional_t<kOverQ, NoO, OwnO> o_store;  // FP8 inputs: O has its own tiles
     alignas(128) float kf[kKPerToken ? cosize_v<SmemLayoutKf> : 4];  // FP8 per-key K factors
-    alignas(8) uint64_t bar_q;
+    alignas(8) uint64_t bar_q[kQBufs];
     uint64_t full_k[kStages];
     uint64_t full_v[kStages];
     uint64_t empty[kStages];
+    uint64_t q_empty[kQBufs];  // persistent: the Q buffer's O store has read it
   };
   static constexpr int kSmemBytes = int(sizeof(SharedStorage)) + 1024;  // + alignment slack
   static_assert(kSmemBytes <= 227 * 1024, "more shared memory than an sm_90 CTA can have");
@@ -215,6 +226,7 @@ struct Traits {
     AttnStrides qd, kd, vd;
     int64_t k_block;
     int32_t pingpong;  // 1: the two consumer warpgroups take turns issuing their GEMMs
+    int32_t m_blocks;  // query tiles per (head, batch): ceil(seqlen_q / kBlockM)
   };
 };
 
@@ -393,16 +405,19 @@ __device__ __forceinline__ void convert_p(TensorS const& s, TensorP& p) {
   }
 }
 
-// The two consumer warpgroups: main loop over key blocks and the epilogue.
+// The consumer warpgroups on one query tile: main loop over key blocks and the epilogue.
+// Key block j of the tile is block g0 + j of the K / V ring (the blocks of earlier tiles of a
+// persistent CTA come first); the tile's Q is complete when bar_q reaches phase q_phase; a
+// persistent CTA's tile releases its Q buffer on q_empty once the O store has read it, and only
+// its first tile opens the ping-pong turns (each later one starts where the previous ended).
 template <class Tr, class SS, class TQ, class TK, class TVt, class TO>
 __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, TQ& sQ, TK& sK, TVt& sVt, TO& sO,
-                                         int m_block, int h, int b, int hk, int kv_len, int n_blocks) {
+                                         int m_block, int h, int b, int hk, int kv_len, int n_blocks, int g0,
+                                         uint64_t* bar_q, int q_phase, uint64_t* q_empty, bool open_turns) {
   using Element = typename Tr::Element;
   using Out = typename Tr::Out;
   constexpr int kBlockM = Tr::kBlockM, kBlockN = Tr::kBlockN, kD = Tr::kHeadDim, kStages = Tr::kStages;
   using Barrier = cutlass::arch::ClusterTransactionBarrier;
-  // ---------------- consumers ----------------
-  cutlass::arch::warpgroup_reg_alloc<Tr::kConsumerRegs>();
   const int ctid = threadIdx.x - 128;
   // consumer warpgroup: rows 64 cwg .. (Traits::kLeanLoop: as a warp-uniform value)
   const int cwg = Tr::kLeanLoop ? __shfl_sync(0xffffffffu, ctid / 128, 0) : ctid / 128;
@@ -497,17 +512,20 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   auto your_turn = [&] {
     if (pingpong) cutlass::arch::NamedBarrier::arrive(256, kTurn + (cwg + 1) % Tr::kMmaWG);
   };
-  if (pingpong && cwg == Tr::kMmaWG - 1) cutlass::arch::NamedBarrier::arrive(256, kTurn);
+  if (open_turns && pingpong && cwg == Tr::kMmaWG - 1) cutlass::arch::NamedBarrier::arrive(256, kTurn);
 
   float alpha[2];
+  // A persistent CTA loads every tile's Q, and its O is staged over it: wait even without keys.
+  if constexpr (Tr::kPersistent) Barrier::wait(bar_q, q_phase);
   if (n_blocks > 0) {
-    Barrier::wait(&ss.bar_q, 0);
+    if constexpr (!Tr::kPersistent) Barrier::wait(bar_q, q_phase);
     {
-      Barrier::wait(&ss.full_k[0], 0);
+      const int s0 = g0 % kStages;
+      Barrier::wait(&ss.full_k[s0], (g0 / kStages) & 1);
       my_turn();
-      wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, 0), tSrS);
+      wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, s0), tSrS);
       your_turn();
-      load_kf(0);
+      load_kf(s0);
       warpgroup_wait<0>();
       const float* bias;
       float coef[2];
@@ -523,9 +541,9 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       convert_p<Tr>(tSrS, tOrP);
     }
     for (int j = 1; j < n_blocks; ++j) {
-      const int s = j % kStages, sp = (j - 1) % kStages;
-      Barrier::wait(&ss.full_k[s], (j / kStages) & 1);
-      Barrier::wait(&ss.full_v[sp], ((j - 1) / kStages) & 1);
+      const int g = g0 + j, s = g % kStages, sp = (g - 1) % kStages;
+      Barrier::wait(&ss.full_k[s], (g / kStages) & 1);
+      Barrier::wait(&ss.full_v[sp], ((g - 1) / kStages) & 1);
       my_turn();
       wg_gemm<true>(mma_qk, tSrQ, tSrK(_, _, _, s), tSrS);
       Tensor tOrT = make_fragment_like(tOrO);  // FP8: this block's P V alone
@@ -580,8 +598,8 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       }
     }
     {
-      const int sl = (n_blocks - 1) % kStages;
-      Barrier::wait(&ss.full_v[sl], ((n_blocks - 1) / kStages) & 1);
+      const int gl = g0 + n_blocks - 1, sl = gl % kStages;
+      Barrier::wait(&ss.full_v[sl], (gl / kStages) & 1);
       Tensor tOrT = make_fragment_like(tOrO);
       if constexpr (Tr::kFp8 && !Tr::kPvInO) {
         wg_gemm<true, true>(mma_pv, tOrP, tOrV(_, _, _, sl), tOrT);
@@ -635,120 +653,208 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
     auto [tOgO, tOsO] = tma_partition(p.tma_o, _0{}, Layout<_1>{}, group_modes<0, 2>(sOw), group_modes<0, 2>(gO));
     copy(p.tma_o, tOsO, tOgO);
     tma_store_arrive();
-    tma_store_wait<0>();
+    tma_store_wait<0>();  // the store has read the staging tile
+    if constexpr (Tr::kPersistent) cutlass::arch::ClusterBarrier::arrive(q_empty);
   }
+  (void)q_empty;
 }
 
+// The CTA's shared storage (1024-byte aligned).
 template <class Tr>
-__global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRID_CONSTANT typename Tr::Params const p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using Element = typename Tr::Element;
-  using Out = typename Tr::Out;
-  constexpr int kBlockN = Tr::kBlockN, kD = Tr::kHeadDim, kStages = Tr::kStages;
-  using Barrier = cutlass::arch::ClusterTransactionBarrier;
-
+__device__ __forceinline__ typename Tr::SharedStorage& shared_storage() {
   extern __shared__ char smem_raw[];
-  auto& ss = *reinterpret_cast<typename Tr::SharedStorage*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  return *reinterpret_cast<typename Tr::SharedStorage*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
+                                                        ~uintptr_t(1023));
+}
 
-  const int m_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  const int hk = h / p.group;
-  int kv_len = p.seqlen_kv;
-  if (p.kv_lengths != nullptr) kv_len = min(max(p.kv_lengths[b], 0), p.seqlen_kv);
-  const int n_blocks = (kv_len + kBlockN - 1) / kBlockN;
-  const int wg = threadIdx.x / 128;
-
+// Its barriers, initialized before any thread uses them.
+template <class Tr>
+__device__ __forceinline__ void init_barriers(typename Tr::SharedStorage& ss) {
   if (threadIdx.x == 0) {
-    Barrier::init(&ss.bar_q, 1);
     CUTE_UNROLL
-    for (int s = 0; s < kStages; ++s) {
-      Barrier::init(&ss.full_k[s], 1);
-      Barrier::init(&ss.full_v[s], 1);
+    for (int q = 0; q < Tr::kQBufs; ++q) {
+      cutlass::arch::ClusterTransactionBarrier::init(&ss.bar_q[q], 1);
+      if constexpr (Tr::kPersistent) cutlass::arch::ClusterBarrier::init(&ss.q_empty[q], Tr::kMmaWG);
+    }
+    CUTE_UNROLL
+    for (int s = 0; s < Tr::kStages; ++s) {
+      cutlass::arch::ClusterTransactionBarrier::init(&ss.full_k[s], 1);
+      cutlass::arch::ClusterTransactionBarrier::init(&ss.full_v[s], 1);
       cutlass::arch::ClusterBarrier::init(&ss.empty[s], Tr::kMmaWG * 4);
     }
     cutlass::arch::fence_barrier_init();
   }
   __syncthreads();
+}
 
-  Tensor sK = make_tensor(make_smem_ptr(ss.k), typename Tr::SmemLayoutK{});          // (BN, D, ST)
-  Tensor sV = make_tensor(make_smem_ptr(ss.v), typename Tr::SmemLayoutVStore{});     // store layout
-  Tensor sVt = make_tensor(make_smem_ptr(ss.v), typename Tr::SmemLayoutVt{});        // (D, BN, ST)
+// Producer (lane 0): the query tile's Q, one (64, D) tile per consumer warpgroup, on bar.
+template <class Tr, class TQ>
+__device__ __forceinline__ void issue_q(typename Tr::Params const& p, TQ& sQ, uint64_t* bar, int m_block, int h,
+                                        int b) {
+  constexpr int kD = Tr::kHeadDim;
+  Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.seqlen_q, int32_t(kD), p.heads, p.batch));
+  cutlass::arch::ClusterTransactionBarrier::arrive_and_expect_tx(bar, Tr::kBytesQ);
+  CUTE_UNROLL
+  for (int w = 0; w < Tr::kMmaWG; ++w) {
+    Tensor gQ = local_tile(mQ(_, _, h, b), Shape<_64, Int<kD>>{}, make_coord(Tr::kMmaWG * m_block + w, _0{}));
+    Tensor sQw = sQ(_, _, w);
+    auto [tQgQ, tQsQ] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQw), group_modes<0, 2>(gQ));
+    copy(p.tma_q.with(*bar), tQgQ, tQsQ);
+  }
+}
+
+// Producer (warp 0, thread 0 issues): key blocks 0 .. n_blocks - 1 of (hk, b) into the ring, key
+// block j as ring block g0 + j (stage (g0 + j) % kStages, once the consumers released it).
+template <class Tr, class SS, class TK, class TV>
+__device__ __forceinline__ void issue_kv(typename Tr::Params const& p, SS& ss, TK& sK, TV& sV, int hk, int b,
+                                         int n_blocks, int g0) {
+  constexpr int kBlockN = Tr::kBlockN, kD = Tr::kHeadDim, kStages = Tr::kStages;
+  using Barrier = cutlass::arch::ClusterTransactionBarrier;
+  Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
+  Tensor gK = local_tile(mK(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));  // (BN,D,n)
+  auto [tKgK, tKsK] = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+  auto issue_v = [&](int j, int s) {
+    if constexpr (Tr::kFp8) {
+      Tensor mV = p.tma_v.get_tma_tensor(make_shape(int32_t(kD), p.seqlen_kv_rows, p.heads_kv, p.batch));
+      Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kD>, Int<kBlockN>>{}, make_coord(_0{}, _));  // (D,BN,n)
+      auto [tVgV, tVsV] = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+      copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
+    } else {
+      Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
+      Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));
+      auto [tVgV, tVsV] = tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+      copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
+    }
+  };
+  auto issue_kf = [&](int j, int s) {  // block j's per-key K factors with heads hk & ~3 .. + 3
+    if constexpr (Tr::kKPerToken) {
+      Tensor mKf = p.tma_kf.get_tma_tensor(make_shape(p.heads_kv, p.seqlen_kv, p.batch));
+      Tensor gKf = local_tile(mKf(_, _, b), Shape<Int<Tr::kKfHeads>, Int<kBlockN>>{},
+                              make_coord(hk / Tr::kKfHeads, _));  // (4, BN, n)
+      Tensor sKf = make_tensor(make_smem_ptr(ss.kf), typename Tr::SmemLayoutKf{});
+      auto [tFg, tFs] = tma_partition(p.tma_kf, _0{}, Layout<_1>{}, group_modes<0, 2>(sKf), group_modes<0, 2>(gKf));
+      copy(p.tma_kf.with(ss.full_k[s]), tFg(_, j), tFs(_, s));
+    } else {
+      (void)j;
+      (void)s;
+    }
+  };
+  for (int j = 0; j < n_blocks; ++j) {
+    const int g = g0 + j, s = g % kStages;
+    if (g >= kStages) cutlass::arch::ClusterBarrier::wait(&ss.empty[s], ((g / kStages) - 1) & 1);
+    if (threadIdx.x == 0) {
+      Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK + Tr::kBytesKf);
+      copy(p.tma_k.with(ss.full_k[s]), tKgK(_, j), tKsK(_, s));
+      if constexpr (Tr::kKPerToken) issue_kf(j, s);
+      Barrier::arrive_and_expect_tx(&ss.full_v[s], Tr::kBytesV);
+      issue_v(j, s);
+    }
+    __syncwarp();
+  }
+}
+
+template <class Tr>
+__device__ __forceinline__ int keys_of(typename Tr::Params const& p, int b) {
+  int kv_len = p.seqlen_kv;
+  if (p.kv_lengths != nullptr) kv_len = min(max(p.kv_lengths[b], 0), p.seqlen_kv);
+  return kv_len;
+}
+
+// Shared-memory views: K (BN, D, stage), V as stored, V^T (D, BN, stage), and Q / O of buffer q
+// (64, D, warpgroup), O over Q for 16-bit inputs.
+template <class Tr, class SS>
+__device__ __forceinline__ auto smem_views(SS& ss, int q) {
+  using Out = typename Tr::Out;
   Out* o_ptr;
   if constexpr (Tr::kOverQ) {
-    o_ptr = reinterpret_cast<Out*>(ss.q);
+    o_ptr = reinterpret_cast<Out*>(ss.q[q]);
   } else {
     o_ptr = ss.o_store.o;
   }
-  Tensor sQ = make_tensor(make_smem_ptr(ss.q), typename Tr::SmemLayoutQ{});          // (64, D, WG)
-  Tensor sO = make_tensor(make_smem_ptr(o_ptr), typename Tr::SmemLayoutO{});         // (64, D, WG)
+  return make_tuple(make_tensor(make_smem_ptr(ss.k), typename Tr::SmemLayoutK{}),
+                    make_tensor(make_smem_ptr(ss.v), typename Tr::SmemLayoutVStore{}),
+                    make_tensor(make_smem_ptr(ss.v), typename Tr::SmemLayoutVt{}),
+                    make_tensor(make_smem_ptr(ss.q[q]), typename Tr::SmemLayoutQ{}),
+                    make_tensor(make_smem_ptr(o_ptr), typename Tr::SmemLayoutO{}));
+}
 
-  if (wg == 0) {
+// One query tile per CTA, grid (ceil(Sq / kBlockM), H, B).
+template <class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1) attention_fwd_kernel(CUTE_GRID_CONSTANT typename Tr::Params const p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  auto& ss = shared_storage<Tr>();
+  const int m_block = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int hk = h / p.group;
+  const int kv_len = keys_of<Tr>(p, b);
+  const int n_blocks = (kv_len + Tr::kBlockN - 1) / Tr::kBlockN;
+  init_barriers<Tr>(ss);
+  auto [sK, sV, sVt, sQ, sO] = smem_views<Tr>(ss, 0);
+  if (threadIdx.x / 128 == 0) {
     // ---------------- producer ----------------
     cutlass::arch::warpgroup_reg_dealloc<Tr::kProducerRegs>();
     if (threadIdx.x < 32 && n_blocks > 0) {  // lane 0 issues the TMA loads
-      const int lane = threadIdx.x;
-      Tensor mQ = p.tma_q.get_tma_tensor(make_shape(p.seqlen_q, int32_t(kD), p.heads, p.batch));
-      Tensor mK = p.tma_k.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
-      Tensor gK = local_tile(mK(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));  // (BN,D,n)
-      auto [tKgK, tKsK] = tma_partition(p.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-      auto issue_v = [&](int j, int s) {
-        if constexpr (Tr::kFp8) {
-          Tensor mV = p.tma_v.get_tma_tensor(make_shape(int32_t(kD), p.seqlen_kv_rows, p.heads_kv, p.batch));
-          Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kD>, Int<kBlockN>>{}, make_coord(_0{}, _));  // (D,BN,n)
-          auto [tVgV, tVsV] =
-              tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
-          copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
-        } else {
-          Tensor mV = p.tma_v.get_tma_tensor(make_shape(p.seqlen_kv, int32_t(kD), p.heads_kv, p.batch));
-          Tensor gV = local_tile(mV(_, _, hk, b), Shape<Int<kBlockN>, Int<kD>>{}, make_coord(_, _0{}));
-          auto [tVgV, tVsV] =
-              tma_partition(p.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
-          copy(p.tma_v.with(ss.full_v[s]), tVgV(_, j), tVsV(_, s));
-        }
-      };
-      auto issue_kf = [&](int j, int s) {  // block j's per-key K factors with heads hk & ~3 .. + 3
-        if constexpr (Tr::kKPerToken) {
-          Tensor mKf = p.tma_kf.get_tma_tensor(make_shape(p.heads_kv, p.seqlen_kv, p.batch));
-          Tensor gKf = local_tile(mKf(_, _, b), Shape<Int<Tr::kKfHeads>, Int<kBlockN>>{},
-                                  make_coord(hk / Tr::kKfHeads, _));  // (4, BN, n)
-          Tensor sKf = make_tensor(make_smem_ptr(ss.kf), typename Tr::SmemLayoutKf{});
-          auto [tFg, tFs] =
-              tma_partition(p.tma_kf, _0{}, Layout<_1>{}, group_modes<0, 2>(sKf), group_modes<0, 2>(gKf));
-          copy(p.tma_kf.with(ss.full_k[s]), tFg(_, j), tFs(_, s));
-        } else {
-          (void)j;
-          (void)s;
-        }
-      };
-      if (lane == 0) {
-        Barrier::arrive_and_expect_tx(&ss.bar_q, Tr::kBytesQ);
-        CUTE_UNROLL
-        for (int w = 0; w < Tr::kMmaWG; ++w) {  // one (64, D) tile per consumer warpgroup
-          Tensor gQ = local_tile(mQ(_, _, h, b), Shape<_64, Int<kD>>{}, make_coord(Tr::kMmaWG * m_block + w, _0{}));
-          Tensor sQw = sQ(_, _, w);
-          auto [tQgQ, tQsQ] = tma_partition(p.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQw), group_modes<0, 2>(gQ));
-          copy(p.tma_q.with(ss.bar_q), tQgQ, tQsQ);
-        }
-      }
-      for (int j = 0; j < n_blocks; ++j) {
-        const int s = j % kStages;
-        if (j >= kStages) cutlass::arch::ClusterBarrier::wait(&ss.empty[s], ((j / kStages) - 1) & 1);
-        if (lane == 0) {
-          Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK + Tr::kBytesKf);
-          copy(p.tma_k.with(ss.full_k[s]), tKgK(_, j), tKsK(_, s));
-          if constexpr (Tr::kKPerToken) issue_kf(j, s);
-          Barrier::arrive_and_expect_tx(&ss.full_v[s], Tr::kBytesV);
-          issue_v(j, s);
-        }
-        __syncwarp();
-      }
+      if (threadIdx.x == 0) issue_q<Tr>(p, sQ, &ss.bar_q[0], m_block, h, b);
+      issue_kv<Tr>(p, ss, sK, sV, hk, b, n_blocks, 0);
     }
   } else {
-    consumer<Tr>(p, ss, sQ, sK, sVt, sO, m_block, h, b, hk, kv_len, n_blocks);
+    cutlass::arch::warpgroup_reg_alloc<Tr::kConsumerRegs>();
+    consumer<Tr>(p, ss, sQ, sK, sVt, sO, m_block, h, b, hk, kv_len, n_blocks, 0, &ss.bar_q[0], 0, nullptr, true);
   }
 #endif
 }
 
+// Persistent: one CTA per SM (grid <= the SM count), tile t = (m, h, b) with m fastest, CTA c
+// taking tiles c, c + gridDim.x, ...; tile i of a CTA uses Q buffer i % 2, and its key blocks
+// follow the previous tiles' in the K / V ring, so the producer runs ahead across tiles.
+template <class Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 1)
+    attention_fwd_persistent_kernel(CUTE_GRID_CONSTANT typename Tr::Params const p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(Tr::kPersistent && Tr::kQBufs == 2, "a persistent configuration");
+  auto& ss = shared_storage<Tr>();
+  init_barriers<Tr>(ss);
+  const int tiles = p.m_blocks * p.heads * p.batch;
+  auto tile = [&](int t, int& m_block, int& h, int& b) {
+    m_block = t % p.m_blocks;
+    h = (t / p.m_blocks) % p.heads;
+    b = t / (p.m_blocks * p.heads);
+  };
+  if (threadIdx.x / 128 == 0) {
+    // ---------------- producer ----------------
+    cutlass::arch::warpgroup_reg_dealloc<Tr::kProducerRegs>();
+    if (threadIdx.x < 32) {
+      int g = 0;  // key blocks issued so far
+      for (int t = blockIdx.x, i = 0; t < tiles; t += gridDim.x, ++i) {
+        int m_block, h, b;
+        tile(t, m_block, h, b);
+        const int q = i % 2;
+        auto [sK, sV, sVt, sQ, sO] = smem_views<Tr>(ss, q);
+        if (i >= 2) cutlass::arch::ClusterBarrier::wait(&ss.q_empty[q], ((i / 2) - 1) & 1);
+        if (threadIdx.x == 0) issue_q<Tr>(p, sQ, &ss.bar_q[q], m_block, h, b);
+        const int n_blocks = (keys_of<Tr>(p, b) + Tr::kBlockN - 1) / Tr::kBlockN;
+        issue_kv<Tr>(p, ss, sK, sV, h / p.group, b, n_blocks, g);
+        g += n_blocks;
+      }
+    }
+  } else {
+    cutlass::arch::warpgroup_reg_alloc<Tr::kConsumerRegs>();
+    int g = 0;           // key blocks consumed so far
+    bool turns = false;  // the ping-pong turns are open (at the first tile with keys)
+    for (int t = blockIdx.x, i = 0; t < tiles; t += gridDim.x, ++i) {
+      int m_block, h, b;
+      tile(t, m_block, h, b);
+      const int q = i % 2;
+      auto [sK, sV, sVt, sQ, sO] = smem_views<Tr>(ss, q);
+      const int kv_len = keys_of<Tr>(p, b);
+      const int n_blocks = (kv_len + Tr::kBlockN - 1) / Tr::kBlockN;
+      consumer<Tr>(p, ss, sQ, sK, sVt, sO, m_block, h, b, h / p.group, kv_len, n_blocks, g, &ss.bar_q[q],
+                   (i / 2) & 1, &ss.q_empty[q], !turns);
+      turns = turns || n_blocks > 0;
+      g += n_blocks;
+    }
+  }
+#endif
+}
 
 }  // namespace attention_sm90
 }  // namespace ltx_kernels

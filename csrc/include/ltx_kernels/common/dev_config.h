@@ -19,6 +19,7 @@ constexpr const char* kDevSettings[] = {
     "LTX_KERNELS_SKINNY_WGMMA",        // "0": the few-token GEMM without its wgmma variant
     "LTX_KERNELS_SKINNY_SPLITK",       // the few-token GEMM's K splits
     "LTX_KERNELS_ATTENTION_PINGPONG",  // the sm_90a attention's warpgroup schedule (0 / 1)
+    "LTX_KERNELS_ATTENTION_PERSISTENT",  // the sm_90a 16-bit attention's persistent schedule (0 / 1)
     "LTX_KERNELS_NORM_SHAPE",          // the row norms' launch shape
     "LTX_KERNELS_NATTEN_TILE",         // the neighborhood attention's tile
     "LTX_KERNELS_NATTEN_SM90",         // "0": the portable neighborhood attention on sm_90
