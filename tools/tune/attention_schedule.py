@@ -1,5 +1,6 @@
 """A/B of the sm_90a 16-bit attention kernel's two schedules: one CTA per query tile and persistent
-(one CTA per SM walking the tiles; LTX_KERNELS_ATTENTION_PERSISTENT 0 / 1), at the LTX query
+(one CTA per SM walking the tiles; LTX_KERNELS_ATTENTION_PERSISTENT 0 / 1; persistent also with
+the warpgroups' ping-pong off), at the LTX query
 lengths against a growing number of keys (text lengths up to self-attention), beside every SDPA
 backend in the same run. The heuristics' key threshold (kPersistentMaxKeys in
 attention/heuristics.h) is read off these rows. Same timing as benchmarks/bench_attention.py
@@ -60,9 +61,10 @@ def bench(name, b, sq, h, d, skv, repeats, sets=2):
         row["us"][sdpa_name], row["spread_us"][sdpa_name] = med, [lo, hi]
         row["rel_l2"][sdpa_name] = rel_l2(got, want)
     out = torch.empty_like(qs[0])
-    for pers in ("0", "1"):
-        key = "ours_persistent" if pers == "1" else "ours_per_tile"
-        with lk.developer_config(LTX_KERNELS_ATTENTION_PERSISTENT=pers):
+    # the per-tile kernel with its default warpgroup schedule (ping-pong); persistent with and without
+    for key, pers, pp in (("ours_per_tile", "0", ""), ("ours_persistent", "1", ""),
+                          ("ours_persistent_no_pingpong", "1", "0")):
+        with lk.developer_config(LTX_KERNELS_ATTENTION_PERSISTENT=pers, LTX_KERNELS_ATTENTION_PINGPONG=pp):
             got = lk.attention(qs[0], ks[0], vs[0], backend="sm90").clone()
             med, lo, hi = timed(lambda i: lk.attention(qs[i], ks[i], vs[i], out=out, backend="sm90"), sets, repeats)
         err = rel_l2(got, want)
