@@ -67,7 +67,7 @@ for s in "${@:-build attn-tests attn-bench}"; do
       attn-tests)
         # CUDA cases of the kernel (the sm90 tests included) and of its quantizer, one line per test
         step attn-tests 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -v -p no:cacheprovider -rfEs \
-          tests/test_attention.py tests/test_attention_quant.py -k "cuda or sm90" ;;
+          tests/test_attention.py tests/test_attention_quant.py tests/test_attention_operands.py -k "cuda or sm90" ;;
       attn-bench)
         step attn-bench 150 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 benchmarks/bench_attention.py --out "$OUT/attention.json" ;;
       gemm)

@@ -100,10 +100,18 @@ def paths(b, s, h, d, split, wq, wk, cos, sin, sets_):
 
     pre = [qk16(i) for i in range(len(sets_))]  # the bf16 passes' outputs, for the parts timed alone
     ops1 = [lk.quantize_attention_fp8(*t) for t in pre]
+    more = {}
+    if cos.shape[0] == 1 and b > 1:  # the keys pass with one table per batch row (the same values):
+        # what a one-row table saves it, with the launch order that reads a key block's table rows
+        # for every batch row in turn
+        rows_ = (b,) + (1,) * (cos.dim() - 1)
+        cos_b, sin_b = cos.repeat(rows_), sin.repeat(rows_)
+        more["  attention_keys_fp8, B tables"] = lambda i: lk.attention_keys_fp8(
+            sets_[i][1], cos_b, sin_b, wk, heads=h, split_rope=split, smooth_keys=128)
     return {"sdpa": sdpa, "bf16": bf16, "fp8 1-pass": one_pass, "fp8 prod.": producers,
             "  q,k bf16 norm+rope": qk16, "  quantize_attention_fp8": lambda i: lk.quantize_attention_fp8(*pre[i]),
             "  fp8 kernel": lambda i: lk.attention(*ops1[i], out=out),
-            "  q fp8 norm+rope": q_op, "  attention_keys_fp8": k_op, "  attention_values_fp8": v_op}
+            "  q fp8 norm+rope": q_op, "  attention_keys_fp8": k_op, "  attention_values_fp8": v_op} | more
 
 
 def errors(b, s, h, d, split, wq, wk, cos, sin, xq, xk, v, fns, nq=256):

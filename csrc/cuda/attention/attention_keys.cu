@@ -11,10 +11,13 @@
 //             leading keys also write y (fp32) into the workspace;
 //   launch 2  mean (smooth_keys > 0): a thread per (batch row, channel) adds y over the leading
 //             keys in fp64 in key order, one division, one rounding;
-//   launch 3  codes: a CTA per (batch row, 128-key block, head) of 4 D threads, each thread one
+//   launch 3  codes: a CTA per (128-key block, batch row, head) of 4 D threads, each thread one
 //             16-byte column chunk of the head in 32 / V rows (32 values in registers, the chunk's
 //             weight and mean loaded once); y - mean, the block's amax by a block reduction, then
-//             the codes (8 or 4 bytes per chunk) and the factor.
+//             the codes (8 or 4 bytes per chunk) and the factor. The batch rows of a key block
+//             are neighbours in the launch order, so where the cos / sin tables have one row for
+//             the whole batch (LTX-Video's grid coordinates) the second row's CTAs find the
+//             block's table rows in L2 instead of reading them again from memory.
 // Bytes: x read twice (launch 3's read from L2 where x fits: 22 MB at B 2, S 2688, C 2048 bf16),
 // the cos / sin tables once, one code byte per element and 4 bytes per (block, head) written,
 // 4 bytes per row and the mean's rows (fp32) through the workspace. Against the bf16 RoPE output
@@ -118,13 +121,13 @@ __global__ void __launch_bounds__(kMeanThreads) keys_mean(Work w, int64_t batch,
 template <class Op, typename T, int V, int MAX_THREADS>
 __global__ void __launch_bounds__(MAX_THREADS) keys_blocks(const Op op, Work w, uint8_t* k8,
                                                                         float* k_descale, int64_t seq, int cols,
-                                                                        int heads, int64_t nblocks) {
+                                                                        int heads, int64_t nblocks, int64_t batch) {
   constexpr int K = kValuesPerThread / V;  // chunks per thread
   __shared__ float red[32];
   const int D = cols / heads, nc = D / V;
   const int64_t cta = blockIdx.x;
   const int h = int(cta % heads);
-  const int64_t blk = (cta / heads) % nblocks, b = cta / (int64_t(heads) * nblocks);
+  const int64_t b = (cta / heads) % batch, blk = cta / (int64_t(heads) * batch);
   const int cc = threadIdx.x % nc, R = blockDim.x / nc;
   const int off = h * D + cc * V;
   const int64_t j0 = blk * kAttnKeysBlock + threadIdx.x / nc;
@@ -167,7 +170,7 @@ __global__ void __launch_bounds__(MAX_THREADS) keys_blocks(const Op op, Work w, 
     fp8_quantize_bounded_words<E4M3, V>(kc[k], dv, c);  // the block's own scale: bounded quotients
     store_code_words<V>(k8 + (b * seq + j) * cols + off, c);
   }
-  if (threadIdx.x == 0) k_descale[cta] = s;  // [B, nblocks, H]: the CTA order
+  if (threadIdx.x == 0) k_descale[(b * nblocks + blk) * heads + h] = s;  // [B, nblocks, H]
 }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -190,10 +193,10 @@ cudaError_t launch(const Op& op, const AttnKeysParams& p, cudaStream_t st) {
   }
   if (D <= 128)
     keys_blocks<Op, T, V, 512><<<unsigned(ctas), unsigned(4 * D), 0, st>>>(op, w, p.k8, p.k_descale, sh.seq, cols,
-                                                                          int(p.heads), nb);
+                                                                          int(p.heads), nb, sh.batch);
   else
     keys_blocks<Op, T, V, 1024><<<unsigned(ctas), unsigned(4 * D), 0, st>>>(op, w, p.k8, p.k_descale, sh.seq, cols,
-                                                                           int(p.heads), nb);
+                                                                           int(p.heads), nb, sh.batch);
   return cudaGetLastError();
 }
 
