@@ -66,7 +66,8 @@ for s in "${@:-build attn-tests attn-bench}"; do
         step crash 120 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider tests/test_build_toolchain.py ;;
       attn-tests)
         # CUDA cases of the kernel (the sm90 tests included) and of its quantizer, one line per test
-        step attn-tests 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -v -p no:cacheprovider -rfEs \
+        NX=""; python3 -c "import xdist, execnet" 2>/dev/null && NX="-n 8"
+        step attn-tests 300 env PYTHONPATH="$VARIANT:tests:${PYTHONPATH:-}" python3 -m pytest -v -p no:cacheprovider -rfEs $NX \
           tests/test_attention.py tests/test_attention_quant.py tests/test_attention_operands.py -k "cuda or sm90" ;;
       attn-bench)
         step attn-bench 150 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 benchmarks/bench_attention.py --out "$OUT/attention.json" ;;
