@@ -523,6 +523,34 @@ def block_e2e_cache(records: Records) -> str:
     return e2e_cache_report.table(e2e_cache_report.load(sorted(records.folder.glob("e2e_cache_*.json"))))
 
 
+# The 16-bit attention kernels per query tile and persistent against the key count
+# (tools/tune/attention_schedule.py): the rows behind persistent_max_keys (attention/heuristics.h).
+# Read from the results folder, else from the H100's.
+SCHEDULE_RECORD = "attention_schedule.json"
+
+
+def block_attention_schedule(records: Records) -> str:
+    for folder in (records.folder, records.folder.parent / "h100"):
+        rec = Records(folder).json(SCHEDULE_RECORD)
+        if rec:
+            break
+    else:
+        return "(no attention schedule record)\n"
+    lines = ["| queries (B, Sq, H, D) | keys | per tile (us) | persistent (us) | best SDPA (us) | "
+             "persistent over per tile | persistent over best SDPA |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rec["rows"]:
+        us = r["us"]
+        sdpa_name, sdpa = min(((k, v) for k, v in us.items() if k.startswith("sdpa_")), key=lambda kv: kv[1])
+        per, pers = us["ours_per_tile"], us["ours_persistent"]
+        lines.append(f"| {shape([r['B'], r['Sq'], r['H'], r['D']])} | {r['Skv']} | {per:.1f} | {pers:.1f} | "
+                     f"{sdpa:.1f} ({sdpa_name[5:]}) | {x(per / pers)} | {x(sdpa / pers)} |")
+    m = rec["meta"]
+    return (f"{m.get('gpu', '?')}, git {m.get('git_sha', '?')[:10]}, `{m.get('command', '?')}` "
+            f"(bf16, medians of three medians; `benchmarks/results/{Path(folder).name}/{SCHEDULE_RECORD}`):\n\n"
+            + "\n".join(lines) + "\n")
+
+
 def block_noise(records):
     """The tie margin of the policy checks (NOISE), as a percentage."""
     return f"{100 * NOISE:g}%"
@@ -533,6 +561,7 @@ BLOCKS = {
     "perf-table": block_perf_table,
     "attention-kernel": block_attention_kernel,
     "attention-routing": block_attention_routing,
+    "attention-schedule": block_attention_schedule,
     "attention-fp8-per-key": block_attention_fp8_per_key,
     "attention-fp8-per-block": block_attention_fp8_per_block,
     "compile-one-op": block_compile_one_op,

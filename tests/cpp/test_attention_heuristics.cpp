@@ -13,7 +13,7 @@ namespace attention_sm90 {
 namespace {
 
 TEST(AttentionHeuristics, OneConfigurationPerClass) {
-  const int64_t many = kPersistentMaxKeys + 1;
+  const int64_t many = kPersistentMaxKeysD64 + 1;
   EXPECT_EQ(choose_kernel(false, 64, false, many), Kernel::kHalf64);
   EXPECT_EQ(choose_kernel(false, 128, false, many), Kernel::kHalf128);
   EXPECT_EQ(choose_kernel(false, 128, true, many), Kernel::kHalf128);  // per-key factors are an FP8 notion
@@ -30,7 +30,12 @@ TEST(AttentionHeuristics, OneConfigurationPerClass) {
 }
 
 TEST(AttentionHeuristics, FewKeysRunPersistent) {
-  for (int64_t keys : {int64_t(0), int64_t(1), int64_t(128), kPersistentMaxKeys}) {
+  EXPECT_EQ(persistent_max_keys(64), kPersistentMaxKeysD64);
+  EXPECT_EQ(persistent_max_keys(128), kPersistentMaxKeysD128);
+  EXPECT_EQ(choose_kernel(false, 64, false, kPersistentMaxKeysD64), Kernel::kHalf64Persistent);
+  EXPECT_EQ(choose_kernel(false, 128, false, kPersistentMaxKeysD128), Kernel::kHalf128Persistent);
+  EXPECT_EQ(choose_kernel(false, 128, false, kPersistentMaxKeysD128 + 1), Kernel::kHalf128);
+  for (int64_t keys : {int64_t(0), int64_t(1), int64_t(128), kPersistentMaxKeysD128}) {
     EXPECT_EQ(choose_kernel(false, 64, false, keys), Kernel::kHalf64Persistent) << keys;
     EXPECT_EQ(choose_kernel(false, 128, false, keys), Kernel::kHalf128Persistent) << keys;
     // FP8 has no persistent kernel (its O is not staged over Q)

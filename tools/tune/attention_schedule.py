@@ -2,9 +2,9 @@
 (one CTA per SM walking the tiles; LTX_KERNELS_ATTENTION_PERSISTENT 0 / 1; persistent also with
 the warpgroups' ping-pong off), at the LTX query
 lengths against a growing number of keys (text lengths up to self-attention), beside every SDPA
-backend in the same run. The heuristics' key threshold (kPersistentMaxKeys in
+backend in the same run. The heuristics' key thresholds (persistent_max_keys in
 attention/heuristics.h) is read off these rows. Same timing as benchmarks/bench_attention.py
-(CUDA-graph replay, two input sets); each time is the median of `--repeats` medians, with their
+(CUDA-graph replay, input sets rotated past L2); each time is the median of `--repeats` medians, with their
 spread. Every output is compared with cuDNN's first (relative L2), so that a wrong result cannot
 post a time.
 
@@ -23,7 +23,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import ltx_kernels as lk  # noqa: E402
 
-from common import rel_l2, time_graph, write_record  # noqa: E402
+from common import graph_timing, n_copies, rel_l2, time_graph, write_record  # noqa: E402
+
+TRIALS = 9  # graph replays per median
 
 SHAPES = [  # name, B, Sq, H, D, key counts
     ("LTX-Video 49x512x768", 2, 2688, 32, 64, (128, 256, 512, 1024, 2688)),
@@ -33,14 +35,15 @@ SHAPES = [  # name, B, Sq, H, D, key counts
 
 
 def timed(fn, sets, repeats):
-    meds = [time_graph(fn, sets, trials=9) for _ in range(repeats)]
+    meds = [time_graph(fn, sets, trials=TRIALS) for _ in range(repeats)]
     return statistics.median(meds), min(meds), max(meds)
 
 
-def bench(name, b, sq, h, d, skv, repeats, sets=2):
+def bench(name, b, sq, h, d, skv, repeats):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     flops = 4.0 * b * h * sq * skv * d
+    sets = n_copies(2 * h * d * b * (2 * sq + 2 * skv))  # q, out, k, v (bf16) per call
     qs = [torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
     ks = [torch.randn(b, skv, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
     vs = [torch.randn(b, skv, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
@@ -93,7 +96,9 @@ def main():
             rows.append(bench(name, b, sq, h, d, skv, args.repeats))
             torch.cuda.empty_cache()
             if args.json:  # after every shape, so that a run cut short keeps what it measured
-                write_record(args.json, rows, "tools/tune/attention_schedule.py", sys.argv[1:])
+                write_record(args.json, rows, "tools/tune/attention_schedule.py", sys.argv[1:],
+                             timing=dict(graph_timing(TRIALS), statistic=f"median of {args.repeats} medians of "
+                                         f"{TRIALS} replays (spread_us: their range)"))
 
 
 if __name__ == "__main__":

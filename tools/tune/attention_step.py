@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import ltx_kernels as lk  # noqa: E402
 from ltx_kernels import reference as ref  # noqa: E402
 
-from common import n_copies, time_graph, write_record  # noqa: E402
+from common import graph_timing, n_copies, time_graph, write_record  # noqa: E402
 
 SHAPES = [  # name, B, S, H, D, split RoPE, table rows (what the diffusers integration passes)
     ("LTX-Video 49x512x768", 2, 2688, 32, 64, False, 1),
@@ -151,7 +151,9 @@ def main():
         del sets_, fns
         torch.cuda.empty_cache()
         if args.json:  # after every shape: a run cut short keeps what it measured
-            write_record(args.json, rows, "tools/tune/attention_step.py", sys.argv[1:])
+            write_record(args.json, rows, "tools/tune/attention_step.py", sys.argv[1:],
+                         timing=dict(graph_timing(9), statistic="median of 3 medians of 9 replays "
+                                     "(spread: their range over the median)"))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@
 //   e4m3       64        per key     Fp8PerKeyD64    128 x 128         4       2
 //   e4m3       128       per key     Fp8PerKeyD128   128 x 64          4       2
 //
-// ("few keys": at most kPersistentMaxKeys keys, where the persistent schedule runs.)
+// ("few keys": at most persistent_max_keys(head dim) keys: 1024 at head dim 64, 256 at 128.)
 // Why these (docs/design/attention.md has the measurements that decide them):
 // - three consumer warpgroups at head dim 64 (160 registers each) keep more query rows in flight
 //   per K / V stage, which pays where the GEMMs are short; at head dim 128 two warpgroups of 240
@@ -180,9 +180,15 @@ inline const char* kernel_name(Kernel k) {
   }
 }
 
-// 16-bit calls with at most this many keys run the persistent kernels (docs/design/attention.md:
-// the rows that decide it).
-constexpr int64_t kPersistentMaxKeys = 256;
+// 16-bit calls with at most this many keys run the persistent kernels, by head dim. Both
+// schedules timed against the key count (tools/tune/attention_schedule.py, record
+// benchmarks/results/h100/attention_schedule.json, table in docs/design/attention.md): at head dim 64 persistent is faster from 128 to 1024 keys and slower at a
+// self-attention's 2688; at head dim 128 faster at 128 and 256 keys, slower from 512 on.
+constexpr int64_t kPersistentMaxKeysD64 = 1024;
+constexpr int64_t kPersistentMaxKeysD128 = 256;
+inline int64_t persistent_max_keys(int head_dim) {
+  return head_dim == 64 ? kPersistentMaxKeysD64 : kPersistentMaxKeysD128;
+}
 
 // The configuration for a call: FP8 (e4m3) or 16-bit inputs, the head dim, for FP8 whether K has
 // one factor per key (k_block 1) or per 128 keys, and the keys per batch row. `persistent` forces
@@ -193,7 +199,7 @@ inline Kernel choose_kernel(bool fp8, int head_dim, bool k_per_key, int64_t seql
   if (head_dim != 64 && head_dim != 128) return Kernel::kNone;
   const bool d64 = head_dim == 64;
   if (!fp8) {
-    const bool pers = persistent < 0 ? seqlen_kv <= kPersistentMaxKeys : persistent != 0;
+    const bool pers = persistent < 0 ? seqlen_kv <= persistent_max_keys(head_dim) : persistent != 0;
     if (pers) return d64 ? Kernel::kHalf64Persistent : Kernel::kHalf128Persistent;
     return d64 ? Kernel::kHalf64 : Kernel::kHalf128;
   }
