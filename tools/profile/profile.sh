@@ -7,7 +7,7 @@
 # One CSV per family (`--page details`, one row per kernel and metric), with the
 # NVTX range that names each launch, packed into $OUT/ncu.tar.gz.
 #   VARIANT=<built variant dir> OUT=<dir> bash tools/profile/profile.sh [families...]
-# families: attention gemm glue fp8 membound (default: all but membound). Each family is capped at FAMILY_LIMIT s (120).
+# families: attention cross gemm glue fp8 membound (default: all but cross and membound). Each family is capped at FAMILY_LIMIT s (120).
 # MEMBOUND_FILTER: words that select membound's calls by name (e.g. "ours quantize_attention"); all when unset.
 set -uo pipefail
 OUT=${OUT:-build/gpu-out/profile}

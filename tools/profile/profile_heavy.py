@@ -3,10 +3,12 @@ beside the alternative it is measured against, at one LTX shape each, between
 torch.cuda.profiler.start() / stop() so that only those launches are profiled
 (`ncu --profile-from-start off`; tools/profile/profile.sh runs it).
 
-    python3 tools/profile/profile_heavy.py [attention] [gemm] [glue]     (default: all three)
+    python3 tools/profile/profile_heavy.py [attention] [cross] [gemm] [glue]     (default: all four)
 
 - attention: ours (bf16, and FP8 with 128-key / per-key K factors; d64 LTX-Video and d128 LTX-2
   self-attention at 49x512x768) and cuDNN SDPA on the same operands;
+- cross: ours (bf16, the persistent kernel) and cuDNN SDPA on LTX-Video's cross-attention (B 2,
+  2688 queries against 128 text keys, 32 heads x 64), without a mask;
 - gemm: ours (backend "sm90"), the CUTLASS-collective kernel ("sm90_cutlass") and cuBLASLt's
   blockwise FP8 GEMM (torch._scaled_mm with 1x128 / 128x128 scales) at 5376x2048x2048 and
   8192^3, and the bf16 GEMM beside cuBLAS;
@@ -40,6 +42,18 @@ def attention_calls():
 
         calls.append((f"cudnn d{d}", cudnn))
     return calls
+
+
+def cross_calls():
+    q = torch.randn(2, 2688, 32, 64, device=dev, dtype=bf)
+    k, v = (torch.randn(2, 128, 32, 64, device=dev, dtype=bf) for _ in range(2))
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+
+    def cudnn():
+        with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
+            return F.scaled_dot_product_attention(qt, kt, vt)
+
+    return [("ours cross d64", lambda: lk.attention(q, k, v)), ("cudnn cross d64", cudnn)]
 
 
 def gemm_calls():
@@ -90,8 +104,8 @@ def glue_calls():
 
 
 def main(argv):
-    families = argv or ["attention", "gemm", "glue"]
-    makers = {"attention": attention_calls, "gemm": gemm_calls, "glue": glue_calls}
+    families = argv or ["attention", "cross", "gemm", "glue"]
+    makers = {"attention": attention_calls, "cross": cross_calls, "gemm": gemm_calls, "glue": glue_calls}
     unknown = [f for f in families if f not in makers]
     if unknown:
         sys.exit(f"profile_heavy.py: unknown family {unknown}; known: {sorted(makers)}")
