@@ -53,6 +53,7 @@ TEST(AttentionHeuristics, FewKeysRunPersistent) {
 template <class C>
 void expect_valid(bool fp8, const char* name) {
   SCOPED_TRACE(name);
+  EXPECT_NE(C::kId, Kernel::kNone);  // launch_config finds a configuration by its kId
   EXPECT_TRUE(C::kHeadDim == 64 || C::kHeadDim == 128);
   EXPECT_TRUE(C::kMmaWG == 2 || C::kMmaWG == 3);
   EXPECT_EQ(C::kBlockN % 16, 0);
@@ -68,6 +69,18 @@ void expect_valid(bool fp8, const char* name) {
   if (C::kPersistent) EXPECT_FALSE(fp8);  // O staged over Q: 16-bit only
   // two consumer warpgroups at head dim 128 (240 registers each hold S, P and O)
   if (C::kHeadDim == 128) EXPECT_EQ(C::kMmaWG, 2);
+}
+
+TEST(AttentionHeuristics, ConfigurationsNameTheirKernel) {
+  EXPECT_EQ(Half64::kId, Kernel::kHalf64);
+  EXPECT_EQ(Half128::kId, Kernel::kHalf128);
+  EXPECT_EQ(Half64Persistent::kId, Kernel::kHalf64Persistent);  // not its base's
+  EXPECT_EQ(Half128Persistent::kId, Kernel::kHalf128Persistent);
+  EXPECT_EQ(Fp8D64::kId, Kernel::kFp8D64);
+  EXPECT_EQ(Fp8D128::kId, Kernel::kFp8D128);
+  EXPECT_EQ(Fp8PerKeyD64::kId, Kernel::kFp8PerKeyD64);
+  EXPECT_EQ(Fp8PerKeyD128::kId, Kernel::kFp8PerKeyD128);
+  EXPECT_EQ(Config::kId, Kernel::kNone);
 }
 
 TEST(AttentionHeuristics, NamedConfigurationsAreValid) {

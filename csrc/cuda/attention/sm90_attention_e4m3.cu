@@ -8,14 +8,7 @@ namespace {
 
 template <class O>
 cudaError_t dispatch(const AttentionParams& a, Kernel k, cudaStream_t stream) {
-  using E = cutlass::float_e4m3_t;
-  switch (k) {
-    case Kernel::kFp8D64: return launch<Traits<E, O, Fp8D64>>(a, stream);
-    case Kernel::kFp8D128: return launch<Traits<E, O, Fp8D128>>(a, stream);
-    case Kernel::kFp8PerKeyD64: return launch<Traits<E, O, Fp8PerKeyD64>>(a, stream);
-    case Kernel::kFp8PerKeyD128: return launch<Traits<E, O, Fp8PerKeyD128>>(a, stream);
-    default: return cudaErrorNotSupported;
-  }
+  return launch_config<cutlass::float_e4m3_t, O, Fp8D64, Fp8D128, Fp8PerKeyD64, Fp8PerKeyD128>(a, k, stream);
 }
 
 }  // namespace

@@ -145,16 +145,19 @@ inline bool persistent_ok(const AttentionParams& a, int block_m) {
   return (a.seqlen_q + block_m - 1) / block_m * a.heads * a.batch <= INT32_MAX;
 }
 
+// The launch of the configuration among Cfgs that is kernel k (its kId); cudaErrorNotSupported for
+// a kernel that is none of them.
+template <class E, class O, class... Cfgs>
+cudaError_t launch_config(const AttentionParams& a, Kernel k, cudaStream_t stream) {
+  cudaError_t r = cudaErrorNotSupported;
+  (void)((k == Cfgs::kId && ((r = launch<Traits<E, O, Cfgs>>(a, stream)), true)) || ...);
+  return r;
+}
+
 // 16-bit inputs (bf16, fp16): the configurations of attention/heuristics.h.
 template <class E>
 cudaError_t forward_half(const AttentionParams& a, Kernel k, cudaStream_t stream) {
-  switch (k) {
-    case Kernel::kHalf64: return launch<Traits<E, E, Half64>>(a, stream);
-    case Kernel::kHalf128: return launch<Traits<E, E, Half128>>(a, stream);
-    case Kernel::kHalf64Persistent: return launch<Traits<E, E, Half64Persistent>>(a, stream);
-    case Kernel::kHalf128Persistent: return launch<Traits<E, E, Half128Persistent>>(a, stream);
-    default: return cudaErrorNotSupported;
-  }
+  return launch_config<E, E, Half64, Half128, Half64Persistent, Half128Persistent>(a, k, stream);
 }
 
 // Per-dtype dispatch of the configuration heuristics::choose_kernel names (one translation unit

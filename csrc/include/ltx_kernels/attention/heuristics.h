@@ -101,8 +101,25 @@ inline AttnBackendChoice choose_attn_backend(AttnBackend requested, const AttnBa
 
 namespace attention_sm90 {
 
-// The plain kernel. Every field is read by Traits; a named configuration overrides some.
-struct Config {
+// The sm_90a configurations, one name each (kernel_name); each configuration struct says which
+// it is (kId).
+enum class Kernel {
+  kHalf64,
+  kHalf128,
+  kHalf64Persistent,
+  kHalf128Persistent,
+  kFp8D64,
+  kFp8D128,
+  kFp8PerKeyD64,
+  kFp8PerKeyD128,
+  kNone
+};
+
+// The plain kernel. Every field is read by Traits; a named configuration overrides some, and its
+// base names the kernel it is (kId: launch_config finds a configuration by it).
+template <Kernel K>
+struct ConfigOf {
+  static constexpr Kernel kId = K;
   static constexpr int kHeadDim = 64;       // 64 or 128
   static constexpr int kBlockN = 128;       // keys per block
   static constexpr int kStages = 2;         // K / V pipeline depth
@@ -119,11 +136,12 @@ struct Config {
   // runs under the next tile's GEMMs. 16-bit inputs only (O is staged over Q); two Q buffers.
   static constexpr bool kPersistent = false;
 };
+using Config = ConfigOf<Kernel::kNone>;
 
-struct Half64 : Config {
+struct Half64 : ConfigOf<Kernel::kHalf64> {
   static constexpr int kHeadDim = 64, kBlockN = 128, kStages = 4, kMmaWG = 3;
 };
-struct Half128 : Config {
+struct Half128 : ConfigOf<Kernel::kHalf128> {
   static constexpr int kHeadDim = 128, kBlockN = 128, kStages = 3, kMmaWG = 2;
   static constexpr bool kSkipRescale = true, kLeanLoop = true;
 };
@@ -131,40 +149,31 @@ struct Half128 : Config {
 // loading Q and storing O one after the other): the same kernels, persistent. Two K / V stages at
 // head dim 128 leave room for the second Q buffer.
 struct Half64Persistent : Half64 {
+  static constexpr Kernel kId = Kernel::kHalf64Persistent;
   static constexpr bool kPersistent = true;
 };
 struct Half128Persistent : Half128 {
+  static constexpr Kernel kId = Kernel::kHalf128Persistent;
   static constexpr int kStages = 2;
   static constexpr bool kPersistent = true;
 };
-struct Fp8D64 : Config {
+struct Fp8D64 : ConfigOf<Kernel::kFp8D64> {
   static constexpr int kHeadDim = 64, kBlockN = 128, kStages = 6, kMmaWG = 3;
   static constexpr bool kPvInO = true, kLeanLoop = true, kPingPong = false;
 };
-struct Fp8D128 : Config {
+struct Fp8D128 : ConfigOf<Kernel::kFp8D128> {
   static constexpr int kHeadDim = 128, kBlockN = 128, kStages = 4, kMmaWG = 2;
   static constexpr bool kPvInO = true, kLeanLoop = true;
 };
-struct Fp8PerKeyD64 : Config {
+struct Fp8PerKeyD64 : ConfigOf<Kernel::kFp8PerKeyD64> {
   static constexpr int kHeadDim = 64, kBlockN = 128, kStages = 4, kMmaWG = 2;
   static constexpr bool kKPerToken = true, kPingPong = false;
 };
-struct Fp8PerKeyD128 : Config {
+struct Fp8PerKeyD128 : ConfigOf<Kernel::kFp8PerKeyD128> {
   static constexpr int kHeadDim = 128, kBlockN = 64, kStages = 4, kMmaWG = 2;
   static constexpr bool kKPerToken = true;
 };
 
-enum class Kernel {
-  kHalf64,
-  kHalf128,
-  kHalf64Persistent,
-  kHalf128Persistent,
-  kFp8D64,
-  kFp8D128,
-  kFp8PerKeyD64,
-  kFp8PerKeyD128,
-  kNone
-};
 
 inline const char* kernel_name(Kernel k) {
   switch (k) {
