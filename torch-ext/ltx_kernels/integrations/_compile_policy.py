@@ -138,8 +138,8 @@ def use_kernel(op: str, x: Optional[torch.Tensor] = None) -> bool:
 # - with a key mask (a prompt's padding) ours is slower at every key count, head dim 64 and 128,
 #   in bf16 and more so in FP8 with its quantization pass;
 # - unmasked, bf16: at head dim 64 faster from 2048 keys on, level at 1024, slower below; at head
-#   dim 128 slower or level at every key count measured (with few keys each query tile sees one
-#   or two key blocks and its Q load and O store are not amortized);
+#   dim 128 slower or level at every key count measured (the sweep times the per-tile kernels; the
+#   persistent schedule that attention/heuristics.h picks for few keys is not in it);
 # - unmasked, FP8 with its quantization pass: slower at 2688 keys, faster from 8192 on.
 # So optimize(attention=...) runs our kernel only where it measured faster, SDPA (or diffusers'
 # dispatcher) elsewhere, in the processor's dtype. benchmarks/check_policy.py re-derives both key
