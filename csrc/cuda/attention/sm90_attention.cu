@@ -43,8 +43,7 @@ cudaError_t attention_forward_sm90(const AttentionParams& a, cudaStream_t stream
   if (!addressable(a)) return cudaErrorNotSupported;
   using attention_sm90::Kernel;
   const bool fp8 = a.dtype == AttnDtype::kE4M3;
-  // (the persistent kernels number their query tiles in int32; 128 rows is the shortest tile)
-  const int persistent = attention_sm90::persistent_ok(a, 64 * 2) ? a.persistent : 0;
+  const int persistent = attention_sm90::persistent_ok(a) ? a.persistent : 0;
   const Kernel k = attention_sm90::choose_kernel(fp8, int(a.head_dim), fp8 && a.k_block == 1, a.seqlen_kv, persistent);
   switch (a.dtype) {
     case AttnDtype::kBF16: return attention_sm90::forward_bf16(a, k, stream);

@@ -140,9 +140,10 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// Whether the persistent kernels can index the call's query tiles (int32 tile numbers).
-inline bool persistent_ok(const AttentionParams& a, int block_m) {
-  return (a.seqlen_q + block_m - 1) / block_m * a.heads * a.batch <= INT32_MAX;
+// Whether the persistent kernels can number the call's query tiles in int32 (counted with the
+// shortest query tile, 128 rows).
+inline bool persistent_ok(const AttentionParams& a) {
+  return (a.seqlen_q + 127) / 128 * a.heads * a.batch <= INT32_MAX;
 }
 
 // The launch of the configuration among Cfgs that is kernel k (its kId); cudaErrorNotSupported for
