@@ -105,6 +105,32 @@ def test_kv_lengths_mask_and_empty_rows(device, backend, d):
 
 
 @pytest.mark.parametrize("device,backend", DEV_BACKENDS)
+@pytest.mark.parametrize("form", ["unaligned", "expanded", "odd_stride"])
+def test_key_bias_layouts(device, backend, form):
+    """The op's key bias [B, Skv] in layouts the sm_90a kernel cannot load by TMA as they are (a
+    base off 16 bytes, a batch stride 0, a batch stride not a multiple of 4): the op pads a copy;
+    the result is the reference's for each (bias values chosen so that a bias read at the wrong
+    key or batch row changes the output)."""
+    dtype = torch.bfloat16
+    b, sq, skv, h, d = 3, 67, 137, 2, 64
+    q, k, v = (mk(b, s, h, d, dtype, device, "bshd") for s in (sq, skv, skv))
+    g = torch.Generator().manual_seed(5)
+    rows = (torch.randn(b, skv, generator=g) * 3).to(device)
+    rows[:, -5:] = float("-inf")
+    if form == "unaligned":
+        bias = torch.empty(b, skv + 8, device=device)[:, 1:skv + 1].copy_(rows)
+    elif form == "expanded":
+        bias = rows[:1].expand(b, skv)
+    else:
+        bias = torch.empty(b, skv + 1, device=device)[:, :skv].copy_(rows)
+    out = torch.empty_like(q)
+    lk.ops.attention(out, q, k, v, d ** -0.5, None, bias, None, None, None, 1, "bshd", backend)
+    check16(out, ref.attention(q, k, v, key_bias=bias), v, dtype, form)
+    other = torch.roll(bias, 1, dims=1)  # the bias one key off
+    assert not torch.allclose(ref.attention(q, k, v, key_bias=other).float(), out.float(), atol=2e-2)
+
+
+@pytest.mark.parametrize("device,backend", DEV_BACKENDS)
 def test_strided_inputs_and_sentinel_out(device, backend):
     dtype = torch.bfloat16
     b, sq, skv, h, d = 2, 65, 130, 4, 64

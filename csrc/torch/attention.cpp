@@ -213,6 +213,15 @@ void run_sm90(Problem& pr) {
       pr.k_descale = t.narrow(2, 0, kd.size(2)).copy_(kd);
     }
   }
+  if (pr.key_bias.defined()) {  // loaded by TMA: 16-byte aligned rows (ltx_kernels.attention makes them so)
+    const at::Tensor& kb = pr.key_bias;
+    const bool ok = reinterpret_cast<uintptr_t>(kb.data_ptr()) % 16 == 0 &&
+                    (kb.size(0) <= 1 || (kb.stride(0) > 0 && kb.stride(0) % 4 == 0));
+    if (!ok) {  // keys padded to a multiple of 4 (the padding is never read: the tensor map ends at Skv)
+      at::Tensor t = at::empty({kb.size(0), (kb.size(1) + 3) / 4 * 4}, kb.options());
+      pr.key_bias = t.narrow(1, 0, kb.size(1)).copy_(kb);
+    }
+  }
   const at::Tensor final_out = pr.out;
   if (!out_addressable(pr.out)) pr.out = at::empty_like(pr.out, at::MemoryFormat::Contiguous);
   bind(pr);

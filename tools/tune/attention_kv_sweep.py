@@ -8,14 +8,16 @@ timed as the diffusers processor calls it:
   ours bf16   ltx_kernels.attention on [B, S, H, D] with the boolean key mask
   ours fp8    quantize_attention_fp8 + ltx_kernels.attention (what attention="fp8" runs)
 
-Same timing as benchmarks/bench_attention.py (CUDA-graph replay, two input sets, medians). Each
-output is compared with SDPA's first (relative L2) so that a wrong path cannot post a time.
+Same timing as benchmarks/bench_attention.py (CUDA-graph replay, input sets rotated past L2);
+each time is the median of `--repeats` medians, with their range. Each output is compared with
+SDPA's first (relative L2) so that a wrong path cannot post a time.
 
-    python3 tools/tune/attention_kv_sweep.py [--json out.json]
+    python3 tools/tune/attention_kv_sweep.py [--repeats 3] [--json out.json]
 """
 
 import argparse
 import os
+import statistics
 import sys
 
 import torch
@@ -25,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import ltx_kernels as lk  # noqa: E402
 
-from common import rel_l2, time_graph, write_record  # noqa: E402
+from common import graph_timing, n_copies, rel_l2, time_graph, write_record  # noqa: E402
 
 B, SQ, H = 2, 2688, 32
 SKV = [128, 256, 512, 1024, 2048, 2688]
@@ -34,12 +36,13 @@ SKV = [128, 256, 512, 1024, 2048, 2688]
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     rows = []
     for d in (64, 128):
         for skv in SKV:
-            sets = 2
+            sets = n_copies(2 * H * d * B * (2 * SQ + 2 * skv))  # q, out, k, v (bf16) per call
             q = [torch.randn(B, SQ, H, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
             k = [torch.randn(B, skv, H, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
             v = [torch.randn(B, skv, H, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
@@ -72,7 +75,9 @@ def main():
                                        ("sdpa_nomask", sdpa_nomask, 1e-9, want_nomask),
                                        ("ours_bf16_nomask", ours_nomask, 1e-2, want_nomask)):
                 err = rel_l2(fn(0), ref)
-                row[name + "_us"] = time_graph(fn, sets, trials=9)
+                meds = [time_graph(fn, sets, trials=9) for _ in range(args.repeats)]
+                row[name + "_us"] = statistics.median(meds)
+                row[name + "_us_range"] = [min(meds), max(meds)]
                 row[name + "_rel_l2"] = err
                 row[name + "_ok"] = err < tol
             rows.append(row)
@@ -85,7 +90,9 @@ def main():
             del q, k, v
             torch.cuda.empty_cache()
     if args.json:
-        write_record(args.json, rows, "tools/tune/attention_kv_sweep.py", sys.argv[1:])
+        timing = dict(graph_timing(trials=9), statistic=f"median of {args.repeats} medians of replay time / calls "
+                      "per graph, with their range")
+        write_record(args.json, rows, "tools/tune/attention_kv_sweep.py", sys.argv[1:], timing=timing)
 
 
 if __name__ == "__main__":

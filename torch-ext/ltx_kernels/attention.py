@@ -80,13 +80,15 @@ def _key_bias(attn_mask: Optional[torch.Tensor], b: int, skv: int, device) -> Op
             f"[{b}, {skv}] (e.g. [B, Skv], [B, 1, Skv], [B, 1, 1, Skv]); masks that differ per query or "
             f"head are not supported (got shape {list(attn_mask.shape)})"
         )
-    if m.dtype == torch.bool:
-        m = torch.zeros(m.shape, dtype=torch.float32, device=m.device).masked_fill(~m, float("-inf"))
-    elif m.dtype.is_floating_point:
-        m = m.float()
-    else:
+    if m.dtype != torch.bool and not m.dtype.is_floating_point:
         raise ValueError(f"ltx_kernels.attention: attn_mask must be boolean or floating (got {attn_mask.dtype})")
-    return m.expand(b, skv).to(device)
+    # One pass into rows padded to a multiple of 4 keys (16 bytes), the layout the sm_90a kernel
+    # loads by TMA (the op pads any other layout itself, at the cost of another copy).
+    m = m.to(device).expand(b, skv)
+    bias = torch.empty(b, (skv + 3) // 4 * 4, dtype=torch.float32, device=device)[:, :skv]
+    if m.dtype == torch.bool:
+        return torch.log(m, out=bias)  # log(True) = 0, log(False) = -inf
+    return bias.copy_(m)
 
 
 def _prepare(q, k, scale, attn_mask, k_descale, out, out_dtype, layout):

@@ -33,7 +33,7 @@ bool addressable(const AttentionParams& a) {
   return tma_ok(a.q, tidy(a.q_stride, a.seqlen_q, a.heads, a.batch, D), es) &&
          tma_ok(a.k, tidy(a.k_stride, a.seqlen_kv, a.heads_kv, a.batch, D), es) && tma_ok(a.v, vs, es) &&
          tma_ok(a.out, tidy(a.out_stride, a.seqlen_q, a.heads, a.batch, D), esize(a.out_dtype)) &&
-         (!fp8 || a.k_block != 1 || attention_sm90::kf_tma_ok(a));
+         (!fp8 || a.k_block != 1 || attention_sm90::kf_tma_ok(a)) && attention_sm90::bias_tma_ok(a);
 }
 
 }  // namespace

@@ -60,6 +60,28 @@ typename Tr::TmaKf make_tma_kf(const AttentionParams& a) {
   }
 }
 
+// The key bias [B, Skv] as the TMA tensor (keys, batch): 16-byte aligned, keys contiguous, the
+// batch stride a positive multiple of 4 elements (any value where B is 1).
+inline int64_t bias_stride_b(const AttentionParams& a) {
+  return a.batch > 1 ? a.key_bias_stride_b : (a.seqlen_kv + 3) / 4 * 4;
+}
+inline bool bias_tma_ok(const AttentionParams& a) {
+  const int64_t sb = bias_stride_b(a);
+  return a.key_bias == nullptr || (reinterpret_cast<uintptr_t>(a.key_bias) % 16 == 0 && sb > 0 && sb % 4 == 0);
+}
+
+template <class Tr>
+typename Tr::TmaBias make_tma_bias(const AttentionParams& a) {
+  // Without a bias, a map over a stand-in (16 bytes of q, never loaded): the kernel's parameters
+  // always hold one.
+  const float* base = a.key_bias != nullptr ? a.key_bias : static_cast<const float*>(a.q);
+  const int32_t keys = a.key_bias != nullptr ? int32_t(std::max<int64_t>(a.seqlen_kv, 1)) : 4;
+  const int32_t rows = a.key_bias != nullptr ? int32_t(a.batch) : 1;
+  const int64_t sb = a.key_bias != nullptr ? bias_stride_b(a) : 4;
+  auto m = make_tensor(make_gmem_ptr(base), make_shape(keys, rows), make_stride(_1{}, sb));
+  return make_tma_copy(SM90_TMA_LOAD{}, m, take<0, 1>(typename Tr::SmemLayoutBias{}), Shape<Int<Tr::kBlockN>>{}, _1{});
+}
+
 template <class Tr>
 cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
   using E = typename Tr::Element;
@@ -100,6 +122,7 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
       tma_v,
       make_tma_copy(SM90_TMA_STORE{}, mO, take<0, 2>(typename Tr::SmemLayoutO{}), Shape<_64, Int<D>>{}, _1{}),
       make_tma_kf<Tr>(a),
+      make_tma_bias<Tr>(a),
       B,
       Sq,
       Skv,
@@ -110,7 +133,6 @@ cudaError_t launch(const AttentionParams& a, cudaStream_t stream) {
       float(double(a.scale) * 1.4426950408889634),
       a.kv_lengths,
       a.key_bias,
-      a.key_bias_stride_b,
       a.q_descale,
       a.k_descale,
       a.v_descale,

@@ -185,6 +185,20 @@ struct Traits {
                              take<0, 2>(SmemLayoutKf{}), Shape<Int<kKfHeads>, Int<kBlockN>>{}, _1{})),
       NoTmaKf>;
 
+  // The key bias (fp32 [B, Skv], keys contiguous, batch stride a multiple of 4 elements), when the
+  // call has one: block j of its batch row lands in the stage of K_j, on K_j's barrier, so the
+  // softmax reads it from shared memory; read from global memory by the consumers instead, its
+  // latency sits between the S GEMM and the softmax of every block (with one key block per query
+  // tile, as for a prompt's 128 keys, once per tile).
+  using SmemLayoutBias = Layout<Shape<Int<kBlockN>, Int<kStages>>>;
+  using BiasShape = Shape<int32_t, int32_t>;    // (keys, batch)
+  using BiasStride = Stride<_1, int64_t>;
+  using TmaBias = decltype(make_tma_copy(SM90_TMA_LOAD{},
+                                         make_tensor(make_gmem_ptr(static_cast<float const*>(nullptr)), BiasShape{},
+                                                     BiasStride{}),
+                                         take<0, 1>(SmemLayoutBias{}), Shape<Int<kBlockN>>{}, _1{}));
+
+  static constexpr uint32_t kBytesBias = kBlockN * sizeof(float);
   static constexpr uint32_t kBytesQ = kBlockM * kHeadDim * sizeof(Element);
   static constexpr uint32_t kBytesK = kBlockN * kHeadDim * sizeof(Element);
   static constexpr uint32_t kBytesV = kBlockN * kHeadDim * sizeof(Element);
@@ -200,6 +214,7 @@ struct Traits {
     struct NoO {};
     std::conditional_t<kOverQ, NoO, OwnO> o_store;  // FP8 inputs: O has its own tiles
     alignas(128) float kf[kKPerToken ? cosize_v<SmemLayoutKf> : 4];  // FP8 per-key K factors
+    alignas(128) float bias[cosize_v<SmemLayoutBias>];                   // key bias blocks
     alignas(8) uint64_t bar_q[kQBufs];
     uint64_t full_k[kStages];
     uint64_t full_v[kStages];
@@ -215,11 +230,11 @@ struct Traits {
     TmaV tma_v;
     TmaO tma_o;
     TmaKf tma_kf;
+    TmaBias tma_bias;  // over key_bias (a stand-in without one: never used)
     int32_t batch, seqlen_q, seqlen_kv, seqlen_kv_rows, heads, heads_kv, group;
     float scale_log2;  // softmax scale * log2(e)
     const int32_t* kv_lengths;
-    const float* key_bias;
-    int64_t key_bias_stride_b;
+    const float* key_bias;  // null: no key bias
     const float* q_descale;
     const float* k_descale;
     const float* v_descale;
@@ -287,33 +302,20 @@ __device__ __forceinline__ bool softmax_block(TensorS& s, RowState& st, float (&
   if (prescaled) {
     // Scores to the log2 domain here (per-key factor, bias); keys past kv_valid are never read.
     // kf: this thread's per-key K factors, loaded into registers while S was computed
-    // (kf[2 * (i / 4) + i % 2] is the factor of the column of s(i)). The bias is read in chunks
-    // of 4 column groups (8 columns, 16 scores), each chunk's loads issued together: one load per
-    // score, each waited for in turn, took twice the unmasked time; the whole block's bias held in
-    // registers (kBlockN / 4 of them) spilled 760 bytes (d 64, three consumer warpgroups at 160).
-    constexpr int kChunk = 16;
+    // (kf[2 * (i / 4) + i % 2] is the factor of the column of s(i)); bias: the key block's bias
+    // in shared memory (the producer loads it with K). (Loaded once for both rows of a column,
+    // the loads are hoisted together and spill at 160 registers.)
     CUTE_UNROLL
-    for (int i0 = 0; i0 < N; i0 += kChunk) {
-      float bv[kChunk / 2];
-      if (bias != nullptr) {
-        CUTE_UNROLL
-        for (int u = 0; u < kChunk / 2; ++u) {
-          const int col = 8 * (i0 / 4 + u / 2) + c0 + (u % 2);
-          bv[u] = col < kv_valid ? __ldg(bias + col) : 0.f;
-        }
+    for (int i = 0; i < N; ++i) {
+      const int col = 8 * (i / 4) + c0 + (i % 2);
+      float t = -INFINITY;
+      if (col < kv_valid) {
+        t = s(i);
+        if (kf != nullptr) t *= kf[2 * (i / 4) + (i % 2)];
+        t *= st.coef[(i / 2) % 2];
+        if (bias != nullptr) t = fmaf(bias[col], 1.4426950408889634f, t);
       }
-      CUTE_UNROLL
-      for (int i = i0; i < (i0 + kChunk < N ? i0 + kChunk : N); ++i) {
-        const int col = 8 * (i / 4) + c0 + (i % 2);
-        float t = -INFINITY;
-        if (col < kv_valid) {
-          t = s(i);
-          if (kf != nullptr) t *= kf[2 * (i / 4) + (i % 2)];
-          t *= st.coef[(i / 2) % 2];
-          if (bias != nullptr) t = fmaf(bv[2 * ((i - i0) / 4) + (i % 2)], 1.4426950408889634f, t);
-        }
-        s(i) = t;
-      }
+      s(i) = t;
     }
   } else if (kKind != 0 && kv_valid < Tr::kBlockN) {
     CUTE_UNROLL
@@ -453,7 +455,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
     }
     st.coef[r] = c;
   }
-  const float* bias_row = p.key_bias != nullptr ? p.key_bias + b * p.key_bias_stride_b : nullptr;
+  const bool has_bias = p.key_bias != nullptr;
   const float* kd_base = nullptr;
   if constexpr (Tr::kFp8) kd_base = p.k_descale + b * p.kd.b + hk * p.kd.h;
 
@@ -484,9 +486,9 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
   float kblk_next = 0.f;
   if constexpr (Tr::kFp8 && !Tr::kKPerToken) kblk_next = k_block_factor(0);
 
-  // Per key block: the bias pointer, and the k block factor folded into coef.
-  auto block_args = [&](int j, const float*& bias, float (&coef)[2]) {
-    bias = bias_row != nullptr ? bias_row + j * kBlockN : nullptr;
+  // Per key block j (in stage s): its bias in shared memory, and the k block factor folded into coef.
+  auto block_args = [&](int j, int s, const float*& bias, float (&coef)[2]) {
+    bias = has_bias ? ss.bias + s * kBlockN : nullptr;
     coef[0] = st.coef[0];
     coef[1] = st.coef[1];
     if constexpr (Tr::kFp8 && !Tr::kKPerToken) {
@@ -529,7 +531,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       warpgroup_wait<0>();
       const float* bias;
       float coef[2];
-      block_args(0, bias, coef);
+      block_args(0, s0, bias, coef);
       RowState tmp = st;
       tmp.coef[0] = coef[0];
       tmp.coef[1] = coef[1];
@@ -557,7 +559,7 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
       warpgroup_wait<1>();
       const float* bias;
       float coef[2];
-      block_args(j, bias, coef);
+      block_args(j, s, bias, coef);
       RowState tmp = st;
       tmp.coef[0] = coef[0];
       tmp.coef[1] = coef[1];
@@ -662,9 +664,11 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
 // The CTA's shared storage (1024-byte aligned).
 template <class Tr>
 __device__ __forceinline__ typename Tr::SharedStorage& shared_storage() {
+  // (an offset from smem_raw, not an address rounded as an integer: the compiler then knows that
+  // every access through it is to shared memory, and emits shared-memory loads)
   extern __shared__ char smem_raw[];
-  return *reinterpret_cast<typename Tr::SharedStorage*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
-                                                        ~uintptr_t(1023));
+  const uint32_t mis = uint32_t(reinterpret_cast<uintptr_t>(smem_raw) % 1024);
+  return *reinterpret_cast<typename Tr::SharedStorage*>(smem_raw + (mis != 0 ? 1024 - mis : 0));
 }
 
 // Its barriers, initialized before any thread uses them.
@@ -739,13 +743,22 @@ __device__ __forceinline__ void issue_kv(typename Tr::Params const& p, SS& ss, T
       (void)s;
     }
   };
+  auto issue_bias = [&](int j, int s) {  // block j of batch row b's key bias
+    Tensor mB = p.tma_bias.get_tma_tensor(make_shape(p.seqlen_kv, p.batch));
+    Tensor gB = local_tile(mB(_, b), Shape<Int<kBlockN>>{}, make_coord(_));  // (BN, n)
+    Tensor sB = make_tensor(make_smem_ptr(ss.bias), typename Tr::SmemLayoutBias{});
+    auto [tBg, tBs] = tma_partition(p.tma_bias, _0{}, Layout<_1>{}, group_modes<0, 1>(sB), group_modes<0, 1>(gB));
+    copy(p.tma_bias.with(ss.full_k[s]), tBg(_, j), tBs(_, s));
+  };
+  const bool has_bias = p.key_bias != nullptr;
   for (int j = 0; j < n_blocks; ++j) {
     const int g = g0 + j, s = g % kStages;
     if (g >= kStages) cutlass::arch::ClusterBarrier::wait(&ss.empty[s], ((g / kStages) - 1) & 1);
     if (threadIdx.x == 0) {
-      Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK + Tr::kBytesKf);
+      Barrier::arrive_and_expect_tx(&ss.full_k[s], Tr::kBytesK + Tr::kBytesKf + (has_bias ? Tr::kBytesBias : 0));
       copy(p.tma_k.with(ss.full_k[s]), tKgK(_, j), tKsK(_, s));
       if constexpr (Tr::kKPerToken) issue_kf(j, s);
+      if (has_bias) issue_bias(j, s);
       Barrier::arrive_and_expect_tx(&ss.full_v[s], Tr::kBytesV);
       issue_v(j, s);
     }
