@@ -302,13 +302,18 @@ def count_attention_calls(fn) -> dict:
     """Runs fn() once under torch.profiler (CPU activity: the dispatcher records every op call,
     eager or from a compiled graph) and counts the calls of ltx_kernels' attention op
     ("ltx_kernels") and of PyTorch's SDPA ("sdpa": the outermost SDPA op of each call, so that
-    a backend op under scaled_dot_product_attention is not counted twice)."""
+    a backend op under scaled_dot_product_attention is not counted twice), and of the passes that
+    make one FP8 attention call's v operand ("fp8": quantize_attention_fp8 or attention_values_fp8,
+    one per FP8 call; the other ltx_kernels calls ran the 16-bit kernel)."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         fn()
-    ours = sdpa = 0
+    ours = sdpa = fp8 = 0
     for e in prof.events():
         if e.name.startswith("_ltx_kernels_") and e.name.endswith("::attention"):
             ours += 1
+        elif e.name.startswith("_ltx_kernels_") and e.name.endswith(("::quantize_attention_fp8",
+                                                                      "::attention_values_fp8")):
+            fp8 += 1
         elif _is_sdpa(e.name):
             parent, nested = e.cpu_parent, False
             while parent is not None:
@@ -317,7 +322,7 @@ def count_attention_calls(fn) -> dict:
                     break
                 parent = parent.cpu_parent
             sdpa += not nested
-    return {"ltx_kernels": ours, "sdpa": sdpa}
+    return {"ltx_kernels": ours, "sdpa": sdpa, "fp8": fp8}
 
 
 def attention_route(mode, counts) -> str:
@@ -330,9 +335,13 @@ def attention_route(mode, counts) -> str:
     k, s = counts["ltx_kernels"], counts["sdpa"]
     if k == 0:
         return "sdpa: the routing rule sent every call to SDPA"
-    if s == 0:
-        return f"ltx_kernels {mode}: every call"
-    return f"ltx_kernels {mode} for {k} of {k + s} calls, SDPA for the rest"
+    parts = [f"ltx_kernels {mode}: {k}"]
+    if mode == "fp8":
+        f8 = min(counts.get("fp8", 0), k)
+        parts = [f"ltx_kernels fp8: {f8}"] + ([f"ltx_kernels 16-bit: {k - f8}"] if k > f8 else [])
+    if s:
+        parts.append(f"sdpa: {s}")
+    return f"{', '.join(parts)} (of {k + s} calls)"
 
 
 def probe_attention(row, mode, problem, model, args, device):

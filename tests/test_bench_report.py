@@ -264,15 +264,18 @@ def test_e2e_counts_which_attention_ran():
         b = F.scaled_dot_product_attention(x.transpose(1, 2), x.transpose(1, 2), x.transpose(1, 2))
         return a, b
 
-    assert e2e.count_attention_calls(lambda: both(q)) == {"ltx_kernels": 1, "sdpa": 1}
-    assert e2e.count_attention_calls(lambda: (both(q), both(q))) == {"ltx_kernels": 2, "sdpa": 2}
+    assert e2e.count_attention_calls(lambda: both(q)) == {"ltx_kernels": 1, "sdpa": 1, "fp8": 0}
+    assert e2e.count_attention_calls(lambda: (both(q), both(q))) == {"ltx_kernels": 2, "sdpa": 2, "fp8": 0}
     compiled = torch.compile(both, fullgraph=True, dynamic=False)
     compiled(q)
-    assert e2e.count_attention_calls(lambda: compiled(q)) == {"ltx_kernels": 1, "sdpa": 1}
+    assert e2e.count_attention_calls(lambda: compiled(q)) == {"ltx_kernels": 1, "sdpa": 1, "fp8": 0}
+    assert e2e.count_attention_calls(lambda: lk.attention(*lk.quantize_attention_fp8(q, q, q))) == \
+        {"ltx_kernels": 1, "sdpa": 0, "fp8": 1}
     assert e2e.attention_route("fp8", {"ltx_kernels": 0, "sdpa": 56}).startswith("sdpa: the routing rule")
-    assert e2e.attention_route("bf16", {"ltx_kernels": 28, "sdpa": 28}) == \
-        "ltx_kernels bf16 for 28 of 56 calls, SDPA for the rest"
-    assert e2e.attention_route("bf16", {"ltx_kernels": 56, "sdpa": 0}) == "ltx_kernels bf16: every call"
+    assert e2e.attention_route("bf16", {"ltx_kernels": 28, "sdpa": 28}) == "ltx_kernels bf16: 28, sdpa: 28 (of 56 calls)"
+    assert e2e.attention_route("bf16", {"ltx_kernels": 56, "sdpa": 0}) == "ltx_kernels bf16: 56 (of 56 calls)"
+    assert e2e.attention_route("fp8", {"ltx_kernels": 56, "sdpa": 0, "fp8": 28}) == \
+        "ltx_kernels fp8: 28, ltx_kernels 16-bit: 28 (of 56 calls)"
 
 
 # ---- docs generated from records (benchmarks/report.py blocks, benchmarks/check_docs.py) --------

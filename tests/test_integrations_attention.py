@@ -138,8 +138,11 @@ def test_rule_routes_to_sdpa(mode, monkeypatch):
     calls = _every_attention(monkeypatch, unmasked_only)
     check_mode(mode, m, o, kw, monkeypatch, "unmasked only")
     assert len(calls) == 2, "the (unmasked) self-attention of both blocks only"
-    assert sorted(set(seen)) == sorted({(mode, kw["hidden_states"].shape[1], 64, False),
-                                        (mode, kw["encoder_hidden_states"].shape[1], 64, True)}), seen
+    self_call, cross_call = (kw["hidden_states"].shape[1], 64, False), (kw["encoder_hidden_states"].shape[1], 64, True)
+    want = {(mode,) + self_call, (mode,) + cross_call}
+    if mode == "fp8":  # the refused FP8 call asks whether the 16-bit kernel pays (kernel_attention_mode)
+        want.add(("bf16",) + cross_call)
+    assert sorted(set(seen)) == sorted(want), seen
 
 
 def test_kernel_attention_rule_follows_its_thresholds():
@@ -181,6 +184,31 @@ def test_routing_follows_the_thresholds(mode, monkeypatch):
         run(o, kw)
         assert len(calls) == want, (keys, dims, calls)
         assert all(c[1] == tokens for c in calls), calls  # self-attention only (cross: 7 masked keys)
+
+
+def test_fp8_falls_back_to_the_16bit_kernel(monkeypatch):
+    """Where FP8 attention does not pay and the 16-bit kernel does (kernel_attention_mode),
+    optimize(attention="fp8") runs the 16-bit kernel on the bf16 model's own q, k, v (no FP8
+    operand pass), not SDPA; an fp32 model goes to SDPA there; the output still matches."""
+    import ltx_kernels.integrations._compile_policy as policy
+    import ltx_kernels.integrations.diffusers.processors as procs
+
+    monkeypatch.setitem(policy.MIN_KERNEL_ATTENTION_KEYS, "fp8", 10 ** 9)
+    monkeypatch.setitem(policy.MIN_KERNEL_ATTENTION_KEYS, "bf16", 1)
+    assert policy.kernel_attention_mode("fp8", 4096, 64, False) == "bf16"
+    assert policy.kernel_attention_mode("fp8", 4096, 64, True) is None  # a key mask: SDPA
+    assert policy.kernel_attention_mode("bf16", 4096, 64, False) == "bf16"
+    calls = []
+    real = procs.kernel_attention
+    monkeypatch.setattr(procs, "kernel_attention", lambda *a, **k: calls.append(a[0].dtype) or real(*a, **k))
+    for dtype, want in ((torch.bfloat16, [torch.bfloat16] * 2), (torch.float32, [])):
+        m = _prep(ltx_video(heads=2, head_dim=64), "cpu", dtype)
+        kw = video_inputs("cpu", dtype)
+        o = optimized_copy(m, attention="fp8")
+        calls.clear()
+        got = run(o, kw)
+        assert calls == want, (dtype, calls)  # the two self-attentions; the masked cross-attention: SDPA
+        assert_no_worse(got, run(m, kw), exact_run(m, kw), str(dtype))
 
 
 def test_attention_mode_is_the_last_optimize_call():

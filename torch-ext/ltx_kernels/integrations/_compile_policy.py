@@ -154,3 +154,14 @@ def use_kernel_attention(mode: str, num_keys: int, head_dim: int, masked: bool) 
     ltx_kernels.attention in `mode` ("bf16" / "fp8") when optimize(attention=mode) asked for it."""
     return (not masked and num_keys >= MIN_KERNEL_ATTENTION_KEYS[mode]
             and head_dim in KERNEL_ATTENTION_HEAD_DIMS[mode])
+
+
+def kernel_attention_mode(mode: str, num_keys: int, head_dim: int, masked: bool) -> Optional[str]:
+    """The ltx_kernels.attention mode a call of optimize(attention=mode) runs: `mode` where
+    use_kernel_attention takes it; for "fp8" where FP8 does not pay, the 16-bit kernel where that
+    one does (it runs in the model's dtype, as SDPA would: no accuracy is given up); None: SDPA."""
+    if use_kernel_attention(mode, num_keys, head_dim, masked):
+        return mode
+    if mode == "fp8" and use_kernel_attention("bf16", num_keys, head_dim, masked):
+        return "bf16"
+    return None

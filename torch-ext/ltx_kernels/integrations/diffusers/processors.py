@@ -170,8 +170,9 @@ class _FusedAttnBase:
     def _attend(self, query, key, value, attention_mask, key_mask=None):
         """The one place that picks the attention function: q, k, v [B, S, heads, d] ->
         [B, S, heads, d]. ltx_kernels.attention when optimize() asked for it and it applies
-        (a per-key mask; where it is faster than SDPA, `_compile_policy.use_kernel_attention`:
-        unmasked attention over many keys; under diffusers' context parallelism only in its
+        (a per-key mask; where it is faster than SDPA, `_compile_policy.kernel_attention_mode`:
+        unmasked attention over many keys, with "fp8" falling back to the 16-bit kernel where
+        only that one pays; under diffusers' context parallelism only in its
         Ulysses form, with our all-to-all, whatever the key count, since diffusers' Ulysses
         attention fails on a prompt mask: `_ulysses`); otherwise diffusers' dispatcher when the replaced processor's
         module has one (its backend and parallel config carried over), PyTorch SDPA otherwise.
@@ -179,8 +180,9 @@ class _FusedAttnBase:
         mode = self.kernel_attention
         if mode is not None and self._per_key_mask(key_mask, query, key):
             if self._parallel_config is None:
-                if _compile_policy.use_kernel_attention(mode, key.shape[1], key.shape[3], key_mask is not None):
-                    return _kernel_attend(mode, query, key, value, key_mask)
+                run = _compile_policy.kernel_attention_mode(mode, key.shape[1], key.shape[3], key_mask is not None)
+                if run is not None and (run == mode or query.dtype in (torch.bfloat16, torch.float16)):
+                    return _kernel_attend(run, query, key, value, key_mask)
             else:
                 comm = ulysses_comm(self._parallel_config)
                 if comm is not None and query.shape[2] % comm.world == 0:
