@@ -8,9 +8,12 @@ with its LTX_KERNELS_COMPILE_* knobs unset; no build needed, torch is):
 
 - `use_kernel_attention` against every measured attention point (figures.attention_points:
   attention.json and the key-count sweep): where the rule runs our kernel it must not be
-  clearly slower than SDPA, where it does not it must not be clearly faster. The key thresholds
-  are also re-derived: each must lie above every key count where our kernel was clearly slower
-  and at or below every one where it was clearly faster.
+  clearly slower than SDPA, where it does not it must not be clearly faster, unless
+  `kernel_attention_mode` runs the other mode of our kernel there instead (the "fp8" -> 16-bit
+  fallback), which must then not be clearly slower than the refused one at the same point. The
+  key thresholds (unmasked and with a key mask) are also re-derived: each must lie above every
+  key count where our kernel was clearly slower and at or below every one where it was clearly
+  faster.
 - the per-input compile rules (`rms_norm_wins_compiled`, the exact `gelu_and_mul`'s `half_only`)
   against every benchmark row of their op (ours over torch.compile), row by row; the bounds of
   `rms_norm_wins_compiled` (RMS_NORM_MIN_NUMEL, RMS_NORM_MAX_COLS) re-derived from norm.json;
@@ -73,23 +76,37 @@ def check_attention(records, pol, errors, notes):
     if not pts:
         errors.append("attention: no attention record to check use_kernel_attention against")
         return
+    same = {(p["mode"], p["keys"], p["head_dim"], p["masked"], p["source"]): p["speedup"] for p in pts}
     for p in pts:
         runs = pol.use_kernel_attention(p["mode"], p["keys"], p["head_dim"], p["masked"])
         where = (f"attention={p['mode']!r}, head dim {p['head_dim']}, {p['keys']} keys"
                  f"{', key mask' if p['masked'] else ''} ({p['source']}): ours {_x(p['speedup'])} SDPA")
+        instead = pol.kernel_attention_mode(p["mode"], p["keys"], p["head_dim"], p["masked"])
+        if not runs and instead is not None and instead != p["mode"]:
+            # refused in favour of another mode of our kernel (the "fp8" -> 16-bit fallback): that
+            # one must not be clearly slower at the same point
+            other = same.get((instead, p["keys"], p["head_dim"], p["masked"], p["source"]))
+            if other is None:
+                errors.append(f"{where}, but kernel_attention_mode runs {instead!r} there, which no record measures")
+            elif other < p["speedup"] * (1 - NOISE):
+                errors.append(f"{where}, but kernel_attention_mode runs {instead!r} there ({_x(other)} SDPA)")
+            continue
         _check_choice(errors, runs, p["speedup"], f"{where}, but use_kernel_attention runs our kernel there",
                       f"{where}, but use_kernel_attention leaves it to SDPA")
-    for mode, threshold in pol.MIN_KERNEL_ATTENTION_KEYS.items():
-        dims = pol.KERNEL_ATTENTION_HEAD_DIMS[mode]
-        cand = [p for p in pts if p["mode"] == mode and not p["masked"] and p["head_dim"] in dims]
-        losing = [p["keys"] for p in cand if p["speedup"] < 1 - NOISE]
-        winning = [p["keys"] for p in cand if p["speedup"] > 1 + NOISE]
-        lo, hi = max(losing, default=0), min(winning, default=None)
-        notes.append(f"attention {mode}: the records allow a key threshold in ({lo}, {hi if hi else 'inf'}]; "
-                     f"the code has {threshold}")
-        if threshold <= lo or (hi is not None and threshold > hi):
-            errors.append(f"MIN_KERNEL_ATTENTION_KEYS[{mode!r}] = {threshold} is outside ({lo}, {hi}] "
-                          "that the records allow")
+    for masked, thresholds, all_dims in ((False, pol.MIN_KERNEL_ATTENTION_KEYS, pol.KERNEL_ATTENTION_HEAD_DIMS),
+                                         (True, pol.MIN_MASKED_KERNEL_ATTENTION_KEYS,
+                                          pol.MASKED_KERNEL_ATTENTION_HEAD_DIMS)):
+        name = "MIN_MASKED_KERNEL_ATTENTION_KEYS" if masked else "MIN_KERNEL_ATTENTION_KEYS"
+        for mode, threshold in thresholds.items():
+            dims = all_dims[mode]
+            cand = [p for p in pts if p["mode"] == mode and p["masked"] == masked and p["head_dim"] in dims]
+            losing = [p["keys"] for p in cand if p["speedup"] < 1 - NOISE]
+            winning = [p["keys"] for p in cand if p["speedup"] > 1 + NOISE]
+            lo, hi = max(losing, default=0), min(winning, default=None)
+            notes.append(f"attention {mode}{' with a key mask' if masked else ''}: the records allow a key "
+                         f"threshold in ({lo}, {hi if hi else 'inf'}]; the code has {threshold}")
+            if threshold <= lo or (hi is not None and threshold > hi):
+                errors.append(f"{name}[{mode!r}] = {threshold} is outside ({lo}, {hi}] that the records allow")
 
 
 def _meta(torch, r):

@@ -149,10 +149,24 @@ def quantize_pass_us(row: dict):
     return float(m.group(1)) if m else None
 
 
+# The attention records (attention.json, ATTENTION_SWEEP, SCHEDULE_RECORD) are read from this
+# folder beside the results folder where it has them: they time the current attention kernels
+# (the key bias loaded with K, the persistent schedule for few keys), which the H200's predate.
+ATTENTION_FOLDER = "h100"
+
+
+def attention_records(records: Records) -> Records:
+    alt = records.folder.parent / ATTENTION_FOLDER
+    if alt.resolve() != records.folder.resolve() and (alt / "attention.json").exists():
+        return Records(alt)
+    return records
+
+
 def attention_rows(records: Records) -> list:
     """attention.json, per shape: ours in bf16 ([B, S, H, D], the processors' layout) and FP8
     (k factors per 128 keys, per key), each against the fastest SDPA backend of the run, FP8 also
     with its quantization pass added."""
+    records = attention_records(records)
     out = {}
     for r in records.rows("attention"):
         key = tuple(r["shape"])
@@ -185,6 +199,7 @@ def attention_points(records: Records) -> list:
     processors call them: "bf16" = ltx_kernels.attention in bf16; "fp8" = quantize_attention_fp8
     + the FP8 kernel (k factors per 128 keys), the pass included. From attention.json and the
     key-count sweep (ATTENTION_SWEEP)."""
+    records = attention_records(records)
     pts = []
     for e in attention_rows(records):
         src = "attention.json"
@@ -207,6 +222,7 @@ def attention_points(records: Records) -> list:
 
 
 def block_attention_kernel(records: Records) -> str:
+    records = attention_records(records)
     rows = attention_rows(records)
     if not rows:
         return "(no attention record)\n"
@@ -220,7 +236,8 @@ def block_attention_kernel(records: Records) -> str:
                      f"{x(e['fp8_1']) if 'fp8_1' in e else '-'} |")
     meta = (records.json("attention.json") or {}).get("meta", {})
     return (f"Ours over the fastest PyTorch SDPA backend of the same run (> 1.00x: ours is faster), "
-            f"{meta.get('gpu', '?')}, `benchmarks/results/h200/attention.json`:\n\n" + "\n".join(lines) + "\n")
+            f"{meta.get('gpu', '?')}, git {meta.get('git_sha', '?')[:10]}, "
+            f"`benchmarks/results/{records.folder.name}/attention.json`:\n\n" + "\n".join(lines) + "\n")
 
 
 def _fp8_self_span(records, kind):
@@ -238,34 +255,39 @@ def block_attention_fp8_per_block(records):
 def block_attention_routing(records: Records) -> str:
     """The rule of use_kernel_attention with the measurements on each side of it."""
     c = policy_constants()
-    keys, dims = c.get("MIN_KERNEL_ATTENTION_KEYS", {}), c.get("KERNEL_ATTENTION_HEAD_DIMS", {})
     pts = attention_points(records)
     lines = ["| `attention=` | runs ltx_kernels.attention for | measured there | measured elsewhere |",
              "|---|---|---:|---|"]
+    rules = (("MIN_KERNEL_ATTENTION_KEYS", "KERNEL_ATTENTION_HEAD_DIMS", False),
+             ("MIN_MASKED_KERNEL_ATTENTION_KEYS", "MASKED_KERNEL_ATTENTION_HEAD_DIMS", True))
     for mode in ("bf16", "fp8"):
-        if mode not in keys:
-            continue
-        inside = [p for p in pts if p["mode"] == mode and not p["masked"] and p["head_dim"] in dims[mode]
-                  and p["keys"] >= keys[mode]]
-        rest = []
-        below = [p for p in pts if p["mode"] == mode and not p["masked"] and p["head_dim"] in dims[mode]
-                 and p["keys"] < keys[mode]]
-        if below:
-            ks = sorted({p["keys"] for p in below})
-            rest.append(f"{'fewer keys' if len(ks) > 1 else 'keys'} ({ks[0]}{'-' + str(ks[-1]) if len(ks) > 1 else ''}): "
-                        f"{span([p['speedup'] for p in below])}")
-        other_dims = [p for p in pts if p["mode"] == mode and not p["masked"] and p["head_dim"] not in dims[mode]]
-        for d in sorted({p["head_dim"] for p in other_dims}):
-            rest.append(f"head dim {d}: {span([p['speedup'] for p in other_dims if p['head_dim'] == d])}")
-        masked = [p for p in pts if p["mode"] == mode and p["masked"]]
-        if masked:
-            rest.append(f"a key mask: {span([p['speedup'] for p in masked])}")
-        what = (f"unmasked attention, head dim {' or '.join(map(str, dims[mode]))}, >= {keys[mode]} keys"
-                + (" (the quantization pass included)" if mode == "fp8" else ""))
-        lines.append(f"| `\"{mode}\"` | {what} | {span([p['speedup'] for p in inside])} | {'; '.join(rest) or '-'} |")
+        for keys_name, dims_name, masked in rules:
+            keys, dims = c.get(keys_name, {}), c.get(dims_name, {})
+            mine = [p for p in pts if p["mode"] == mode and p["masked"] == masked]
+            if mode not in keys:
+                if masked and mine:
+                    lines.append(f"| `\"{mode}\"` | no attention with a key mask (those run as with `\"bf16\"`) | - | "
+                                 f"a key mask: {span([p['speedup'] for p in mine])} |")
+                continue
+            inside = [p for p in mine if p["head_dim"] in dims[mode] and p["keys"] >= keys[mode]]
+            rest = []
+            below = [p for p in mine if p["head_dim"] in dims[mode] and p["keys"] < keys[mode]]
+            if below:
+                ks = sorted({p["keys"] for p in below})
+                rest.append(f"{'fewer keys' if len(ks) > 1 else 'keys'} ({ks[0]}{'-' + str(ks[-1]) if len(ks) > 1 else ''}): "
+                            f"{span([p['speedup'] for p in below])}")
+            other_dims = [p for p in mine if p["head_dim"] not in dims[mode]]
+            for d in sorted({p["head_dim"] for p in other_dims}):
+                rest.append(f"head dim {d}: {span([p['speedup'] for p in other_dims if p['head_dim'] == d])}")
+            what = (f"{'attention with a key mask' if masked else 'unmasked attention'}, head dim "
+                    f"{' or '.join(map(str, dims[mode]))}, >= {keys[mode]} keys"
+                    + (" (the quantization pass included)" if mode == "fp8" else ""))
+            lines.append(f"| `\"{mode}\"` | {what} | {span([p['speedup'] for p in inside]) if inside else '-'} | "
+                         f"{'; '.join(rest) or '-'} |")
     srcs = sorted({p["source"] for p in pts})
+    folder = attention_records(records).folder.name
     return ("Ours over PyTorch's SDPA (cuDNN), each as the processors call it, from "
-            + ", ".join(f"`{s}`" for s in srcs) + ":\n\n" + "\n".join(lines) + "\n")
+            + ", ".join(f"`{folder}/{s}`" for s in srcs) + ":\n\n" + "\n".join(lines) + "\n")
 
 
 # ---- one op against torch.compile --------------------------------------------------------------
@@ -525,16 +547,14 @@ def block_e2e_cache(records: Records) -> str:
 
 # The 16-bit attention kernels per query tile and persistent against the key count
 # (tools/tune/attention_schedule.py): the rows behind persistent_max_keys (attention/heuristics.h).
-# Read from the results folder, else from the H100's.
+# Read from the attention records' folder (attention_records).
 SCHEDULE_RECORD = "attention_schedule.json"
 
 
 def block_attention_schedule(records: Records) -> str:
-    for folder in (records.folder, records.folder.parent / "h100"):
-        rec = Records(folder).json(SCHEDULE_RECORD)
-        if rec:
-            break
-    else:
+    folder = attention_records(records).folder
+    rec = Records(folder).json(SCHEDULE_RECORD)
+    if not rec:
         return "(no attention schedule record)\n"
     lines = ["| queries (B, Sq, H, D) | keys | per tile (us) | persistent (us) | best SDPA (us) | "
              "persistent over per tile | persistent over best SDPA |",

@@ -327,7 +327,7 @@ def test_attention_routing_points_from_the_records():
     quantization pass added (parsed from the row's note), from the committed attention record."""
     figures = load_bench("figures")
     assert figures.quantize_pass_us({"note": "x; quantize pass 80 us not included"}) == 80.0
-    rec = figures.Records()
+    rec = figures.attention_records(figures.Records())
     rows = {tuple(e["shape"]): e for e in figures.attention_rows(rec)}
     e = rows[(2, 2688, 2688, 32, 64)]
     raw = {r["op"]: r for r in rec.rows("attention") if r["shape"] == [2, 2688, 2688, 32, 64]}
@@ -353,7 +353,8 @@ def test_check_policy_fails_where_a_record_disagrees(tmp_path):
     check.check_left_to_inductor(committed, pol, errors, notes)
     assert errors == []
     for name in ("attention.json", "activation.json", "fused_norm.json"):
-        shutil.copy(figures.DEFAULT_RESULTS / name, tmp_path / name)
+        src = figures.attention_records(committed).folder if name == "attention.json" else figures.DEFAULT_RESULTS
+        shutil.copy(src / name, tmp_path / name)
     att = json.loads((tmp_path / "attention.json").read_text())
     for r in att["rows"]:
         if r["op"] == "attention bf16_bshd" and r["shape"] == [1, 14080, 14080, 32, 64]:
@@ -367,7 +368,8 @@ def test_check_policy_fails_where_a_record_disagrees(tmp_path):
     errors = []
     check.check_attention(figures.Records(tmp_path), pol, errors, notes)
     assert any("14080 keys" in e and "runs our kernel there" in e for e in errors), errors
-    assert any(e.startswith("MIN_KERNEL_ATTENTION_KEYS['bf16'] = 2048 is outside") for e in errors), errors
+    bf16_keys = pol.MIN_KERNEL_ATTENTION_KEYS["bf16"]
+    assert any(e.startswith(f"MIN_KERNEL_ATTENTION_KEYS['bf16'] = {bf16_keys} is outside") for e in errors), errors
     errors = []
     check.check_left_to_inductor(figures.Records(tmp_path), pol, errors, notes)
     assert len(errors) == 1 and errors[0].startswith("silu_and_mul is in LEFT_TO_INDUCTOR")

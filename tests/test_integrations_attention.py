@@ -147,19 +147,25 @@ def test_rule_routes_to_sdpa(mode, monkeypatch):
 
 def test_kernel_attention_rule_follows_its_thresholds():
     """use_kernel_attention takes a mode's kernel from its key count threshold on, for its head
-    dims, never for a masked attention, whatever those settings are."""
+    dims, unmasked and with a key mask by their own settings (a mode without masked settings never
+    takes a masked attention), whatever those settings are."""
     import ltx_kernels.integrations._compile_policy as policy
 
     rule = policy.use_kernel_attention
-    for mode, keys in policy.MIN_KERNEL_ATTENTION_KEYS.items():
-        dims = policy.KERNEL_ATTENTION_HEAD_DIMS[mode]
-        assert dims, mode
-        for d in dims:
-            assert rule(mode, keys, d, False) and rule(mode, 10 * keys, d, False), (mode, keys, d)
-            assert not rule(mode, keys - 1, d, False), (mode, keys, d)
-            assert not rule(mode, 10 * keys, d, True), (mode, keys, d)
-        other = next(d for d in (8, 16, 32, 64, 96, 128, 256) if d not in dims)
-        assert not rule(mode, 10 * keys, other, False), (mode, other)
+    for masked, thresholds, all_dims in ((False, policy.MIN_KERNEL_ATTENTION_KEYS, policy.KERNEL_ATTENTION_HEAD_DIMS),
+                                         (True, policy.MIN_MASKED_KERNEL_ATTENTION_KEYS,
+                                          policy.MASKED_KERNEL_ATTENTION_HEAD_DIMS)):
+        for mode, keys in thresholds.items():
+            dims = all_dims[mode]
+            assert dims, mode
+            for d in dims:
+                assert rule(mode, keys, d, masked) and rule(mode, 10 * keys, d, masked), (mode, keys, d, masked)
+                assert not rule(mode, keys - 1, d, masked), (mode, keys, d, masked)
+            other = next(d for d in (8, 16, 32, 64, 96, 128, 256) if d not in dims)
+            assert not rule(mode, 10 * keys, other, masked), (mode, other, masked)
+    for mode in policy.MIN_KERNEL_ATTENTION_KEYS:
+        if mode not in policy.MIN_MASKED_KERNEL_ATTENTION_KEYS:
+            assert not any(rule(mode, 10 ** 6, d, True) for d in (64, 128)), mode
 
 
 @pytest.mark.parametrize("mode", ["bf16", "fp8"])
@@ -196,7 +202,8 @@ def test_fp8_falls_back_to_the_16bit_kernel(monkeypatch):
     monkeypatch.setitem(policy.MIN_KERNEL_ATTENTION_KEYS, "fp8", 10 ** 9)
     monkeypatch.setitem(policy.MIN_KERNEL_ATTENTION_KEYS, "bf16", 1)
     assert policy.kernel_attention_mode("fp8", 4096, 64, False) == "bf16"
-    assert policy.kernel_attention_mode("fp8", 4096, 64, True) is None  # a key mask: SDPA
+    assert policy.kernel_attention_mode("fp8", 4096, 64, True) == "bf16"  # a key mask: the masked rule
+    assert policy.kernel_attention_mode("fp8", 4096, 32, False) is None  # neither pays
     assert policy.kernel_attention_mode("bf16", 4096, 64, False) == "bf16"
     calls = []
     real = procs.kernel_attention
@@ -207,7 +214,7 @@ def test_fp8_falls_back_to_the_16bit_kernel(monkeypatch):
         o = optimized_copy(m, attention="fp8")
         calls.clear()
         got = run(o, kw)
-        assert calls == want, (dtype, calls)  # the two self-attentions; the masked cross-attention: SDPA
+        assert calls == want, (dtype, calls)  # the two self-attentions; the cross-attention's 7 keys: SDPA
         assert_no_worse(got, run(m, kw), exact_run(m, kw), str(dtype))
 
 

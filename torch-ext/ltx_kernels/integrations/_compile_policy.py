@@ -130,30 +130,36 @@ def use_kernel(op: str, x: Optional[torch.Tensor] = None) -> bool:
     return rule is None or x is None or bool(rule(x))
 
 
-# ltx_kernels.attention against PyTorch's SDPA (cuDNN on the H200), each as the attention
-# processors call it. Records: benchmarks/results/h200/attention.json (benchmarks/bench_attention.py:
-# the LTX shapes, FP8 with its quantization pass timed beside it) and
-# benchmarks/results/h200/attention_kv_sweep.json (tools/tune/attention_kv_sweep.py:
-# B 2, 2688 queries, 32 heads against 128 to 2688 keys, with and without a key mask):
-# - with a key mask (a prompt's padding) ours is slower at every key count, head dim 64 and 128,
-#   in bf16 and more so in FP8 with its quantization pass;
-# - unmasked, bf16: at head dim 64 faster from 2048 keys on, level at 1024, slower below; at head
-#   dim 128 slower or level at every key count measured (the sweep times the per-tile kernels; the
-#   persistent schedule that attention/heuristics.h picks for few keys is not in it);
-# - unmasked, FP8 with its quantization pass: slower at 2688 keys, faster from 8192 on.
+# ltx_kernels.attention against PyTorch's SDPA (cuDNN), each as the attention processors call it.
+# Records: benchmarks/results/h100/attention.json (benchmarks/bench_attention.py: the LTX shapes,
+# FP8 with its quantization pass timed beside it) and benchmarks/results/h100/attention_kv_sweep.json
+# (tools/tune/attention_kv_sweep.py: B 2, 2688 queries, 32 heads against 128 to 2688 keys, with
+# and without a key mask); they time the current kernels (the key bias loaded with K, the
+# persistent schedule for few keys), which the H200 records predate:
+# - with a key mask (a prompt's padding), bf16: faster at every key count measured, head dim 64
+#   and 128 (cuDNN pays for its mask, ours reads the bias from shared memory); FP8 with its
+#   quantization pass: slower below 2048 keys, level or a little faster above;
+# - unmasked, bf16: at head dim 64 faster from 256 keys on, slower at 128; at head dim 128 slower
+#   at every key count measured;
+# - unmasked, FP8 with its quantization pass: faster from 8192 keys on.
 # So optimize(attention=...) runs our kernel only where it measured faster, SDPA (or diffusers'
-# dispatcher) elsewhere, in the processor's dtype. benchmarks/check_policy.py re-derives both key
-# thresholds and the head dims from those records; docs/integrations.md ("Which attentions run
-# our kernel") has the generated table.
-MIN_KERNEL_ATTENTION_KEYS = {"bf16": 2048, "fp8": 8192}
+# dispatcher) elsewhere, in the processor's dtype ("fp8" falls back to the 16-bit kernel where only
+# that one pays: kernel_attention_mode). benchmarks/check_policy.py re-derives every key threshold
+# and the head dims from those records; docs/integrations.md ("Which attentions run our kernel")
+# has the generated table.
+MIN_KERNEL_ATTENTION_KEYS = {"bf16": 256, "fp8": 8192}  # unmasked
 KERNEL_ATTENTION_HEAD_DIMS = {"bf16": (64,), "fp8": (64, 128)}
+MIN_MASKED_KERNEL_ATTENTION_KEYS = {"bf16": 128}  # with a key mask (a mode not listed: never)
+MASKED_KERNEL_ATTENTION_HEAD_DIMS = {"bf16": (64, 128)}
 
 
 def use_kernel_attention(mode: str, num_keys: int, head_dim: int, masked: bool) -> bool:
     """Whether an attention over `num_keys` keys of `head_dim` (with a key mask: `masked`) runs
     ltx_kernels.attention in `mode` ("bf16" / "fp8") when optimize(attention=mode) asked for it."""
-    return (not masked and num_keys >= MIN_KERNEL_ATTENTION_KEYS[mode]
-            and head_dim in KERNEL_ATTENTION_HEAD_DIMS[mode])
+    if masked:
+        return (mode in MIN_MASKED_KERNEL_ATTENTION_KEYS and num_keys >= MIN_MASKED_KERNEL_ATTENTION_KEYS[mode]
+                and head_dim in MASKED_KERNEL_ATTENTION_HEAD_DIMS[mode])
+    return num_keys >= MIN_KERNEL_ATTENTION_KEYS[mode] and head_dim in KERNEL_ATTENTION_HEAD_DIMS[mode]
 
 
 def kernel_attention_mode(mode: str, num_keys: int, head_dim: int, masked: bool) -> Optional[str]:
