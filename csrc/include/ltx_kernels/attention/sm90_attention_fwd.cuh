@@ -664,11 +664,11 @@ __device__ __forceinline__ void consumer(typename Tr::Params const& p, SS& ss, T
 // The CTA's shared storage (1024-byte aligned).
 template <class Tr>
 __device__ __forceinline__ typename Tr::SharedStorage& shared_storage() {
-  // (an offset from smem_raw, not an address rounded as an integer: the compiler then knows that
-  // every access through it is to shared memory, and emits shared-memory loads)
+  // Rounded as an integer on purpose: with every access known to be to shared memory (an offset
+  // from smem_raw), ptxas schedules the FP8 head-dim-64 main loop slower.
   extern __shared__ char smem_raw[];
-  const uint32_t mis = uint32_t(reinterpret_cast<uintptr_t>(smem_raw) % 1024);
-  return *reinterpret_cast<typename Tr::SharedStorage*>(smem_raw + (mis != 0 ? 1024 - mis : 0));
+  return *reinterpret_cast<typename Tr::SharedStorage*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
+                                                        ~uintptr_t(1023));
 }
 
 // Its barriers, initialized before any thread uses them.
