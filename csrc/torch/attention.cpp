@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "attention_common.h"
 #include "ltx_kernels/attention/heuristics.h"
@@ -197,6 +198,17 @@ void run_cpu_backend(Problem& pr) {
   if (!pr.out.is_same(final_out)) final_out.copy_(pr.out);
 }
 
+#ifdef LTX_KERNELS_HAS_SM90
+// A copy of t (4-byte elements) whose rows of the last dimension start 16 bytes apart: that
+// dimension padded to a multiple of 4 elements, the copy a view of its first size(-1).
+at::Tensor padded_rows(const at::Tensor& t) {
+  std::vector<int64_t> sizes = t.sizes().vec();
+  const int64_t n = sizes.back();
+  sizes.back() = (n + 3) / 4 * 4;
+  return at::empty(sizes, t.options()).narrow(-1, 0, n).copy_(t);
+}
+#endif
+
 void run_sm90(Problem& pr) {
 #ifdef LTX_KERNELS_HAS_SM90
   const CudaScope scope(pr.q, kOp);
@@ -208,19 +220,13 @@ void run_sm90(Problem& pr) {
     const bool ok = reinterpret_cast<uintptr_t>(kd.data_ptr()) % 16 == 0 && (kd.size(2) <= 1 || kd.stride(2) == 1) &&
                     (kd.size(1) <= 1 || (kd.stride(1) > 0 && kd.stride(1) % 4 == 0)) &&
                     (kd.size(0) <= 1 || (kd.stride(0) > 0 && kd.stride(0) % 4 == 0));
-    if (!ok) {  // heads padded to a multiple of 4 (the padding is never read: the tensor map ends at Hkv)
-      at::Tensor t = at::empty({kd.size(0), kd.size(1), (kd.size(2) + 3) / 4 * 4}, kd.options());
-      pr.k_descale = t.narrow(2, 0, kd.size(2)).copy_(kd);
-    }
+    if (!ok) pr.k_descale = padded_rows(kd);  // heads padded to 4 (never read: the tensor map ends at Hkv)
   }
   if (pr.key_bias.defined()) {  // loaded by TMA: 16-byte aligned rows (ltx_kernels.attention makes them so)
     const at::Tensor& kb = pr.key_bias;
     const bool ok = reinterpret_cast<uintptr_t>(kb.data_ptr()) % 16 == 0 &&
                     (kb.size(0) <= 1 || (kb.stride(0) > 0 && kb.stride(0) % 4 == 0));
-    if (!ok) {  // keys padded to a multiple of 4 (the padding is never read: the tensor map ends at Skv)
-      at::Tensor t = at::empty({kb.size(0), (kb.size(1) + 3) / 4 * 4}, kb.options());
-      pr.key_bias = t.narrow(1, 0, kb.size(1)).copy_(kb);
-    }
+    if (!ok) pr.key_bias = padded_rows(kb);  // keys padded to 4 (never read: the tensor map ends at Skv)
   }
   const at::Tensor final_out = pr.out;
   if (!out_addressable(pr.out)) pr.out = at::empty_like(pr.out, at::MemoryFormat::Contiguous);

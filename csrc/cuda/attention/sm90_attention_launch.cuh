@@ -70,15 +70,14 @@ inline bool bias_tma_ok(const AttentionParams& a) {
   return a.key_bias == nullptr || (reinterpret_cast<uintptr_t>(a.key_bias) % 16 == 0 && sb > 0 && sb % 4 == 0);
 }
 
+// The bias's tensor map; without a bias an empty one (the kernel never loads through it), so a
+// call without a mask encodes no map for it.
 template <class Tr>
 typename Tr::TmaBias make_tma_bias(const AttentionParams& a) {
-  // Without a bias, a map over a stand-in (16 bytes of q, never loaded): the kernel's parameters
-  // always hold one.
-  const float* base = a.key_bias != nullptr ? a.key_bias : static_cast<const float*>(a.q);
-  const int32_t keys = a.key_bias != nullptr ? int32_t(std::max<int64_t>(a.seqlen_kv, 1)) : 4;
-  const int32_t rows = a.key_bias != nullptr ? int32_t(a.batch) : 1;
-  const int64_t sb = a.key_bias != nullptr ? bias_stride_b(a) : 4;
-  auto m = make_tensor(make_gmem_ptr(base), make_shape(keys, rows), make_stride(_1{}, sb));
+  if (a.key_bias == nullptr) return {};
+  auto m = make_tensor(make_gmem_ptr(a.key_bias),
+                       make_shape(int32_t(std::max<int64_t>(a.seqlen_kv, 1)), int32_t(a.batch)),
+                       make_stride(_1{}, bias_stride_b(a)));
   return make_tma_copy(SM90_TMA_LOAD{}, m, take<0, 1>(typename Tr::SmemLayoutBias{}), Shape<Int<Tr::kBlockN>>{}, _1{});
 }
 

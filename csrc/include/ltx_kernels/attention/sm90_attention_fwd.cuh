@@ -230,7 +230,7 @@ struct Traits {
     TmaV tma_v;
     TmaO tma_o;
     TmaKf tma_kf;
-    TmaBias tma_bias;  // over key_bias (a stand-in without one: never used)
+    TmaBias tma_bias;  // over key_bias (empty without one: never used)
     int32_t batch, seqlen_q, seqlen_kv, seqlen_kv_rows, heads, heads_kv, group;
     float scale_log2;  // softmax scale * log2(e)
     const int32_t* kv_lengths;
@@ -303,8 +303,8 @@ __device__ __forceinline__ bool softmax_block(TensorS& s, RowState& st, float (&
     // Scores to the log2 domain here (per-key factor, bias); keys past kv_valid are never read.
     // kf: this thread's per-key K factors, loaded into registers while S was computed
     // (kf[2 * (i / 4) + i % 2] is the factor of the column of s(i)); bias: the key block's bias
-    // in shared memory (the producer loads it with K). (Loaded once for both rows of a column,
-    // the loads are hoisted together and spill at 160 registers.)
+    // in shared memory (the producer loads it with K), read per score: a column's value kept for
+    // both of its rows is hoisted with the others and spills at 160 registers.
     CUTE_UNROLL
     for (int i = 0; i < N; ++i) {
       const int col = 8 * (i / 4) + c0 + (i % 2);
