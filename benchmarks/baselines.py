@@ -287,3 +287,64 @@ def attention_values_fp8(v, order):
     vt = torch.nn.functional.pad(vt, (0, order.numel() - v.shape[1]))
     v8 = torch.where(v_s == 0, vt, vt / torch.where(v_s == 0, torch.ones_like(v_s), v_s)).to(F8)
     return v8.index_select(-1, order).contiguous(), v_s.squeeze(-1)
+
+
+# ---- FP8 linears as a PyTorch user writes them (the end-to-end peer) --------------------------
+SCALED_MM_GRANULARITIES = ("tensorwise", "rowwise")
+
+
+class ScaledMMLinear(torch.nn.Module):
+    """An nn.Linear replaced by an FP8 GEMM through ``torch._scaled_mm`` (cuBLASLt), the way
+    torchao's float8 inference and LTX-2's own FP8 path do it: the weight quantized once to
+    e4m3 with one scale (``"tensorwise"``) or one per output channel (``"rowwise"``), the
+    activation quantized on every call with its dynamic amax (of the whole tensor, or per token),
+    scales and bias applied by the GEMM, fast accumulation on. Plain PyTorch, so torch.compile
+    fuses the activation's quantization into the op before it; this is what a user writes in
+    twenty lines, and the end-to-end benchmark's peer for ``optimize(quantization=...)``.
+
+    y = (x8 * sx) @ (w8 * sw)^T + bias, x8 = e4m3(x / sx), sx = amax(|x|) / 448 (floored at a
+    tiny value so an all-zero input gives zeros), likewise w8 and sw for the weight."""
+
+    def __init__(self, linear: torch.nn.Linear, granularity: str):
+        super().__init__()
+        if granularity not in SCALED_MM_GRANULARITIES:
+            raise ValueError(f"ScaledMMLinear: granularity must be one of {SCALED_MM_GRANULARITIES} "
+                             f"(got {granularity!r})")
+        self.granularity = granularity
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        w = linear.weight.detach().float()
+        sw = self._scale(w)  # [] or [N, 1]
+        self.register_buffer("weight_q", (w / sw).clamp(-F8_MAX, F8_MAX).to(F8))
+        self.register_buffer("weight_scale", sw.t().contiguous() if sw.dim() else sw)  # [] or [1, N]
+        self.bias = None if linear.bias is None else torch.nn.Parameter(linear.bias.detach(), requires_grad=False)
+
+    def _scale(self, t: torch.Tensor) -> torch.Tensor:
+        a = t.abs().amax() if self.granularity == "tensorwise" else t.abs().amax(dim=-1, keepdim=True)
+        return a.float().clamp(min=1e-12) / F8_MAX
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.granularity == "rowwise" and not x.is_cuda:
+            raise RuntimeError("ScaledMMLinear: rowwise scales need CUDA (PyTorch's CPU torch._scaled_mm takes one "
+                               "scale per tensor)")
+        x2 = x.reshape(-1, self.in_features)
+        sx = self._scale(x2)
+        xq = (x2.float() / sx).clamp(-F8_MAX, F8_MAX).to(F8)
+        y = torch._scaled_mm(xq, self.weight_q.t(), scale_a=sx, scale_b=self.weight_scale, bias=self.bias,
+                             out_dtype=x.dtype, use_fast_accum=True)
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+
+def swap_linears(model: torch.nn.Module, names, make) -> "callable":
+    """Replaces model's submodules `names` by make(module) in place; returns a function that puts
+    the original modules back."""
+    originals = {}
+    for name in names:
+        parent_name, _, attr = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        originals[name] = (parent, attr, getattr(parent, attr))
+        setattr(parent, attr, make(getattr(parent, attr)))
+
+    def restore():
+        for parent, attr, mod in originals.values():
+            setattr(parent, attr, mod)
+    return restore

@@ -1,8 +1,9 @@
 """End-to-end LTX-Video transformer benchmark: the denoising loop only, eager vs ltx_kernels.
 
-  python benchmarks/e2e_ltx_video.py [--no-optimized-kernels] [--compile] [--quantization fp8]
+  python benchmarks/e2e_ltx_video.py [--no-optimized-kernels] [--compile] [--quantization fp8 [fp8_rowwise ...]]
       [--num-frames 49 --height 512 --width 768 --steps 30 --batch-size 1 --warmup-iterations 2]
-      [--timed-runs 3] [--compare [--no-compile-variants] [--keep-variants OPS ...] [--leave-variants OPS ...]]
+      [--timed-runs 3] [--compare [--no-compile-variants] [--keep-variants OPS ...] [--leave-variants OPS ...]
+      [--peers tensorwise rowwise]]
       [--cache first_block mag taylorseer [--cache-threshold T]] [--tiny] [--checkpoint DIR]
       [--out result.json [--allow-dirty]]
 
@@ -31,7 +32,12 @@ Compiled rows record the compile policy they ran under (`compile_policy`). `--co
 torch.compile, optimized, optimized + compile, optimized + compile with every kernel kept
 (`LTX_KERNELS_COMPILE_ALL_KERNELS=1`: what leaving the glue to Inductor gains; see
 docs/integrations.md "Under torch.compile"), and the quantized variants when `--quantization`
-is given, in one process on one set of weights, and prints a table. `--keep-variants OPS` and
+is given (each of several formats in turn: the original linears are put back between them), in
+one process on one set of weights, and prints a table. `--peers tensorwise rowwise` adds what a
+PyTorch user assembles without this library: the plain model, compiled, with every linear that
+optimize() would quantize replaced by an FP8 linear through `torch._scaled_mm` (cuBLASLt) with
+dynamic activation scales per tensor or per token, as torchao's float8 inference does
+(benchmarks/baselines.py `ScaledMMLinear`). `--keep-variants OPS` and
 `--leave-variants OPS` add compiled variants that keep (LTX_KERNELS_COMPILE_KEEP) or leave to
 Inductor the comma-separated policy ops: what each decision of the policy gains or costs end to
 end (benchmarks/check_policy.py reads them). Compile is
@@ -68,6 +74,7 @@ import io
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -92,7 +99,13 @@ def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
     p.add_argument("--compile", action="store_true", help="regional torch.compile(fullgraph=True) of each block")
     p.add_argument("--compile-mode", default=None, choices=[None, "default", "reduce-overhead", "max-autotune-no-cudagraphs"],
                    help="torch.compile mode of the compiled variants (reduce-overhead: CUDA graphs per block)")
-    p.add_argument("--quantization", choices=["none", "fp8", "fp6", "nvfp4"], default="none")
+    p.add_argument("--quantization", choices=["none", "fp8", "fp8_rowwise", "fp6", "nvfp4"], nargs="+",
+                   default=["none"], help="optimize(quantization=...) (several: --compare runs each, one after another "
+                                          "on the same weights)")
+    p.add_argument("--peers", choices=["tensorwise", "rowwise"], nargs="*", default=[],
+                   help="with --compare: the FP8 peer, compiled (eager with --no-compile-variants): every linear optimize() would quantize replaced "
+                        "by an FP8 linear through torch._scaled_mm (cuBLASLt) with dynamic activation scales per "
+                        "tensor or per token (benchmarks/baselines.py ScaledMMLinear), the model otherwise plain")
     p.add_argument("--attention", choices=["none", "bf16", "fp8"], nargs="*", default=["none"],
                    help="ltx_kernels.attention inside the optimized processors (several: --compare runs each)")
     p.add_argument("--num-frames", type=int, default=49)
@@ -542,7 +555,12 @@ def common_main(argv, spec):
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
         args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
-    quant = None if args.quantization == "none" else args.quantization
+    quants = [q for q in args.quantization if q != "none"]
+    if len(args.quantization) > 1 and not args.compare:
+        parser.error("several --quantization values need --compare")
+    if args.peers and not args.compare:
+        parser.error("--peers needs --compare")
+    quant = quants[0] if quants else None
     attns = [None if a == "none" else a for a in (args.attention or ["none"])]
 
     import ltx_kernels.integrations.diffusers as lkd
@@ -604,10 +622,15 @@ def common_main(argv, spec):
         # replaces linears in place after every unquantized variant has run
         # (name, optimize, quantization, compile, attention, kept under compile: True = every
         # kernel, a frozenset = those ops kept, ("leave", ops) = those ops left, False = the policy)
+        # ("peer", granularity): the plain model with the linears optimize() would quantize replaced
+        # by torch._scaled_mm FP8 linears, compiled
         plan = [("eager", False, None, False, None, False)]
         if not args.no_compile_variants:
             plan.append(("compile", False, None, True, None, False))
-        for q in [None] + ([quant] if quant else []):
+        for g in args.peers:  # compiled, as a user runs it (eager with --no-compile-variants)
+            comp = not args.no_compile_variants
+            plan.append((f"peer:scaled_mm-{g}" + ("+compile" if comp else ""), False, None, comp, None, ("peer", g)))
+        for q in [None] + quants:
             for a in attns:
                 name = "optimized" + (f"+{q}" if q else "") + (f"+attn-{a}" if a else "")
                 plan.append((name, True, q, False, a, False))
@@ -622,9 +645,19 @@ def common_main(argv, spec):
                                 plan.append((name + f"+compile(keep {ks})", True, q, True, a, k))
                             for ls, lv in zip(args.leave_variants, leave_sets):
                                 plan.append((name + f"+compile(leave {ls})", True, q, True, a, ("leave", lv)))
+        linears = quantizable_linears(model)
+        applied, restore_peer = None, None
         for name, opt, q, comp, a, keep in plan:
+            peer = keep[1] if isinstance(keep, tuple) and keep[0] == "peer" else None
+            if peer:
+                keep = False
+                from baselines import ScaledMMLinear, swap_linears
+                restore_peer = swap_linears(model, linears, lambda m, g=peer: ScaledMMLinear(m, g))
             if opt:
+                if applied is not None and q != applied:
+                    unquantize(model, linears)
                 lkd.optimize(model, quantization=q, attention=a)
+                applied = q
             _compile_policy.KEEP_ALL = keep is True or KEEP_ALL_DEFAULT
             _compile_policy.KEEP = keep if isinstance(keep, frozenset) else KEEP_DEFAULT
             _compile_policy.LEFT_TO_INDUCTOR = LEFT_DEFAULT | (keep[1] if isinstance(keep, tuple) else frozenset())
@@ -641,6 +674,10 @@ def common_main(argv, spec):
                 row = _error_row(name, e)
             if comp:
                 uncompile_blocks(model)
+            if restore_peer is not None:
+                restore_peer()
+                restore_peer = None
+                row["peer"] = dict(linears=len(linears), gemm="torch._scaled_mm", scales=peer, use_fast_accum=True)
             rows.append(row)
             print(f"{spec.NAME} {name}: {row['per_step_ms']:.2f} ms/step (runs {_spread(row)}), "
                   f"rel L2 {row['rel_l2_vs_eager']:.3e} {row.get('attention_route', '')}", flush=True)
@@ -654,6 +691,27 @@ def common_main(argv, spec):
     if args.out:  # the provenance again at writing: the tree must not have changed during the run
         _write(args.out, dict(res, **_run_meta(args, argv, script, device)))
     return 0
+
+
+def quantizable_linears(model) -> dict:
+    """{name: module} of the nn.Linear modules optimize(quantization=...) replaces (quantize_linears'
+    default policy: inside transformer blocks, gates / AdaLN / norms / projections excluded)."""
+    from ltx_kernels import quantization as lq
+
+    inc = [re.compile(x) for x in lq.DEFAULT_INCLUDE]
+    exc = [re.compile(x) for x in lq.DEFAULT_EXCLUDE]
+    return {n: m for n, m in model.named_modules() if n and type(m) is torch.nn.Linear
+            and any(r.search(n) for r in inc) and not any(r.search(n) for r in exc)}
+
+
+def unquantize(model, linears: dict) -> None:
+    """Puts the original nn.Linear modules back in place of the quantized ones, so that one process
+    measures several quantizations on the same weights (the original modules are kept unchanged:
+    quantization builds new ones from them)."""
+    for name, mod in linears.items():
+        parent_name, _, attr = name.rpartition(".")
+        setattr(model.get_submodule(parent_name) if parent_name else model, attr, mod)
+    model._ltx_kernels_quantization = None  # optimize() re-quantizes a model whose marker is None
 
 
 def _write(path, res):

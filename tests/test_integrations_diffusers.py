@@ -634,3 +634,53 @@ def test_e2e_tiny_smoke(script, tmp_path, capsys):
     for r in rows:  # every variant timed twice, ms/step the median over both runs' steps
         assert len(r["run_median_ms"]) == 2 and r["run_spread_pct"] >= 0
         assert min(r["run_median_ms"]) <= r["per_step_ms"] <= max(r["run_median_ms"])
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+@pytest.mark.parametrize("granularity", ["tensorwise", "rowwise"])
+def test_scaled_mm_peer_linear(device, granularity):
+    """The end-to-end benchmark's FP8 peer (benchmarks/baselines.py ScaledMMLinear) computes
+    x @ w^T + b with x and w rounded to e4m3 under its scales. Each operand's relative rounding
+    error is uniform in about [-2^-4, 2^-4] (3 mantissa bits), std 2^-4 / sqrt(3) = 0.036, so a
+    product's is about sqrt(2) x 0.036 = 0.051 and, over K independent terms, so is the output's
+    relative L2: bound 0.06. A weight scale 10% off gives ~0.1 and must fail it."""
+    needs_cuda(device)
+    if granularity == "rowwise" and device == "cpu":
+        pytest.skip("PyTorch's CPU torch._scaled_mm takes one scale per tensor (the module says so)")
+    bl = load_bench("baselines")
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    lin = torch.nn.Linear(256, 192).to(device, dtype)
+    x = torch.randn(3, 37, 256, device=device, dtype=dtype) * torch.linspace(0.1, 4, 256, device=device, dtype=dtype)
+    m = bl.ScaledMMLinear(lin, granularity)
+    want = x.double() @ lin.weight.double().t() + lin.bias.double()
+
+    def err(y):
+        return ((y.double() - want).norm() / want.norm()).item()
+
+    y = m(x)
+    assert y.shape == (3, 37, 192) and y.dtype == dtype
+    assert err(y) < 0.06, err(y)
+    m.weight_scale.mul_(1.1)  # mutation: the weight's scale 10% off
+    assert err(m(x)) > 0.06
+
+
+def test_e2e_several_quantizations_and_peer(tmp_path):
+    """--compare with two quantizations measures the second on the original weights (the same
+    error as a run that asks for it alone) and adds the eager _scaled_mm peer row."""
+    import json
+
+    mod = load_bench("e2e_ltx_video")
+    base = ["--tiny", "--device", "cpu", "--steps", "2", "--warmup-iterations", "0", "--timed-runs", "1",
+            "--compare", "--no-compile-variants"]
+    both, alone = tmp_path / "both.json", tmp_path / "alone.json"
+    mod.main(base + ["--quantization", "fp8", "fp8_rowwise", "--peers", "tensorwise", "--out", str(both)])
+    mod.main(base + ["--quantization", "fp8_rowwise", "--out", str(alone)])
+    rows = {r["variant"]: r for r in json.loads(both.read_text())["rows"]}
+    single = {r["variant"]: r for r in json.loads(alone.read_text())["rows"]}
+    assert {"eager", "peer:scaled_mm-tensorwise", "optimized", "optimized+fp8", "optimized+fp8_rowwise"} <= set(rows)
+    assert rows["optimized+fp8_rowwise"]["rel_l2_vs_eager"] == single["optimized+fp8_rowwise"]["rel_l2_vs_eager"]
+    assert rows["optimized+fp8_rowwise"]["rel_l2_vs_eager"] != rows["optimized+fp8"]["rel_l2_vs_eager"]
+    peer = rows["peer:scaled_mm-tensorwise"]
+    assert peer["peer"]["scales"] == "tensorwise" and peer["peer"]["linears"] > 0
+    assert 1e-4 < peer["rel_l2_vs_eager"] < 0.1  # FP8 rounding, not the unquantized model
+    assert rows["optimized"]["rel_l2_vs_eager"] < 1e-4  # the peer's linears were put back
