@@ -335,16 +335,19 @@ class ScaledMMLinear(torch.nn.Module):
 
 
 def swap_linears(model: torch.nn.Module, names, make) -> "callable":
-    """Replaces model's submodules `names` by make(module) in place; returns a function that puts
-    the original modules back."""
+    """Replaces model's submodules `names` by make(module) in place, the originals parked in host
+    memory meanwhile (so that a variant's peak memory is its own); returns a function that puts
+    the original modules back on their device."""
     originals = {}
     for name in names:
         parent_name, _, attr = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        originals[name] = (parent, attr, getattr(parent, attr))
-        setattr(parent, attr, make(getattr(parent, attr)))
+        mod = getattr(parent, attr)
+        device = next(mod.parameters()).device
+        setattr(parent, attr, make(mod))
+        originals[name] = (parent, attr, mod.to("cpu"), device)
 
     def restore():
-        for parent, attr, mod in originals.values():
-            setattr(parent, attr, mod)
+        for parent, attr, mod, device in originals.values():
+            setattr(parent, attr, mod.to(device))
     return restore

@@ -655,8 +655,11 @@ def common_main(argv, spec):
                 restore_peer = swap_linears(model, linears, lambda m, g=peer: ScaledMMLinear(m, g))
             if opt:
                 if applied is not None and q != applied:
-                    unquantize(model, linears)
+                    unquantize(model, linears, device)
                 lkd.optimize(model, quantization=q, attention=a)
+                if q is not None and q != applied:  # the originals wait in host memory (peak memory)
+                    for m in linears.values():
+                        m.to("cpu")
                 applied = q
             _compile_policy.KEEP_ALL = keep is True or KEEP_ALL_DEFAULT
             _compile_policy.KEEP = keep if isinstance(keep, frozenset) else KEEP_DEFAULT
@@ -704,13 +707,13 @@ def quantizable_linears(model) -> dict:
             and any(r.search(n) for r in inc) and not any(r.search(n) for r in exc)}
 
 
-def unquantize(model, linears: dict) -> None:
-    """Puts the original nn.Linear modules back in place of the quantized ones, so that one process
-    measures several quantizations on the same weights (the original modules are kept unchanged:
-    quantization builds new ones from them)."""
+def unquantize(model, linears: dict, device) -> None:
+    """Puts the original nn.Linear modules back (on `device`) in place of the quantized ones, so
+    that one process measures several quantizations on the same weights (quantization builds new
+    modules from the originals and leaves those unchanged)."""
     for name, mod in linears.items():
         parent_name, _, attr = name.rpartition(".")
-        setattr(model.get_submodule(parent_name) if parent_name else model, attr, mod)
+        setattr(model.get_submodule(parent_name) if parent_name else model, attr, mod.to(device))
     model._ltx_kernels_quantization = None  # optimize() re-quantizes a model whose marker is None
 
 

@@ -2,7 +2,9 @@
 benchmarks/e2e_ltx_video.py's (or e2e_ltx2.py's) problem, kernels grouped by kind.
 
   python3 benchmarks/profile_e2e_step.py [--model ltx_video|ltx2] [--variant compile|optimized+compile|
-      optimized+fp8+compile, with +attn-bf16 or +attn-fp8 for optimize(attention=...)] [e2e flags: --num-frames 49 --height 512 --width 768 ...]
+      optimized+fp8+compile, optimized+fp8_rowwise+compile (any quantization), with +attn-bf16 or
+      +attn-fp8 for optimize(attention=...); peer:scaled_mm-rowwise+compile or -tensorwise: the
+      e2e scripts' --peers] [e2e flags: --num-frames 49 --height 512 --width 768 ...]
 
 Groups (by kernel name): attention (flash / fmha / cudnn sdpa), GEMM (cuBLAS(Lt) / nvjet / CUTLASS /
 ours: fp8_blockwise), ltx_kernels' other kernels (namespace ltx_kernels), Triton (torch.compile),
@@ -66,12 +68,17 @@ def main(argv=None):
     torch.manual_seed(eargs.seed)
     model, _ = spec.build_model(eargs, device, dtype)
     problem = spec.make_problem(eargs, model, device, dtype)
+    parts = args.variant.split("+")
     if "optimized" in args.variant:
         import ltx_kernels.integrations.diffusers as lkd
 
-        parts = args.variant.split("+")
         attn = next((x[len("attn-"):] for x in parts if x.startswith("attn-")), None)
-        lkd.optimize(model, quantization="fp8" if "fp8" in parts else None, attention=attn)
+        quant = next((x for x in parts[1:] if not x.startswith("attn-") and x != "compile"), None)
+        lkd.optimize(model, quantization=quant, attention=attn)
+    elif parts[0].startswith("peer:scaled_mm-"):  # e2e_ltx_video.py --peers: FP8 linears through _scaled_mm
+        from baselines import ScaledMMLinear, swap_linears
+
+        swap_linears(model, common.quantizable_linears(model), lambda m: ScaledMMLinear(m, parts[0].split("-")[1]))
     if "compile" in args.variant:
         common.compile_blocks(model)
     for _ in range(2):  # compile and warm up
