@@ -442,6 +442,7 @@ def block_perf_table(records: Records) -> str:
 # ---- end to end -------------------------------------------------------------------------------
 
 E2E_RECORDS = ("e2e_ltx_video.json", "e2e_ltx2.json")
+E2E_RECORDS_H100 = ("e2e_ltx_video.json", "e2e_ltx_video_121x720x1280.json")
 
 
 def attention_asked(variant: str):
@@ -462,6 +463,11 @@ def route_label(row: dict):
     k, s = counts.get("ltx_kernels", 0), counts.get("sdpa", 0)
     if k == 0:
         return "SDPA: the routing rule sent every call there"
+    if mode == "fp8" and "fp8" in counts:  # the FP8 mode runs the 16-bit kernel where FP8 does not pay
+        f8 = min(counts["fp8"], k)
+        parts = ([f"ours (fp8) for {f8}"] if f8 else []) + ([f"ours (16-bit) for {k - f8}"] if k > f8 else [])
+        parts += [f"SDPA for {s}"] if s else []
+        return f"{', '.join(parts)} of {k + s} calls"
     return f"ours ({mode}) for {k} of {k + s} calls" if s else f"ours ({mode})"
 
 
@@ -484,9 +490,9 @@ def _e2e_head(name, d) -> str:
             f"loop(s) per variant.\n")
 
 
-def block_e2e_steps(records: Records) -> str:
+def block_e2e_steps(records: Records, names=E2E_RECORDS) -> str:
     out = []
-    for name in E2E_RECORDS:
+    for name in names:
         d = records.json(name)
         if not d or not d.get("rows"):
             continue
@@ -504,11 +510,68 @@ def block_e2e_steps(records: Records) -> str:
             lines.append(f"| {r['variant']} | {r['per_step_ms']:.1f} | {_run_span(r)} | "
                          f"{x(comp / r['per_step_ms']) if comp else '-'} | {route or 'SDPA'} |")
         note = []
+        peers = [r for r in rows if r["variant"].startswith("peer:")]
+        ours = [r for r in rows if r["variant"].startswith("optimized") and route_label(r) is not False]
+        if peers and ours:
+            bp = min(peers, key=lambda r: r["per_step_ms"])
+            bo = min(ours, key=lambda r: r["per_step_ms"])
+            note.append(f"Fastest of ours: {bo['variant']} ({bo['per_step_ms']:.1f} ms/step); fastest peer: "
+                        f"{bp['variant']} ({bp['per_step_ms']:.1f}); the peer's time over ours: "
+                        f"{x(bp['per_step_ms'] / bo['per_step_ms'])}.")
         if dropped:
             note.append(f"Left out: {', '.join(dropped)}: they asked for ltx_kernels' attention and the record "
                         "does not say which attention ran (rows record it as `attention_calls`).")
         out.append("\n".join(lines) + "\n" + footnote(note))
     return "\n".join(out) if out else "(no end-to-end record)\n"
+
+
+def block_e2e_steps_h100(records: Records) -> str:
+    """The end-to-end tables of the H100 folder (the runs beside the `_scaled_mm` peers)."""
+    alt = records.folder.parent / "h100"
+    return block_e2e_steps(Records(alt), E2E_RECORDS_H100) if alt.is_dir() else "(no H100 folder)\n"
+
+
+def _profile_columns(rec: dict):
+    """(GEMM, attention, glue ms, ms moved from attention to glue) of a profile_e2e_step.py record:
+    GEMM = every gemm group, glue = Triton, ltx_kernels' other kernels and the rest. Inductor names
+    its kernels after the ops they fuse, so a Triton kernel's name can mention attention; those of
+    the record's top list that a record put in the attention group are counted as glue."""
+    g = rec.get("groups", {})
+    gemm = sum(v for k, v in g.items() if k.startswith("gemm"))
+    attn = g.get("attention", 0.0) + g.get("attention (ours)", 0.0)
+    glue = sum(v for k, v in g.items() if not k.startswith("gemm") and not k.startswith("attention"))
+    moved = sum(ms for name, ms in rec.get("top", []) if name.lower().startswith("triton") and "attention" in name.lower())
+    moved = min(moved, g.get("attention", 0.0))
+    return gemm, attn - moved, glue + moved, moved
+
+
+def block_e2e_profile(records: Records) -> str:
+    """One denoising step's GPU time by kernel kind (benchmarks/profile_e2e_step.py records in
+    h100/experiments), beside the step's wall time from the end-to-end record of the same commit."""
+    folder = records.folder.parent / "h100"
+    recs = [json.loads(f.read_text()) for f in sorted((folder / "experiments").glob("profile_step_*.json"))]
+    if not recs:
+        return "(no step profile record)\n"
+    e2e = json.loads((folder / "e2e_ltx_video.json").read_text()) if (folder / "e2e_ltx_video.json").exists() else {}
+    wall = {r["variant"]: r["per_step_ms"] for r in e2e.get("rows", []) if "error" not in r}
+    same = {r["git_sha"] for r in recs} == {e2e.get("git_sha")}
+    lines = ["| variant | GEMMs (ms) | attention (ms) | glue: norms, RoPE, quantization, activations (ms) | "
+             "GPU busy (ms) | wall ms/step | between kernels (ms) |", "|---|---:|---:|---:|---:|---:|---:|"]
+    notes = []
+    for rec in sorted(recs, key=lambda r: r["step_gpu_ms"]):
+        gemm, attn, glue, moved = _profile_columns(rec)
+        w = wall.get(rec["variant"]) if same else None
+        busy = rec["step_gpu_ms"]
+        w_cells = f"{w:.2f} | {w - busy:.2f}" if w else "- | -"
+        lines.append(f"| {rec['variant']} | {gemm:.2f} | {attn:.2f} | {glue:.2f} | {busy:.2f} | {w_cells} |")
+        if moved:
+            notes.append(f"{rec['variant']}: {moved:.2f} ms of Triton kernels named after fused attention-side ops "
+                         "counted as glue.")
+    m = recs[0]
+    head = (f"{m.get('gpu', '?')}, git {m.get('git_sha', '?')[:10]}, {m.get('shape', '?')}; "
+            "`benchmarks/profile_e2e_step.py` (torch.profiler, one step after two warm-up steps); wall time: "
+            f"`benchmarks/results/h100/e2e_ltx_video.json`{' (same commit)' if same else ' (another commit: not shown)'}:\n\n")
+    return head + "\n".join(lines) + "\n" + footnote(notes)
 
 
 def block_compile_e2e(records: Records) -> str:
@@ -592,5 +655,7 @@ BLOCKS = {
     "gemm-summary": block_gemm_summary,
     "gemm-epilogues": block_gemm_epilogues,
     "e2e-steps": block_e2e_steps,
+    "e2e-steps-h100": block_e2e_steps_h100,
+    "e2e-profile": block_e2e_profile,
     "e2e-cache": block_e2e_cache,
 }

@@ -6,9 +6,9 @@ benchmarks/e2e_ltx_video.py's (or e2e_ltx2.py's) problem, kernels grouped by kin
       +attn-fp8 for optimize(attention=...); peer:scaled_mm-rowwise+compile or -tensorwise: the
       e2e scripts' --peers] [e2e flags: --num-frames 49 --height 512 --width 768 ...]
 
-Groups (by kernel name): attention (flash / fmha / cudnn sdpa), GEMM (cuBLAS(Lt) / nvjet / CUTLASS /
-ours: fp8_blockwise), ltx_kernels' other kernels (namespace ltx_kernels), Triton (torch.compile),
-other. Prints the sum per group (ms per step) and the 15 heaviest kernels; --out writes JSON with
+Groups (by kernel name): Triton (torch.compile; Inductor names a kernel after the ops it fuses, so
+this comes first), attention (flash / fmha / cudnn sdpa), GEMM (cuBLAS(Lt) / nvjet / CUTLASS /
+ours), ltx_kernels' other kernels (namespace ltx_kernels), other. Prints the sum per group (ms per step) and the 15 heaviest kernels; --out writes JSON with
 benchmarks/common.py's record_meta (the build's commit, refused from a tree that differs from it
 unless --allow-dirty, compilers, GPU, clocks, command, method).
 """
@@ -26,6 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 def kind(name: str) -> str:
     n = name.lower()
+    if n.startswith("triton"):  # Inductor names its kernels after the ops they fuse ("..._attention_...")
+        return "triton (torch.compile)"
     if "ltx_kernels" in n:
         if "attention_fwd" in n:  # its template arguments name cutlass types too
             return "attention (ours)"

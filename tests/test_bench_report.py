@@ -276,6 +276,17 @@ def test_e2e_counts_which_attention_ran():
     assert e2e.attention_route("bf16", {"ltx_kernels": 56, "sdpa": 0}) == "ltx_kernels bf16: 56 (of 56 calls)"
     assert e2e.attention_route("fp8", {"ltx_kernels": 56, "sdpa": 0, "fp8": 28}) == \
         "ltx_kernels fp8: 28, ltx_kernels 16-bit: 28 (of 56 calls)"
+    # the docs' tables say the same of a record's counts (benchmarks/figures.py route_label)
+    fig = load_bench("figures")
+    row = {"variant": "optimized+fp8+attn-fp8+compile"}
+    assert fig.route_label(dict(row, attention_calls={"ltx_kernels": 56, "sdpa": 0, "fp8": 0})) == \
+        "ours (16-bit) for 56 of 56 calls"
+    assert fig.route_label(dict(row, attention_calls={"ltx_kernels": 56, "sdpa": 0, "fp8": 28})) == \
+        "ours (fp8) for 28, ours (16-bit) for 28 of 56 calls"
+    assert fig.route_label(dict(row, attention_calls={"ltx_kernels": 28, "sdpa": 28, "fp8": 28})) == \
+        "ours (fp8) for 28, SDPA for 28 of 56 calls"
+    assert fig.route_label(dict(row, attention_calls={"ltx_kernels": 0, "sdpa": 56, "fp8": 0})).startswith("SDPA")
+    assert fig.route_label({"variant": "optimized+fp8+compile"}) is None
 
 
 # ---- docs generated from records (benchmarks/report.py blocks, benchmarks/check_docs.py) --------
@@ -373,3 +384,23 @@ def test_check_policy_fails_where_a_record_disagrees(tmp_path):
     errors = []
     check.check_left_to_inductor(figures.Records(tmp_path), pol, errors, notes)
     assert len(errors) == 1 and errors[0].startswith("silu_and_mul is in LEFT_TO_INDUCTOR")
+
+
+def test_e2e_profile_columns():
+    """The step-profile table's columns: every gemm group is GEMM time; Triton kernels that a
+    record put in the attention group because Inductor named them after fused attention-side ops
+    are counted as glue (only those its top list names), never more than the group holds."""
+    fig = load_bench("figures")
+    rec = {"groups": {"gemm (ours, fp8)": 5.0, "gemm (cuBLAS / CUTLASS)": 7.0, "attention": 10.0,
+                      "triton (torch.compile)": 3.0, "ltx_kernels (norm/rope/act/quant)": 2.0, "other": 0.5},
+           "top": [["cudnn_sdpa_fprop", 8.0], ["triton_poi_fused__scaled_dot_product_cudnn_attention_add_2", 1.5],
+                   ["triton_red_fused_rms_norm_1", 1.0], ["nvjet_sm90_qqtst", 6.0]]}
+    gemm, attn, glue, moved = fig._profile_columns(rec)
+    assert (gemm, attn, glue, moved) == (12.0, 8.5, 7.0, 1.5)
+    rec["groups"]["attention"] = 1.0  # never move more than the group holds
+    assert fig._profile_columns(rec)[1:] == (0.0, 6.5, 1.0)
+    # the profiler script itself groups Inductor's kernels as Triton whatever ops they fuse
+    kind = load_bench("profile_e2e_step").kind
+    assert kind("triton_poi_fused__scaled_dot_product_cudnn_attention_add_2") == "triton (torch.compile)"
+    assert kind("cudnn_generated_fort_native_sdpa_sm90_flash_fprop") == "attention"
+    assert kind("nvjet_sm90_qqtst_128x128_128x6_4x2_h_bz_ovscale_bias_TNT") == "gemm (cuBLAS / CUTLASS)"
