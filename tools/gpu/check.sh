@@ -11,7 +11,11 @@
 #   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench),
 #   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged),
 #   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2),
-#   e2e-compare (benchmarks/e2e_ltx_video.py --compare --quantization fp8: every variant, JSON into $OUT),
+#   e2e-compare (benchmarks/e2e_ltx_video.py --compare: both FP8 recipes, attention none / fp8, the
+#     torch._scaled_mm peers, one policy op left to Inductor; JSON into $OUT, as
+#     benchmarks/results/<gpu>/e2e_ltx_video.json),
+#   e2e-profile (benchmarks/profile_e2e_step.py of ours and the rowwise peer at 49x512x768; JSON into
+#     $OUT, as benchmarks/results/<gpu>/experiments/profile_step_*),
 #   attn-tiles (tools/tune/attention_tiles.py $ATTN_TILES_ARGS: both warpgroup schedules of the default
 #     attention kernels beside cuDNN; JSON into $OUT)
 #   attn-schedule (tools/tune/attention_schedule.py $ATTN_SCHEDULE_ARGS: the 16-bit kernels per tile and
@@ -123,10 +127,19 @@ for s in "${@:-build attn-tests attn-bench}"; do
             --warmup-iterations 1 --timed-runs 2 --out "$OUT/e2e_cudagraphs_$tag.json"
           grep -ihE "skipping cudagraph" "$OUT/e2e-cudagraphs-$tag.log" | sort | uniq -c | head -5 | tee -a "$SUMMARY"
         done ;;
-      e2e-compare)  # LTX-Video with FP8 linears: eager, compiled, optimize() + compile under the policy and with every kernel
+      e2e-compare)  # LTX-Video: eager, compiled, the _scaled_mm peers, optimize() with each FP8 recipe and attention mode
         step e2e-compare 420 env PYTHONPATH="$VARIANT:benchmarks:${PYTHONPATH:-}" python3 benchmarks/e2e_ltx_video.py \
-          --compare --quantization fp8 --steps 8 --warmup-iterations 1 --timed-runs 2 --out "$OUT/e2e_compare_fp8.json"
-        tail -15 "$OUT/e2e-compare.log" | tee -a "$SUMMARY" ;;
+          --compare --quantization fp8 fp8_rowwise --attention none fp8 --peers tensorwise rowwise \
+          --leave-variants gated_residual_epilogue --steps 8 --warmup-iterations 1 --timed-runs 3 \
+          --out "$OUT/e2e_ltx_video.json"
+        tail -24 "$OUT/e2e-compare.log" | tee -a "$SUMMARY" ;;
+      e2e-profile)  # one step's GPU time by kernel kind: ours (both recipes) and the rowwise peer
+        for v in peer:scaled_mm-rowwise+compile optimized+fp8+compile optimized+fp8_rowwise+compile; do
+          f=${v//[:+]/_}
+          step "e2e-profile-$f" 120 env PYTHONPATH="$VARIANT:benchmarks:${PYTHONPATH:-}" \
+            python3 benchmarks/profile_e2e_step.py --variant "$v" --out "$OUT/profile_step_${f}.json"
+          head -8 "$OUT/e2e-profile-$f.log" | tee -a "$SUMMARY"
+        done ;;
       attn-tiles)
         step attn-tiles 300 env PYTHONPATH="$VARIANT:${PYTHONPATH:-}" python3 tools/tune/attention_tiles.py \
           ${ATTN_TILES_ARGS:-} --json "$OUT/attention_tiles.json"
