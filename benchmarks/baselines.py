@@ -340,14 +340,12 @@ def swap_linears(model: torch.nn.Module, names, make) -> "callable":
     the original modules back on their device."""
     originals = {}
     for name in names:
-        parent_name, _, attr = name.rpartition(".")
-        parent = model.get_submodule(parent_name) if parent_name else model
-        mod = getattr(parent, attr)
+        mod = model.get_submodule(name)
         device = next(mod.parameters()).device
-        setattr(parent, attr, make(mod))
-        originals[name] = (parent, attr, mod.to("cpu"), device)
+        model.set_submodule(name, make(mod))
+        originals[name] = (mod.to("cpu"), device)
 
     def restore():
-        for parent, attr, mod, device in originals.values():
-            setattr(parent, attr, mod.to(device))
+        for name, (mod, device) in originals.items():
+            model.set_submodule(name, mod.to(device))
     return restore

@@ -196,9 +196,9 @@ def _loops(row):
 def check_end_to_end(records, pol, errors, notes, require):
     compared = {op: 0 for op in END_TO_END_OPS}
     sources = [(records, name) for name in figures.E2E_RECORDS]
-    alt = records.folder.parent / "h100"  # the runs beside the _scaled_mm peers
-    if alt.is_dir() and alt.resolve() != records.folder.resolve():
-        sources += [(figures.Records(alt), name) for name in figures.E2E_RECORDS_H100]
+    alt = figures.h100_records(records)  # the runs beside the _scaled_mm peers
+    if alt is not None and alt is not records:
+        sources += [(alt, name) for name in figures.E2E_RECORDS_H100]
     for recs, name in sources:
         d = recs.json(name)
         if not d:

@@ -74,7 +74,6 @@ import io
 import json
 import math
 import os
-import re
 import statistics
 import sys
 import time
@@ -621,38 +620,37 @@ def common_main(argv, spec):
         # one set of weights throughout: optimize() swaps forwards only; quantization (last)
         # replaces linears in place after every unquantized variant has run
         # (name, optimize, quantization, compile, attention, kept under compile: True = every
-        # kernel, a frozenset = those ops kept, ("leave", ops) = those ops left, False = the policy)
-        # ("peer", granularity): the plain model with the linears optimize() would quantize replaced
-        # by torch._scaled_mm FP8 linears, compiled
-        plan = [("eager", False, None, False, None, False)]
+        # kernel, a frozenset = those ops kept, ("leave", ops) = those ops left, False = the policy;
+        # peer: None, or the scale granularity of the plain model with the linears optimize()
+        # would quantize replaced by torch._scaled_mm FP8 linears)
+        plan = [("eager", False, None, False, None, False, None)]
         if not args.no_compile_variants:
-            plan.append(("compile", False, None, True, None, False))
+            plan.append(("compile", False, None, True, None, False, None))
         for g in args.peers:  # compiled, as a user runs it (eager with --no-compile-variants)
             comp = not args.no_compile_variants
-            plan.append((f"peer:scaled_mm-{g}" + ("+compile" if comp else ""), False, None, comp, None, ("peer", g)))
+            plan.append((f"peer:scaled_mm-{g}" + ("+compile" if comp else ""), False, None, comp, None, False, g))
         for q in [None] + quants:
             for a in attns:
                 name = "optimized" + (f"+{q}" if q else "") + (f"+attn-{a}" if a else "")
-                plan.append((name, True, q, False, a, False))
+                plan.append((name, True, q, False, a, False, None))
                 if not args.no_compile_variants:
-                    plan.append((name + "+compile", True, q, True, a, False))
+                    plan.append((name + "+compile", True, q, True, a, False, None))
                     if a is None:
                         # the compile policy off (LTX_KERNELS_COMPILE_ALL_KERNELS=1): what the
                         # compositions the policy leaves to Inductor gain or cost
-                        plan.append((name + "+compile(all kernels)", True, q, True, a, True))
+                        plan.append((name + "+compile(all kernels)", True, q, True, a, True, None))
                         if q == (quant or None):
                             for ks, k in zip(args.keep_variants, keep_sets):
-                                plan.append((name + f"+compile(keep {ks})", True, q, True, a, k))
+                                plan.append((name + f"+compile(keep {ks})", True, q, True, a, k, None))
                             for ls, lv in zip(args.leave_variants, leave_sets):
-                                plan.append((name + f"+compile(leave {ls})", True, q, True, a, ("leave", lv)))
-        linears = quantizable_linears(model)
+                                plan.append((name + f"+compile(leave {ls})", True, q, True, a, ("leave", lv), None))
+        peer_linears = list(quantizable_linears(model))  # what optimize(quantization="fp8") replaces
+        linears = quantizable_linears(model, quants)
         applied, restore_peer = None, None
-        for name, opt, q, comp, a, keep in plan:
-            peer = keep[1] if isinstance(keep, tuple) and keep[0] == "peer" else None
+        for name, opt, q, comp, a, keep, peer in plan:
             if peer:
-                keep = False
                 from baselines import ScaledMMLinear, swap_linears
-                restore_peer = swap_linears(model, linears, lambda m, g=peer: ScaledMMLinear(m, g))
+                restore_peer = swap_linears(model, peer_linears, lambda m, g=peer: ScaledMMLinear(m, g))
             if opt:
                 if applied is not None and q != applied:
                     unquantize(model, linears, device)
@@ -680,7 +678,7 @@ def common_main(argv, spec):
             if restore_peer is not None:
                 restore_peer()
                 restore_peer = None
-                row["peer"] = dict(linears=len(linears), gemm="torch._scaled_mm", scales=peer, use_fast_accum=True)
+                row["peer"] = dict(linears=len(peer_linears), gemm="torch._scaled_mm", scales=peer, use_fast_accum=True)
             rows.append(row)
             print(f"{spec.NAME} {name}: {row['per_step_ms']:.2f} ms/step (runs {_spread(row)}), "
                   f"rel L2 {row['rel_l2_vs_eager']:.3e} {row.get('attention_route', '')}", flush=True)
@@ -696,15 +694,13 @@ def common_main(argv, spec):
     return 0
 
 
-def quantizable_linears(model) -> dict:
-    """{name: module} of the nn.Linear modules optimize(quantization=...) replaces (quantize_linears'
-    default policy: inside transformer blocks, gates / AdaLN / norms / projections excluded)."""
+def quantizable_linears(model, fmts=("fp8",)) -> dict:
+    """{name: module} of the nn.Linear modules optimize(quantization=fmt) replaces for any of
+    `fmts` (ltx_kernels.quantization.linears_to_quantize: quantize_linears' default policy)."""
     from ltx_kernels import quantization as lq
 
-    inc = [re.compile(x) for x in lq.DEFAULT_INCLUDE]
-    exc = [re.compile(x) for x in lq.DEFAULT_EXCLUDE]
-    return {n: m for n, m in model.named_modules() if n and type(m) is torch.nn.Linear
-            and any(r.search(n) for r in inc) and not any(r.search(n) for r in exc)}
+    names = {n for fmt in fmts for n in lq.linears_to_quantize(model, fmt)}
+    return {n: model.get_submodule(n) for n in sorted(names)}
 
 
 def unquantize(model, linears: dict, device) -> None:
@@ -712,8 +708,7 @@ def unquantize(model, linears: dict, device) -> None:
     that one process measures several quantizations on the same weights (quantization builds new
     modules from the originals and leaves those unchanged)."""
     for name, mod in linears.items():
-        parent_name, _, attr = name.rpartition(".")
-        setattr(model.get_submodule(parent_name) if parent_name else model, attr, mod.to(device))
+        model.set_submodule(name, mod.to(device))
     model._ltx_kernels_quantization = None  # optimize() re-quantizes a model whose marker is None
 
 

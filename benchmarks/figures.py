@@ -27,6 +27,7 @@ import re
 import statistics
 import sys
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # report.py and e2e_cache_report.py, beside this file
@@ -149,17 +150,24 @@ def quantize_pass_us(row: dict):
     return float(m.group(1)) if m else None
 
 
-# The attention records (attention.json, ATTENTION_SWEEP, SCHEDULE_RECORD) are read from this
-# folder beside the results folder where it has them: they time the current attention kernels
-# (the key bias loaded with K, the persistent schedule for few keys), which the H200's predate.
-ATTENTION_FOLDER = "h100"
+# The folder beside the results folder that holds the newer records: the attention records
+# (attention.json, ATTENTION_SWEEP, SCHEDULE_RECORD), which time the current attention kernels
+# (the key bias loaded with K, the persistent schedule for few keys) that the H200's predate, and
+# the end-to-end runs beside the torch._scaled_mm peers with their step profiles (E2E_RECORDS_H100).
+H100_FOLDER = "h100"
+
+
+def h100_records(records: Records, needs: str = "") -> Optional[Records]:
+    """The records of H100_FOLDER beside `records`' folder (None where it does not exist or lacks
+    the file `needs`); `records` itself when that is the folder."""
+    alt = records.folder.parent / H100_FOLDER
+    if alt.resolve() == records.folder.resolve():
+        return records
+    return Records(alt) if alt.is_dir() and (not needs or (alt / needs).exists()) else None
 
 
 def attention_records(records: Records) -> Records:
-    alt = records.folder.parent / ATTENTION_FOLDER
-    if alt.resolve() != records.folder.resolve() and (alt / "attention.json").exists():
-        return Records(alt)
-    return records
+    return h100_records(records, "attention.json") or records
 
 
 def attention_rows(records: Records) -> list:
@@ -527,8 +535,8 @@ def block_e2e_steps(records: Records, names=E2E_RECORDS) -> str:
 
 def block_e2e_steps_h100(records: Records) -> str:
     """The end-to-end tables of the H100 folder (the runs beside the `_scaled_mm` peers)."""
-    alt = records.folder.parent / "h100"
-    return block_e2e_steps(Records(alt), E2E_RECORDS_H100) if alt.is_dir() else "(no H100 folder)\n"
+    alt = h100_records(records)
+    return block_e2e_steps(alt, E2E_RECORDS_H100) if alt else "(no H100 folder)\n"
 
 
 def _profile_columns(rec: dict):
@@ -548,7 +556,10 @@ def _profile_columns(rec: dict):
 def block_e2e_profile(records: Records) -> str:
     """One denoising step's GPU time by kernel kind (benchmarks/profile_e2e_step.py records in
     h100/experiments), beside the step's wall time from the end-to-end record of the same commit."""
-    folder = records.folder.parent / "h100"
+    alt = h100_records(records)
+    if alt is None:
+        return "(no H100 folder)\n"
+    folder = alt.folder
     recs = [json.loads(f.read_text()) for f in sorted((folder / "experiments").glob("profile_step_*.json"))]
     if not recs:
         return "(no step profile record)\n"

@@ -165,9 +165,11 @@ def test_quantize_linears_default_policy(device, fmt, caplog):
         y0 = m(x)
     import logging
 
+    listed = lk.quantization.linears_to_quantize(m, fmt)  # names them, replaces nothing
+    assert all(type(m.get_submodule(n)) is nn.Linear for n in listed)
     with caplog.at_level(logging.INFO, logger="ltx_kernels"):
         names = lk.quantize_linears(m, fmt)
-    assert sorted(names) == EXPECTED_DEFAULT
+    assert sorted(names) == EXPECTED_DEFAULT and names == listed
     layer = lk.FP8BlockwiseLinear if fmt == "fp8" else lk.FP6BlockwiseLinear
     for n, mod in m.named_modules():
         if n in names:

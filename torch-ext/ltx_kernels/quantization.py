@@ -54,6 +54,7 @@ __all__ = [
     "FP6BlockwiseLinear",
     "NVFP4Linear",
     "quantize_linears",
+    "linears_to_quantize",
     "DEFAULT_INCLUDE",
     "DEFAULT_EXCLUDE",
 ]
@@ -387,31 +388,22 @@ def _matcher(p: Pattern, default: List[str]) -> Callable[[str, nn.Module], bool]
     return lambda name, mod: any(r.search(name) for r in rx)
 
 
-def quantize_linears(
+def linears_to_quantize(
     module: nn.Module,
     fmt: str = "fp8",
     include: Pattern = None,
     exclude: Pattern = None,
 ) -> List[str]:
-    """Replace nn.Linear submodules of `module` in place by FP8BlockwiseLinear (fmt "fp8"),
-    FP8RowwiseLinear ("fp8_rowwise"), FP6BlockwiseLinear ("fp6") or NVFP4Linear ("nvfp4"); returns
-    the replaced names.
-
-    include / exclude: a regex (re.search on the dotted module name), a list of them, or a
-    callable (name, linear) -> bool. None means the defaults DEFAULT_INCLUDE (names containing
-    "transformer_blocks.", "blocks." or "layers.") and DEFAULT_EXCLUDE (gates, AdaLN, norms,
-    patchify / proj_in / proj_out / caption / time-embedding projections, lm_head); passing a
-    value replaces that default (exclude=[] excludes nothing). A linear the kernels cannot take
-    (in_features % 128 != 0 for fp8/fp6, % 16 for fp8_rowwise and nvfp4, or out_features % 8 != 0)
-    is left as is with one log line."""
+    """The names of the nn.Linear submodules quantize_linears(module, fmt, include, exclude)
+    replaces (see there), without replacing them; a linear the format's kernels cannot take is
+    left out with one log line."""
     if fmt not in _LAYERS:
         raise ValueError(f"ltx_kernels.quantize_linears: fmt must be 'fp8', 'fp8_rowwise', 'fp6' or 'nvfp4' "
                          f"(got {fmt!r})")
     inc = _matcher(include, DEFAULT_INCLUDE)
     exc = _matcher(exclude, DEFAULT_EXCLUDE)
     k_mult = _K_MULTIPLE[fmt]
-    layer = _LAYERS[fmt]
-    todo = []
+    names = []
     for name, child in module.named_modules():
         if type(child) is not nn.Linear or not name:
             continue
@@ -421,10 +413,30 @@ def quantize_linears(
             log.info("ltx_kernels.quantize_linears: keeping %s (in_features %d %% %d != 0 or out_features %d %% 8 != 0)",
                      name, child.in_features, k_mult, child.out_features)
             continue
-        todo.append(name)
+        names.append(name)
+    return names
+
+
+def quantize_linears(
+    module: nn.Module,
+    fmt: str = "fp8",
+    include: Pattern = None,
+    exclude: Pattern = None,
+) -> List[str]:
+    """Replace nn.Linear submodules of `module` in place by FP8BlockwiseLinear (fmt "fp8"),
+    FP8RowwiseLinear ("fp8_rowwise"), FP6BlockwiseLinear ("fp6") or NVFP4Linear ("nvfp4"); returns
+    the replaced names (linears_to_quantize lists them without replacing).
+
+    include / exclude: a regex (re.search on the dotted module name), a list of them, or a
+    callable (name, linear) -> bool. None means the defaults DEFAULT_INCLUDE (names containing
+    "transformer_blocks.", "blocks." or "layers.") and DEFAULT_EXCLUDE (gates, AdaLN, norms,
+    patchify / proj_in / proj_out / caption / time-embedding projections, lm_head); passing a
+    value replaces that default (exclude=[] excludes nothing). A linear the kernels cannot take
+    (in_features % 128 != 0 for fp8/fp6, % 16 for fp8_rowwise and nvfp4, or out_features % 8 != 0)
+    is left as is with one log line."""
+    todo = linears_to_quantize(module, fmt, include, exclude)
+    layer = _LAYERS[fmt]
     for name in todo:
-        parent_name, _, attr = name.rpartition(".")
-        parent = module.get_submodule(parent_name) if parent_name else module
-        setattr(parent, attr, layer.from_linear(getattr(parent, attr)))
+        module.set_submodule(name, layer.from_linear(module.get_submodule(name)))
     log.info("ltx_kernels.quantize_linears: %d linears -> %s", len(todo), fmt)
     return todo
