@@ -1,5 +1,8 @@
-"""FP8 rowwise GEMM benchmarks: fp8_rowwise_gemm (our sm_90a kernel: one scale per token and one
-per output channel, applied in the epilogue, no per-K-block promotion) beside, in the same run:
+"""FP8 rowwise GEMM benchmarks: fp8_rowwise_gemm as "auto" runs it ("ours": cuBLASLt's rowwise GEMM
+for these plain calls, heuristics.h prefer_cublaslt) beside, in the same run:
+  ours_sm90               our sm_90a kernel forced (one scale per token and one per output
+                          channel, applied in the epilogue, no per-K-block promotion): what runs
+                          the fused epilogues, and the A/B of the heuristic's rule
   scaled_mm_rowwise       torch._scaled_mm with scale_a [M, 1] and scale_b [1, N] fp32 (PyTorch's
                           rowwise FP8 GEMM), use_fast_accum=False
   scaled_mm_rowwise_fast  the same with use_fast_accum=True (no promotion either, as ours)
@@ -88,10 +91,13 @@ def run(copy_gbps=0.0, quick=False, summary=None):
     for m, n, k, name in shapes:
         sets = n_copies(m * k + n * k + 2 * m * n)
         ins = inputs(m, n, k, sets)
-        cfg = lk.gemm_config("fp8_rowwise_gemm", ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"], backend="sm90")
+        cfg = lk.gemm_config("fp8_rowwise_gemm", ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"])
+        cfg90 = lk.gemm_config("fp8_rowwise_gemm", ins[0]["a"], ins[0]["b"], ins[0]["sa"], ins[0]["sb"], backend="sm90")
         t = {}
         t["ours"], err = timed(lambda i: lk.fp8_rowwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"],
-                                                              out=ins[i]["y"], backend="sm90"), sets)
+                                                              out=ins[i]["y"]), sets)
+        t["ours_sm90"], _ = timed(lambda i: lk.fp8_rowwise_gemm(ins[i]["a"], ins[i]["sa"], ins[i]["b"], ins[i]["sb"],
+                                                                 out=ins[i]["y"], backend="sm90"), sets)
         for key, fast in (("scaled_mm_rowwise", False), ("scaled_mm_rowwise_fast", True)):
             t[key], _ = timed(lambda i: torch._scaled_mm(ins[i]["a"], ins[i]["b"].t(), scale_a=ins[i]["sa"],
                                                          scale_b=ins[i]["sb_row"], out_dtype=torch.bfloat16,
@@ -120,6 +126,7 @@ def run(copy_gbps=0.0, quick=False, summary=None):
         base = {kk: v for kk, v in t.items() if kk != "ours" and v is not None}
         rates = "; ".join(f"{kk} {tflops(m, n, k, v):.0f}" for kk, v in base.items())
         tile = f"sm90 {cfg['bm']}x{cfg['bn']}" if cfg.get("backend") == "sm90" else cfg.get("backend", "?")
+        tile += f" (ours_sm90: {cfg90['bm']}x{cfg90['bn']})"
         note = (f"{name}; {tile}; ours {tflops(m, n, k, t['ours']):.0f} TFLOP/s; {rates}; "
                 f"rel. L2 error vs float64 of the bf16 operands: rowwise {e_row:.3g}, blockwise {e_blk:.3g}")
         r = Row("fp8_rowwise_gemm", [m, n, k], "e4m3->bf16", t["ours"], base, flops=2 * m * n * k, note=note).finish(0.0)

@@ -232,9 +232,17 @@ TEST(GemmHeuristics, Fp8RowwiseTiles) {
   heuristics::Problem g = rowwise_problem(5376, 2048, 2048, OutKind::kBF16, Epilogue::kGatedResidual);
   g.gate = GateKind::kPerToken;
   EXPECT_NE(heuristics::choose_tile(g, kSms, kH100Smem).bm, 0);
-  // the other backends' rules are blockwise only: rowwise goes to the sm_90a kernel
+  // plain rowwise calls (bias at most, bf16 out) go to cuBLASLt at every M; fused epilogues, fp16
+  // and FP8 output to the sm_90a kernel; the skinny and CUTLASS rules are blockwise only
   EXPECT_FALSE(heuristics::prefer_skinny(rowwise_problem(16, 4096, 4096), kSms, true));
-  EXPECT_FALSE(heuristics::prefer_cublaslt(rowwise_problem(5376, 2048, 2048)));
+  EXPECT_TRUE(heuristics::prefer_cublaslt(rowwise_problem(5376, 2048, 2048)));
+  EXPECT_TRUE(heuristics::prefer_cublaslt(rowwise_problem(16, 4096, 4096)));
+  heuristics::Problem biased = rowwise_problem(5376, 2048, 2048);
+  biased.bias = true;
+  EXPECT_TRUE(heuristics::prefer_cublaslt(biased));
+  EXPECT_FALSE(heuristics::prefer_cublaslt(rowwise_problem(5376, 2048, 2048, OutKind::kFP16)));
+  EXPECT_FALSE(heuristics::prefer_cublaslt(rowwise_problem(5376, 2048, 2048, OutKind::kFP8)));
+  EXPECT_FALSE(heuristics::prefer_cublaslt(g));
   EXPECT_FALSE(heuristics::prefer_cutlass(rowwise_problem(5376, 2048, 2048)));
 }
 
@@ -383,8 +391,8 @@ TEST(GemmBackends, RefusalsListWhatTheOpTakes) {
   EXPECT_EQ(err, "backend must be 'auto', 'sm89', 'torch' or 'cpu' (got 'sm90')");
   EXPECT_FALSE(parse_backend("sm90", Operands::kNvfp4, &b, &err));
   EXPECT_EQ(err, "backend must be 'auto', 'cublaslt', 'torch' or 'cpu' (got 'sm90')");
-  EXPECT_FALSE(parse_backend("cublaslt", Operands::kFp8Rowwise, &b, &err));
-  EXPECT_EQ(err, "backend must be 'auto', 'sm90', 'torch' or 'cpu' (got 'cublaslt')");
+  EXPECT_FALSE(parse_backend("skinny", Operands::kFp8Rowwise, &b, &err));
+  EXPECT_EQ(err, "backend must be 'auto', 'sm90', 'cublaslt', 'torch' or 'cpu' (got 'skinny')");
   EXPECT_FALSE(parse_backend("", Operands::kBf16, &b, &err));
   EXPECT_FALSE(parse_backend("Auto", Operands::kBf16, &b, &err));
   EXPECT_EQ(b, Backend::kAuto);  // untouched by a refusal

@@ -38,8 +38,10 @@ else the sm_90a persistent TMA + wgmma kernel "sm90" (or for other plain GEMMs t
 128x128 scales), "torch" (operands dequantized exactly, a float64 matmul rounded once to fp32, the epilogue in fp32; any
 device; written in Python below, on reference.py) and "cpu" (the C++ backend; what "auto" means on
 the CPU). A forced backend that cannot run a call raises instead of falling back.
-fp8_rowwise_gemm: "auto" runs the sm_90a kernel "sm90" on compute capability 9.0 (builds with
-sm_90a), else "torch"; or one of "sm90", "torch", "cpu".
+fp8_rowwise_gemm: "auto" runs, on compute capability 9.0, cuBLASLt's rowwise GEMM "cublaslt"
+(outer-vector scales, fast accumulation: the same math) for a plain call (a bf16 bias at most, bf16
+out, contiguous scales) and the sm_90a kernel "sm90" (builds with sm_90a) for the rest; else
+"torch"; or one of "sm90", "cublaslt", "torch", "cpu".
 """
 
 from typing import Optional, Tuple, Union
@@ -138,7 +140,7 @@ def fp8_rowwise_gemm(a: torch.Tensor, a_scales: torch.Tensor, b: torch.Tensor, b
     [N] or None -> out [..., N] = (a . b_n) * a_scales[m] * b_scales[n] + bias after the epilogue,
     in out_dtype (bf16 / fp16), or (q e4m3 [..., N], scales fp32 [M, N/128]) for
     out_dtype=torch.float8_e4m3fn (or an e4m3 `out` with `out_scales`). epilogue, residual, gate:
-    see the module docstring. backend "auto" | "sm90" | "torch" | "cpu"."""
+    see the module docstring. backend "auto" | "sm90" | "cublaslt" | "torch" | "cpu"."""
     op = "fp8_rowwise_gemm"
     _check_epilogue(op, epilogue)
     n = b.shape[0] if b.dim() else 0

@@ -11,6 +11,12 @@
 // cuBLASLt workspace PyTorch gives Hopper by default), so the heuristic sees the same problem.
 // The pointer alignments go to the heuristic as its minimum-alignment preferences (PyTorch leaves
 // them at 256 bytes): an algorithm is only picked for pointers it can read.
+//
+// The FP8 rowwise recipe is the same call with outer-vector scales (OUTER_VEC_32F: b_scales one per
+// row of our b = per column of D^T's rows, a_scales one per row of our a, both contiguous fp32) and
+// fast accumulation on: the e4m3 products summed by the tensor cores across the whole K with no
+// promotion, then scaled once, which is fp8_rowwise_gemm's definition (gemm_params.h) and what
+// _scaled_mm(..., use_fast_accum=True) runs with rowwise scales.
 #include "cublaslt_gemm.h"
 
 #include <cublasLt.h>
@@ -32,7 +38,7 @@ namespace {
 #define LTX_CUBLASLT_FP4 1  // CUDA_R_4F_E2M1 and VEC16_UE4M3 scales
 #endif
 #if defined(CUDART_VERSION) && CUDART_VERSION >= 12090
-#define LTX_CUBLASLT_FP8_BLOCK 1  // VEC128_32F / BLK128x128_32F scales
+#define LTX_CUBLASLT_FP8_BLOCK 1  // VEC128_32F / BLK128x128_32F and OUTER_VEC_32F scales
 #endif
 
 #ifdef LTX_CUBLASLT_FP4
@@ -187,8 +193,11 @@ void build(Entry& e, cublasLtHandle_t handle, const GemmParams& p, const void* b
     in_type = CUDA_R_4F_E2M1;
     mode_a = mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
   }
+  const bool rowwise = p.operands == Operands::kFp8Rowwise;
 #ifdef LTX_CUBLASLT_FP8_BLOCK
-  if (!fp4) {
+  if (rowwise) {
+    mode_a = mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+  } else if (!fp4) {
     mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
     mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
   }
@@ -210,7 +219,7 @@ void build(Entry& e, cublasLtHandle_t handle, const GemmParams& p, const void* b
   if (fp4) {
     ok(set(d, CUBLASLT_MATMUL_DESC_POINTER_MODE, int32_t(CUBLASLT_POINTER_MODE_DEVICE)));
   } else {
-    ok(set(d, CUBLASLT_MATMUL_DESC_FAST_ACCUM, int8_t(0)));
+    ok(set(d, CUBLASLT_MATMUL_DESC_FAST_ACCUM, int8_t(rowwise ? 1 : 0)));
   }
   if (p.bias) {
     ok(set(d, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(CUBLASLT_EPILOGUE_BIAS)));

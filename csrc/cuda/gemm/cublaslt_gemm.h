@@ -1,7 +1,9 @@
-// The cuBLASLt backend of the GEMM entry (csrc/cuda/gemm/cublaslt_gemm.cu): two operand recipes
+// The cuBLASLt backend of the GEMM entry (csrc/cuda/gemm/cublaslt_gemm.cu): three operand recipes
 // behind GemmParams, run by raw cuBLASLt. No torch.
 //   kFp8Blockwise  cuBLASLt's blockwise FP8 GEMM: 1x128 activation scales (VEC128_32F), 128x128
 //                  weight scales (BLK128x128_32F), bf16 out, optional bf16 bias (CUDA >= 12.9);
+//   kFp8Rowwise    its outer-vector-scaled FP8 GEMM: one fp32 scale per row of a and of b, fast
+//                  accumulation (no promotion), bf16 out, optional bf16 bias (CUDA >= 12.9);
 //   kNvfp4         its block-scaled FP4 GEMM: E2M1 operands with E4M3 scales per 16 elements
 //                  (VEC16_UE4M3), alpha on the device, fp32 bias rounded to the out dtype
 //                  (CUDA >= 12.8, compute capability >= 10.0).

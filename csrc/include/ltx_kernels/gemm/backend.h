@@ -36,7 +36,7 @@ inline BackendList accepted_backends(Operands ops) {
     case Operands::kBf16: return {3, {B::kSm90, B::kTorch, B::kCpu}};
     case Operands::kFp6Blockwise: return {3, {B::kSm89, B::kTorch, B::kCpu}};
     case Operands::kNvfp4: return {3, {B::kCublasLt, B::kTorch, B::kCpu}};
-    case Operands::kFp8Rowwise: return {3, {B::kSm90, B::kTorch, B::kCpu}};
+    case Operands::kFp8Rowwise: return {4, {B::kSm90, B::kCublasLt, B::kTorch, B::kCpu}};
   }
   return {};
 }

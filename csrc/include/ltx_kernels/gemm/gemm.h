@@ -14,11 +14,13 @@
 //   kCublasLt     cuBLASLt (csrc/cuda/gemm/cublaslt_gemm.cu): its blockwise FP8 GEMM (1x128 /
 //                 128x128 scales; plain epilogue with a bf16 bias at most, bf16 out, M-major
 //                 activation scales with stride (1, M), row-major weight scales; compute capability
-//                 9.0, CUDA >= 12.9), and for scaled_mm_nvfp4 (Operands::kNvfp4) its block-scaled
+//                 9.0, CUDA >= 12.9), its rowwise FP8 GEMM (outer-vector scales, fast accumulation;
+//                 the same limits, contiguous scales), and for scaled_mm_nvfp4 (Operands::kNvfp4) its block-scaled
 //                 FP4 GEMM (compute capability >= 10.0, CUDA >= 12.8)
 //   kTorch        the exact fallback (fp32 dequantize + matmul + epilogue in fp32), run by the caller
 // "auto" (choose_auto): FP6 weights -> kSm89 if it can, else the FP8 chain on unpacked weights;
-// NVFP4 -> kCublasLt if it can, else kTorch; FP8 rowwise -> kSm90 if it can, else kTorch;
+// NVFP4 -> kCublasLt if it can, else kTorch; FP8 rowwise -> kCublasLt when heuristics::prefer_cublaslt
+// and it can run the call, else kSm90 if it can, else kTorch;
 // cc 9.0 with the sm_90a kernels -> kSkinny when heuristics::prefer_skinny, else kCublasLt when
 // heuristics::prefer_cublaslt and it can run the call, else kSm90Cutlass (heuristics::prefer_cutlass),
 // else kSm90;
@@ -68,7 +70,8 @@ cudaError_t run(Backend be, const GemmParams& p, const Device& dev, void* worksp
 //   "auto": choose_auto; when it picks a kernel other than cuBLASLt for a 16-bit bias, what "auto"
 //           picks for the same bias in fp32 (the skinny, sm89 and CUTLASS kernels read an fp32 bias
 //           only), with the bias widened if that differs; at run time a kernel answering
-//           cudaErrorNotSupported falls through to kSm89 (if it can take the call), then to kTorch.
+//           cudaErrorNotSupported falls through to kSm89 (if it can take the call; for FP8 rowwise
+//           to kSm90), then to kTorch.
 //   forced: that backend, the bias widened for the kernels that read fp32 only; `error` says why it
 //           cannot run the call. A forced kernel that declines at run time is an error.
 //   kTorch, and every problem with M, N or K of 0 (nothing for a kernel to do): kTorch.

@@ -8,7 +8,7 @@
 //   choose_tile(...)             the configuration "auto" launches: FP8 128x192 where it fills
 //                                the GPU (an empirical rule), else the smallest modelled time
 //   prefer_skinny(...)           whether "auto" takes the few-token kernel over the sm_90a one
-//   prefer_cublaslt(...)         whether "auto" hands a plain FP8 GEMM to cuBLASLt's blockwise one
+//   prefer_cublaslt(...)         whether "auto" hands a plain FP8 GEMM to cuBLASLt (blockwise / rowwise)
 //
 // Time model of choose_tile (cycles of one SM; only the ranking matters). A CTA runs
 // ceil(tiles / CTAs) tiles; a tile costs K-blocks x max(tensor-core cycles, shared-memory cycles)
@@ -177,7 +177,12 @@ inline bool prefer_cutlass(const Problem& pr) {
 // benchmarks/results/h200/gemm.json (the fp8_blockwise_gemm rows without and with [bias], each
 // backend beside the others) and docs/design/gemm.md.
 // Our kernels keep what cuBLASLt cannot do: fused epilogues, FP8 output, few tokens, fp16 output.
+//
+// FP8 rowwise: cuBLASLt's outer-vector-scaled GEMM for every plain call (bias at most, bf16 out):
+// it is the same mainloop as ours with no promotion, and faster than our sm_90a kernel at the LTX
+// shapes (benchmarks/results/<gpu>/gemm_rowwise.json, "ours" = this choice beside "ours_sm90").
 inline bool prefer_cublaslt(const Problem& pr) {
+  if (pr.ops == Operands::kFp8Rowwise) return pr.epilogue == Epilogue::kNone && pr.out == OutKind::kBF16;
   if (pr.ops != Operands::kFp8Blockwise || pr.epilogue != Epilogue::kNone || pr.out != OutKind::kBF16 || pr.M <= 64)
     return false;
   return !pr.bias || pr.N * pr.K >= int64_t(12288) * 4096;
