@@ -225,9 +225,13 @@ def assert_codes_within(q, s, y, e32, group_size, what=""):
 @pytest.mark.parametrize("device", ALL_DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("layout", ["row", "mn_major"])
+@pytest.mark.parametrize("layout", ["row", "mn_major", "per_token"])
 def test_exact_inputs_bit_for_bit(device, dtype, op, layout):
-    fused, oracle, _, _ = make(op, dtype, lead=(3, 5), c=384, exact=True, layout=layout)
+    """Per 128 columns in either scale layout, and one scale per token ("per_token": group_size =
+    the output row's width)."""
+    gs = 384 if layout == "per_token" else 128
+    fused, oracle, _, _ = make(op, dtype, lead=(3, 5), c=384, exact=True, group_size=gs,
+                               layout="row" if layout == "per_token" else layout)
     h, q, s = split(fused(device))
     wh, wq, ws = split(oracle())
     assert q.dtype == FP8 and q.shape == wq.shape and s.shape == ws.shape and q.device.type == device
@@ -260,6 +264,28 @@ def test_random_inputs(device, dtype, op, lead, c, group_size):
     if device == "cuda":  # the CPU backend on the same data, the same bound
         _, cq, cs = split(fused("cpu"))
         assert_codes_within(cq, cs, y, e32, group_size, "cpu")
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("lead,c", [((3, 5), 512), ((2, 3), 1152), ((2, 5), 2048), ((1, 3), 16384)])
+def test_one_scale_per_token(device, dtype, op, lead, c):
+    """group_size = the output row's width: one scale per token (what FP8RowwiseLinear reads), on
+    CUDA a reduction over the row's warp (rows of <= 128 16-byte vectors) or block, four or
+    sixteen chunks per thread; the same bound as per-group scales."""
+    out_cols = c  # (the gated activations read 2c columns)
+    fused, oracle, oracle_y, oracle_e = make(op, dtype, lead=lead, c=c, group_size=out_cols)
+    h, q, s = split(fused(device))
+    wh, wq, ws = split(oracle())
+    y, e32 = oracle_y(), oracle_e()
+    if h is not None:
+        assert torch.equal(h.cpu(), wh)
+    assert q.shape == wq.shape and s.shape == ws.shape == (q.numel() // out_cols, 1)
+    assert_codes_within(q, s, y, e32, out_cols, device)
+    # a scale 10% too small fails the check: the bound is not vacuous
+    with pytest.raises(AssertionError):
+        assert_codes_within(q, s * 0.9, y, e32, out_cols, device)
 
 
 # ---- behaviour around the fp8 path

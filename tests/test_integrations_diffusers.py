@@ -465,10 +465,13 @@ def test_fp8_quantization_close(device, model, monkeypatch):
 @pytest.mark.parametrize("device", ALL_DEVICES)
 @pytest.mark.parametrize("model", ["ltx_video", "ltx2"])
 def test_fp8_rowwise_quantization(device, model, monkeypatch):
-    """optimize(quantization="fp8_rowwise"): the blocks' linears become FP8RowwiseLinear (never
-    handed per-128-column FP8 input by a fused norm: each quantizes its own input per token), every
-    call matches the float64 oracle of its own quantized operands within the rowwise GEMM's bound
-    (tests/test_gemm_rowwise.py), and the model stays within the FP8 linears' model-level bound."""
+    """optimize(quantization="fp8_rowwise"): the blocks' linears become FP8RowwiseLinear, every call
+    matches the float64 oracle of its own quantized operands within the rowwise GEMM's bound
+    (tests/test_gemm_rowwise.py; times |gate| where the call fuses the gated residual), and the
+    model stays within the FP8 linears' model-level bound. The fused norms and the GELU hand the
+    rowwise layers their input quantized per token (one scale per row: the tuple's scales have
+    one column), and the attention output and feed-forward down projections of LTX-Video fuse the
+    block's gated residual."""
     from test_gemm_rowwise import e_y
     from ltx_kernels import reference as ref
 
@@ -480,16 +483,29 @@ def test_fp8_rowwise_quantization(device, model, monkeypatch):
     calls = []
     forward = quantization.FP8RowwiseLinear.forward
 
+    kinds = {"prequant": 0, "gated": 0}
+
     def recording(self, x, residual=None, gate=None, out=None):
+        h0 = None if residual is None else residual.detach().double().cpu().clone()
         y = forward(self, x, residual, gate, out)
-        assert isinstance(x, torch.Tensor) and residual is None and gate is None
-        k = x.shape[-1]
-        q, s = ref.quantize_fp8_per_token_group(x.detach().float().cpu(), k)
+        if isinstance(x, tuple):  # (q, scales) per token from a fused norm or the GELU
+            assert x[1].shape[-1] == 1 and x[1].numel() * x[0].shape[-1] == x[0].numel(), x[1].shape
+            q, s = x[0].cpu(), x[1].cpu()
+            kinds["prequant"] += 1
+        else:
+            q, s = ref.quantize_fp8_per_token_group(x.detach().float().cpu(), x.shape[-1])
+        k = q.shape[-1]
+        q, s = q.reshape(-1, k), s.reshape(-1, 1)
         bias = None if self.bias is None else self.bias.cpu()
-        want = ref.fp8_rowwise_gemm(q, s, self.weight_q.cpu(), self.weight_scales.cpu(), bias)
-        used = "cpu" if x.device.type == "cpu" else "sm90"  # the looser of the CUDA bounds
-        tol = (2.0**-7 + 2.0**-22) * want.abs() + e_y(q, s, self.weight_q.cpu(), self.weight_scales.cpu(), bias,
-                                                      used).reshape(want.shape)
+        want = ref.fp8_rowwise_gemm(q, s, self.weight_q.cpu(), self.weight_scales.cpu(), bias).reshape(y.shape)
+        used = "cpu" if q.device.type == "cpu" and y.device.type == "cpu" else "sm90"  # the looser CUDA bound
+        e = e_y(q, s, self.weight_q.cpu(), self.weight_scales.cpu(), bias, used).reshape(y.shape)
+        if residual is not None:
+            kinds["gated"] += 1
+            g = gate.detach().double().cpu()
+            want = h0 + g * want
+            e = e * g.abs()
+        tol = (2.0**-7 + 2.0**-22) * want.abs() + e
         calls.append(float(((y.double().cpu() - want).abs() - tol).max()))
         return y
 
@@ -497,6 +513,9 @@ def test_fp8_rowwise_quantization(device, model, monkeypatch):
     got, want = run(o, kw), run(m, kw)
     monkeypatch.undo()
     assert len(calls) >= len(layers) and max(calls) <= 0, "a rowwise FP8 linear call is outside its bound"
+    if model == "ltx_video" and lkd._FP8_OUT:
+        assert o.transformer_blocks[0].attn1.processor.accepts_prequant == 128  # hidden 128: one row
+        assert kinds["prequant"] > 0 and kinds["gated"] > 0, kinds
     errs = [rel_err(g, w) for g, w in zip(got, want)]
     assert max(errs) <= FP8_LINEARS_REL, errs
 

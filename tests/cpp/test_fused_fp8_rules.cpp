@@ -84,6 +84,12 @@ TEST(FusedFp8CudaLimits, GroupsAndHeadDims) {
   EXPECT_NE(fused_fp8_cuda_unsupported(2, 4096, 100), nullptr);  // not whole vectors
   EXPECT_NE(fused_fp8_cuda_unsupported(2, 4096, 24), nullptr);   // 3 lanes: not a power of two
   EXPECT_NE(fused_fp8_cuda_unsupported(4, 4096, 256), nullptr);  // 64 lanes
+  // one scale per token: a group of the whole row, whatever its width in lanes
+  EXPECT_EQ(fused_fp8_cuda_unsupported(2, 2048, 2048), nullptr);
+  EXPECT_EQ(fused_fp8_cuda_unsupported(2, 8192, 8192), nullptr);
+  EXPECT_EQ(fused_fp8_cuda_unsupported(2, 776, 776), nullptr);    // 97 vectors
+  EXPECT_NE(fused_fp8_cuda_unsupported(2, 780, 780), nullptr);    // not whole vectors
+  EXPECT_NE(fused_fp8_cuda_unsupported(2, 65536, 65536), nullptr);  // wider than 4096 vectors
   EXPECT_EQ(fused_fp8_cuda_unsupported(2, 8 * 4096, 128), nullptr);
   EXPECT_NE(fused_fp8_cuda_unsupported(2, 8 * 4096 + 8, 128), nullptr);  // wider than 4096 vectors
   EXPECT_EQ(split_rope_fp8_cuda_unsupported(2, 64), nullptr);

@@ -12,6 +12,11 @@
 // common/fp8_util.h: fp8_quantize_bounded_words, two per hardware conversion, four codes per
 // word) and writes V code bytes (8 bytes for 16-bit T),
 // the group's first lane writes the scale.
+// One scale per token (group == cols, "lpg" 0): the row's amax needs every chunk, so a first pass
+// runs Op::finish over the thread's chunks for their absolute maximum only, reduced over the row's
+// warp or block; the second pass runs it again (the same arithmetic, so the same values) and
+// encodes with the row's scale, written by the row's first thread. The row's inputs stay in
+// registers between the passes (only the small tables of Op::finish are read twice).
 //
 // Bytes per row: the op's inputs read once (as the plain op), cols code bytes + 4 bytes per
 // group written (instead of cols * sizeof(T)); h_out of the gated residual written once.
@@ -400,6 +405,27 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
     // the staged row is complete: block_sum ends with barriers; the warp's row needs its own
     if constexpr (Op::kStageRow && WARP_ROWS) __syncwarp();
     uint8_t* qrow = o.q + row * o.q_stride;
+    // one scale per token: the row's amax first (block_sum above ended with a barrier, so smem is
+    // free for block_max, which ends with one too)
+    float row_amax = 0.f;
+    if (lpg == 0) {
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int i = tid + k * tpr;
+        if (i < nvec) {
+          float y[V];
+          if constexpr (Op::kStageRow)
+            op.template finish<V>(rc, int64_t(i) * V, ch[k],
+                                  *reinterpret_cast<const Packed<T, V>*>(srow + op.partner_off(i * V)), st, y);
+          else
+            op.template finish<V>(rc, int64_t(i) * V, ch[k], st, y);
+#pragma unroll
+          for (int j = 0; j < V; ++j) row_amax = fp8_absmax(row_amax, y[j]);
+        }
+      }
+      row_amax = WARP_ROWS ? warp_max(row_amax) : block_max(row_amax, smem);
+      if (tid == 0) o.scales[row * o.s_row] = fp8_scale_from_amax<E4M3>(row_amax);
+    }
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int i = tid + k * tpr;
@@ -415,14 +441,14 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
 #pragma unroll
         for (int j = 0; j < V; ++j) m = fp8_absmax(m, y[j]);
       }
-      m = warp_max(m, lpg);  // every lane of the warp takes part
+      m = lpg == 0 ? row_amax : warp_max(m, lpg);  // every lane of the warp takes part
       const float sc = fp8_scale_from_amax<E4M3>(m);
       const Fp8Divisor dv = fp8_divisor(sc);
       if (ok) {
         uint32_t c[V / 4];
         fp8_quantize_bounded_words<E4M3, V>(y, dv, c);  // the group's own scale: bounded quotients
         store_code_words<V>(qrow + int64_t(i) * V, c);
-        if ((i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i >> lpg_shift) * o.s_col] = sc;
+        if (lpg != 0 && (i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i >> lpg_shift) * o.s_col] = sc;
       }
     }
     if constexpr (Op::kStageRow) {  // every read of the staged row before the next row's writes
@@ -475,7 +501,8 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
                    cudaStream_t stream) {
   constexpr int V = kVec16<T>;
   const int nvec = int(cols / V);
-  const int lpg = int(o.group / V);  // a power of two (fused_fp8_cuda_unsupported)
+  // lanes per group, a power of two (fused_fp8_cuda_unsupported); 0: one group per row
+  const int lpg = o.group == cols ? 0 : int(o.group / V);
   int lpg_shift = 0;                   // chunk -> group index by a shift
   while ((1 << lpg_shift) < lpg) ++lpg_shift;
   // Op::kStageRow: the staged rows in dynamic shared memory (the warp shape's 4 rows of <= 128

@@ -43,18 +43,20 @@ using GatedAttentionFp8Params = Fp8OutParams<GatedAttentionParams>;  // gated_at
 using RopeFp8Params = Fp8OutParams<RopeParams>;                // rms_norm_rope_fp8, rms_norm_split_rope_fp8
 
 // ---- the CUDA path's limits (the adapter checks them first and copies inputs that are not
-// aligned): group % V == 0 and group / V a power of two <= 32, where V = 16 / sizeof(T) (a group
-// is then group / V consecutive lanes of a warp); every pointer 16-byte aligned and every row
+// aligned): group == cols (one scale per token) with cols % V == 0, or group % V == 0 and group / V
+// a power of two <= 32, where V = 16 / sizeof(T) (a group is then group / V consecutive lanes of a
+// warp); every pointer 16-byte aligned and every row
 // stride a multiple of V; cols / V <= 4096; RoPE tables with 16-byte aligned rows; the split
 // RoPE needs head_dim % (2 V) == 0 (a 16-byte chunk never straddles a half-head).
 
 // Why the CUDA path cannot take this problem, or nullptr when it can.
 inline const char* fused_fp8_cuda_unsupported(int elem_size, int64_t cols, int64_t group) {
   const int64_t v = 16 / elem_size;
+  if (group == cols && cols % v == 0 && cols / v <= 4096) return nullptr;  // one scale per token
   if (group % v != 0) return "group_size must be a multiple of 16 bytes of the input dtype";
   const int64_t lanes = group / v;
   if (lanes > 32 || (lanes & (lanes - 1)) != 0)
-    return "group_size / (16 / element size) must be a power of two <= 32";
+    return "group_size / (16 / element size) must be a power of two <= 32 (or the row width: one scale per token)";
   if (cols / v > 4096) return "rows wider than 4096 16-byte vectors are not supported";
   return nullptr;
 }

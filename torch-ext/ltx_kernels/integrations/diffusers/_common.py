@@ -68,15 +68,35 @@ def supports_fp8_out(fn) -> bool:
     return fn.__name__ in FP8_OUT
 
 
-def fp8_kwargs(fn, x: torch.Tensor) -> dict:
-    """out_dtype e4m3 and, on CUDA, the M-major scale layout FP8BlockwiseLinear itself uses there."""
+def fp8_kwargs(fn, x: torch.Tensor, group: int = 128) -> dict:
+    """out_dtype e4m3 with scales per `group` columns: 128 with, on CUDA, the M-major scale layout
+    FP8BlockwiseLinear itself uses there; the row width (one scale per token, FP8RowwiseLinear's
+    input) row-major."""
     kw = {"out_dtype": FP8}
-    if x.is_cuda and FP8_OUT[fn.__name__]:
+    if group != 128:
+        kw["group_size"] = group
+    elif x.is_cuda and FP8_OUT[fn.__name__]:
         kw["scale_layout"] = "mn_major"
     return kw
 
 
 def is_fp8_linear(m: Any) -> bool:
     """ltx_kernels.quantization's FP8BlockwiseLinear or a subclass (FP6BlockwiseLinear): layers
-    whose forward also takes FP8 activations pre-quantized as (q, scales)."""
+    whose forward also takes FP8 activations pre-quantized per 128 columns as (q, scales)."""
     return any(c.__name__ == "FP8BlockwiseLinear" for c in type(m).__mro__)
+
+
+def is_rowwise_linear(m: Any) -> bool:
+    """ltx_kernels.quantization's FP8RowwiseLinear: takes (q, scales) quantized per token."""
+    return type(m).__name__ == "FP8RowwiseLinear"
+
+
+def fp8_input_group(m: Any) -> int:
+    """The FP8 input a linear takes pre-quantized as (q, scales): scales per 128 columns (128) for
+    the blockwise layers, one per token (its in_features) for FP8RowwiseLinear; 0 for any other
+    module."""
+    if is_fp8_linear(m):
+        return 128
+    if is_rowwise_linear(m):
+        return int(m.in_features)
+    return 0

@@ -10,21 +10,27 @@ from ...gemm import bf16_gemm
 from ...fused_norm import adaln_rms_norm, gated_residual_adaln_rms_norm
 from ...norm import rms_norm
 from .._compile_policy import use_kernel
-from ._common import PATCHED, cast_weight, const_table, fp8_kwargs, is_fp8_linear, mod_table, supports_fp8_out
+from ._common import PATCHED, cast_weight, const_table, fp8_input_group, fp8_kwargs, is_fp8_linear, mod_table, \
+    supports_fp8_out
 from .hooks import diffusers_hooks, has_hooks, hooked_param
 
 
-def fp8_ok(x: torch.Tensor) -> bool:
-    return x.shape[-1] % 128 == 0 and x.dtype in (torch.float16, torch.bfloat16)
+def fp8_ok(x: torch.Tensor, group: int = 128) -> bool:
+    """Whether the fused ops can hand x's rows to an FP8 linear quantized per `group` columns (128,
+    or the row width for one scale per token)."""
+    return group > 0 and x.shape[-1] % 128 == 0 and x.shape[-1] % group == 0 and x.dtype in (torch.float16,
+                                                                                                torch.bfloat16)
 
 
-def norm_mod(norm, h, pending, scale, shift, fp8: bool = False):
+def norm_mod(norm, h, pending, scale, shift, fp8: int = 0):
     """Flush a pending gated residual into h and normalise: returns (h_new, y) with
     h_new = h + y_p * gate_p (pending = (y_p, gate_p or None); h itself when pending is None)
     and y = rms_norm(h_new, norm.weight, norm.eps) * (1 + scale) + shift (plain RMSNorm when
-    scale/shift are None). With fp8=True (and this build's fused norms able to emit FP8), y is
-    the tuple (q, scales) for an FP8 linear."""
-    fp8 = fp8 and fp8_ok(h)
+    scale/shift are None). With fp8 = the next linear's input group (fp8_input_group: 128, or the
+    row width for one scale per token; and this build's fused norms able to emit FP8), y is the
+    tuple (q, scales) for that FP8 linear."""
+    group = int(fp8)
+    fp8 = fp8_ok(h, group)
     op = "rms_norm" if pending is None and scale is None else "adaln_rms_norm" if pending is None \
         else "gated_residual_adaln_rms_norm"
     if not fp8 and not use_kernel(op, h):
@@ -33,11 +39,11 @@ def norm_mod(norm, h, pending, scale, shift, fp8: bool = False):
     if pending is None:
         if scale is None:
             if fp8 and supports_fp8_out(rms_norm):
-                return h, tuple(rms_norm(h, w, eps, **fp8_kwargs(rms_norm, h)))
+                return h, tuple(rms_norm(h, w, eps, **fp8_kwargs(rms_norm, h, group)))
             return h, rms_norm(h, w, eps)
         sc, sh = mod_table(scale, h), mod_table(shift, h)
         if fp8 and supports_fp8_out(adaln_rms_norm):
-            return h, tuple(adaln_rms_norm(h, sc, sh, w, eps, **fp8_kwargs(adaln_rms_norm, h)))
+            return h, tuple(adaln_rms_norm(h, sc, sh, w, eps, **fp8_kwargs(adaln_rms_norm, h, group)))
         return h, adaln_rms_norm(h, sc, sh, w, eps)
     y, gate = pending
     if gate is None:
@@ -46,7 +52,7 @@ def norm_mod(norm, h, pending, scale, shift, fp8: bool = False):
         scale = shift = const_table(h, 0.0)
     args = (h, y.to(h.dtype), mod_table(gate, h), mod_table(scale, h), mod_table(shift, h), w, eps)
     if fp8 and supports_fp8_out(gated_residual_adaln_rms_norm):
-        h_new, q, s = gated_residual_adaln_rms_norm(*args, **fp8_kwargs(gated_residual_adaln_rms_norm, h))
+        h_new, q, s = gated_residual_adaln_rms_norm(*args, **fp8_kwargs(gated_residual_adaln_rms_norm, h, group))
         return h_new, (q, s)
     return gated_residual_adaln_rms_norm(*args)
 
@@ -67,19 +73,26 @@ def _norm_mod_composed(norm, h, pending, scale, shift):
 # context parallelism splits it) and expect a tensor.
 
 
-def attn_prequant(attn) -> bool:
-    return bool(getattr(getattr(attn, "processor", None), "accepts_prequant", False)) and not has_hooks(attn)
+def attn_prequant(attn) -> int:
+    """The FP8 input group attention module `attn`'s processor takes pre-quantized (its projections'
+    fp8_input_group), 0 for none."""
+    if has_hooks(attn):
+        return 0
+    return int(getattr(getattr(attn, "processor", None), "accepts_prequant", 0) or 0)
 
 
-def ff_prequant(ff) -> bool:
-    return (
-        bool(getattr(ff, PATCHED, False)) and is_fp8_linear(getattr(ff.net[0], "proj", None))
-        and not has_hooks(ff) and not has_hooks(ff.net[0])
-    )
+def ff_prequant(ff) -> int:
+    """The FP8 input group of feed-forward `ff`'s up projection when ff_forward runs it and nothing
+    hooks it, else 0."""
+    if not getattr(ff, PATCHED, False) or has_hooks(ff) or has_hooks(ff.net[0]):
+        return 0
+    return fp8_input_group(getattr(ff.net[0], "proj", None))
 
 
 def _is_plain_fp8_linear(m) -> bool:
-    return type(m).__name__ == "FP8BlockwiseLinear"  # not FP6BlockwiseLinear: no epilogues there
+    """The FP8 layers with fused epilogues: FP8BlockwiseLinear (not FP6BlockwiseLinear: no epilogues
+    there) and FP8RowwiseLinear."""
+    return type(m).__name__ in ("FP8BlockwiseLinear", "FP8RowwiseLinear")
 
 
 def _bf16_gemm_ok(x: torch.Tensor, lin) -> bool:
@@ -99,7 +112,7 @@ def ff_configure(ff, fuse_epilogue: bool = False) -> None:
     optimize() keeps the separate passes."""
     ff._ltx_kernels_gemm_epilogue = bool(fuse_epilogue)
     proj = ff.net[0].proj
-    if _is_plain_fp8_linear(proj):
+    if type(proj).__name__ == "FP8BlockwiseLinear":
         down = [m for m in ff.net[1:] if not isinstance(m, torch.nn.Dropout)]
         fp8_next = len(down) == 1 and is_fp8_linear(down[0]) and proj.out_features % 128 == 0
         if fuse_epilogue:
@@ -139,10 +152,11 @@ def ff_forward(self, hidden_states: torch.Tensor, *args, residual: Optional[torc
     else:
         hidden_states = proj(hidden_states)  # (the input may be an FP8 (q, scales) pair)
         if use_kernel("gelu_tanh", hidden_states):
-            if _fp8_down(rest, hidden_states):
+            group = _fp8_down(rest, hidden_states)
+            if group:
                 # the down projection quantizes its input anyway: the GELU writes its FP8
                 # (q, scales) directly (one pass instead of the GELU's and the quantizer's)
-                hidden_states = tuple(gelu_tanh(hidden_states, **fp8_kwargs(gelu_tanh, hidden_states)))
+                hidden_states = tuple(gelu_tanh(hidden_states, **fp8_kwargs(gelu_tanh, hidden_states, group)))
             else:
                 hidden_states = gelu_tanh(hidden_states, out=hidden_states)
         else:  # fp32 (PyTorch's own is faster), or left to Inductor by _compile_policy
@@ -177,7 +191,8 @@ def gated_linear_ok(lin, x, residual: torch.Tensor, gate: torch.Tensor) -> bool:
     output and feed-forward down projections (the fp8_gemm+gated rows of
     benchmarks/results/h200/gemm.json); used under torch.compile too (_compile_policy: faster end
     to end)."""
-    if not _is_plain_fp8_linear(lin) or lin.epilogue != "none" or lin.fp8_output or not no_hooks(lin):
+    if not _is_plain_fp8_linear(lin) or lin.epilogue != "none" or getattr(lin, "fp8_output", False) \
+            or not no_hooks(lin):
         return False
     if not isinstance(residual, torch.Tensor) or not isinstance(gate, torch.Tensor) or residual.dim() < 2:
         return False
@@ -211,15 +226,15 @@ def is_inert_dropout(module) -> bool:
     return isinstance(module, torch.nn.Dropout) and (not module.training or module.p == 0)
 
 
-def _fp8_down(rest, h: torch.Tensor) -> bool:
-    """Whether what follows the GELU (`rest`: ff.net after it, inert dropouts left out) is one FP8
-    linear without hooks that takes (q, scales), and this build's gelu_tanh can write them for h. In eager mode our
-    GELU with FP8 output replaces the GELU pass and the down projection's quantizer pass, and is
-    faster than the two (the gelu_tanh -> fp8 row of benchmarks/results/h200/fused_fp8.json)."""
-    if len(rest) != 1 or not is_fp8_linear(rest[0]):
-        return False
+def _fp8_down(rest, h: torch.Tensor) -> int:
+    """The FP8 input group (fp8_input_group) of what follows the GELU (`rest`: ff.net after it,
+    inert dropouts left out) when it is one FP8 linear without hooks that takes (q, scales) and this
+    build's gelu_tanh can write them for h; else 0. In eager mode our GELU with FP8 output replaces
+    the GELU pass and the down projection's quantizer pass, and is faster than the two (the
+    gelu_tanh -> fp8 row of benchmarks/results/h200/fused_fp8.json)."""
+    group = fp8_input_group(rest[0]) if len(rest) == 1 else 0
     # no hook of any kind: a hook would see the tuple where it expects a tensor
-    return no_hooks(rest[0]) and fp8_ok(h) and supports_fp8_out(gelu_tanh)
+    return group if group and no_hooks(rest[0]) and fp8_ok(h, group) and supports_fp8_out(gelu_tanh) else 0
 
 
 def ff_supported(ff) -> bool:

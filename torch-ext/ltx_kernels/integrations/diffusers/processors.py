@@ -16,7 +16,7 @@ from ...norm import rms_norm
 from ...rope import rms_norm_rope, rms_norm_split_rope
 from .. import _compile_policy
 from .._compile_policy import use_kernel
-from ._common import cast_weight, is_fp8_linear, is_prequant, logger, nn_rms_eps
+from ._common import cast_weight, fp8_input_group, is_prequant, logger, nn_rms_eps
 from .fused import is_inert_dropout, linear_then_gated
 from .hooks import hooked_param
 
@@ -147,12 +147,13 @@ class _FusedAttnBase:
     _parallel_config = None
     _ltx_kernels_fused = True
 
-    def __init__(self, dispatch=None, prequant: bool = False, attention: Optional[str] = None):
+    def __init__(self, dispatch=None, prequant: int = 0, attention: Optional[str] = None):
         # diffusers' dispatch_attention_fn (taken from the replaced processor's module, so the
         # backend chosen with set_attention_backend / the attention_backend context still holds)
         self._dispatch = dispatch
-        # the block may hand hidden_states as FP8 (q, scales) from its fused norm
-        self.accepts_prequant = prequant
+        # the block may hand hidden_states as FP8 (q, scales) from its fused norm, quantized per
+        # this many columns (128, or the row width for rowwise projections; 0: never)
+        self.accepts_prequant = int(prequant)
         # None: diffusers' dispatcher / SDPA; "bf16": ltx_kernels.attention on the processor's
         # dtype; "fp8": ltx_kernels.attention on quantize_attention_fp8 operands
         self.kernel_attention = attention
@@ -327,8 +328,10 @@ def install_processor(name: str, attn, counts, attention: Optional[str] = None) 
         counts["skipped"] += 1
         return
     dispatch = getattr(sys.modules.get(type(proc).__module__), "dispatch_attention_fn", None)
-    prequant = all(is_fp8_linear(getattr(attn, p, None)) for p in ("to_q", "to_k", "to_v"))
-    prequant = prequant and getattr(attn, "to_gate_logits", None) is None  # gate logits need x
+    # the projections' common FP8 input group (all three read the same (q, scales)), 0 for none
+    groups = {fp8_input_group(getattr(attn, p, None)) for p in ("to_q", "to_k", "to_v")}
+    prequant = groups.pop() if len(groups) == 1 else 0
+    prequant = prequant if getattr(attn, "to_gate_logits", None) is None else 0  # gate logits need x
     new = ours(dispatch, prequant=prequant, attention=attention)
     new._attention_backend = getattr(proc, "_attention_backend", None)
     new._parallel_config = getattr(proc, "_parallel_config", None)
