@@ -370,8 +370,9 @@ def test_op_level_errors(device):
                  "gate_logits must be")
     wide = wide_row(torch.bfloat16, device)
     expect_error("rms_norm_fp8", lambda: lk.rms_norm(wide, None, out_dtype=FP8), "rows wider than 2^31-1 elements are not supported")
-    if device == "cuda":  # fp32 with 256-column groups: 64 lanes per group, not supported on CUDA
-        xf = x.float()
+    if device == "cuda":  # fp32 with 256-column groups of a 512-column row: 64 lanes per group (not the
+        # whole row, which is one scale per token), not supported on CUDA
+        xf = torch.cat([x, x], -1).float()
         expect_error("rms_norm_fp8", lambda: lk.rms_norm(xf, None, out_dtype=FP8, group_size=256), "on CUDA, group_size")
 
 

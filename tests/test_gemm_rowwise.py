@@ -554,6 +554,11 @@ def test_fp8_rowwise_linear(device, dtype, with_bias):
     with pytest.raises(ValueError, match="no fp8_output"):
         layer.set_epilogue("none", fp8_output=True)
     assert not isinstance(layer, lk.FP8BlockwiseLinear)  # the fused norms' per-128 FP8 output never feeds it
+    if with_bias:  # a bf16 model's bias stays bf16 (exact): "auto" can hand the plain call to cuBLASLt
+        assert layer.bias.dtype == (dtype if dtype != torch.float32 else torch.float32)
+        assert torch.equal(layer.bias.float().cpu(), lin.bias.detach().float().cpu())
+        if device == "cuda" and dtype == torch.bfloat16 and torch.cuda.get_device_capability() == (9, 0):
+            assert used == "cublaslt", used
 
 
 @pytest.mark.parametrize("device", DEVICES)

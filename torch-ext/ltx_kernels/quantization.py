@@ -208,8 +208,9 @@ class FP8RowwiseLinear(_QuantLinearBase):
     token. epilogue "none" | "gelu_tanh" | "gated_residual" as FP8BlockwiseLinear's (a layer
     without an epilogue runs the gated residual for a call that passes residual and gate). No
     fp8_output: the GEMM's FP8 output is scaled per 128 columns, which is what the blockwise
-    layer reads, not this one. Not a subclass of FP8BlockwiseLinear: the fused norms' FP8 output
-    (per 128 columns) cannot feed it."""
+    layer reads, not this one. Not a subclass of FP8BlockwiseLinear: it reads one scale per token
+    (the fused norms' and activations' FP8 output with group_size = in_features), not per 128
+    columns. A bias in the output dtype (a bf16 model's) is kept in it, else in fp32."""
 
     epilogue = "none"
 
@@ -218,6 +219,10 @@ class FP8RowwiseLinear(_QuantLinearBase):
         _check_layer_epilogue(epilogue, False)
         self = cls()
         self._init_common(linear)
+        if linear.bias is not None and linear.bias.dtype == self.out_dtype:
+            # the bias kept in the output dtype it already has (the GEMM adds it in fp32 either way,
+            # exactly): the form cuBLASLt's rowwise GEMM reads, so that "auto" can run it there
+            self.register_buffer("bias", linear.bias.detach().clone())
         q, s = _weight_op(lambda w: quantize_fp8_per_token_group(w, w.shape[1]), linear.weight.detach())
         self.register_buffer("weight_q", q)
         self.register_buffer("weight_scales", s)
