@@ -230,6 +230,8 @@ def test_exact_inputs_bit_for_bit(device, dtype, op, layout):
     """Per 128 columns in either scale layout, and one scale per token ("per_token": group_size =
     the output row's width)."""
     gs = 384 if layout == "per_token" else 128
+    if device == "cuda" and dtype == torch.float32 and layout == "per_token":
+        pytest.skip("one scale per token over 96 fp32 vectors: 16-bit inputs only on CUDA (test_one_scale_per_token)")
     fused, oracle, _, _ = make(op, dtype, lead=(3, 5), c=384, exact=True, group_size=gs,
                                layout="row" if layout == "per_token" else layout)
     h, q, s = split(fused(device))
@@ -276,6 +278,9 @@ def test_one_scale_per_token(device, dtype, op, lead, c):
     sixteen chunks per thread; the same bound as per-group scales."""
     out_cols = c  # (the gated activations read 2c columns)
     fused, oracle, oracle_y, oracle_e = make(op, dtype, lead=lead, c=c, group_size=out_cols)
+    if device == "cuda" and dtype == torch.float32:  # the per-token kernel takes 16-bit inputs
+        expect_error(KERNEL.get(op, op + "_fp8"), lambda: fused(device), "takes a 16-bit input")
+        return
     h, q, s = split(fused(device))
     wh, wq, ws = split(oracle())
     y, e32 = oracle_y(), oracle_e()

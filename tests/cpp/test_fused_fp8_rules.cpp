@@ -90,6 +90,11 @@ TEST(FusedFp8CudaLimits, GroupsAndHeadDims) {
   EXPECT_EQ(fused_fp8_cuda_unsupported(2, 776, 776), nullptr);    // 97 vectors
   EXPECT_NE(fused_fp8_cuda_unsupported(2, 780, 780), nullptr);    // not whole vectors
   EXPECT_NE(fused_fp8_cuda_unsupported(2, 65536, 65536), nullptr);  // wider than 4096 vectors
+  EXPECT_NE(fused_fp8_cuda_unsupported(4, 2048, 2048), nullptr);    // the per-token kernel is 16-bit only
+  EXPECT_EQ(fused_fp8_cuda_unsupported(4, 128, 128), nullptr);      // a warp's 32 lanes: the group kernel
+  EXPECT_TRUE(fused_fp8_cuda_per_row(2, 2048, 2048));
+  EXPECT_FALSE(fused_fp8_cuda_per_row(2, 256, 256));   // 32 lanes of 8: the group kernel
+  EXPECT_FALSE(fused_fp8_cuda_per_row(2, 2048, 128));
   EXPECT_EQ(fused_fp8_cuda_unsupported(2, 8 * 4096, 128), nullptr);
   EXPECT_NE(fused_fp8_cuda_unsupported(2, 8 * 4096 + 8, 128), nullptr);  // wider than 4096 vectors
   EXPECT_EQ(split_rope_fp8_cuda_unsupported(2, 64), nullptr);

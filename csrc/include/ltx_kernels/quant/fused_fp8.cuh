@@ -12,7 +12,9 @@
 // common/fp8_util.h: fp8_quantize_bounded_words, two per hardware conversion, four codes per
 // word) and writes V code bytes (8 bytes for 16-bit T),
 // the group's first lane writes the scale.
-// One scale per token (group == cols, "lpg" 0): the row's amax needs every chunk, so a first pass
+// One scale per token (PER_ROW: group == cols wider than a warp's lanes cover, 16-bit inputs; an
+// instantiation of its own, so the per-group kernels are unchanged): the row's amax needs every
+// chunk, so a first pass
 // runs Op::finish over the thread's chunks for their absolute maximum only, reduced over the row's
 // warp or block; the second pass runs it again (the same arithmetic, so the same values) and
 // encodes with the row's scale, written by the row's first thread. The row's inputs stay in
@@ -370,7 +372,7 @@ constexpr int fp8_rows_min_ctas() {
   constexpr int cap = NV > 4 ? 0 : WARP_ROWS ? Op::kWarpRowsRegCap : Op::kRegCap;
   return cap > 0 ? 65536 / (threads * cap) : 1;
 }
-template <class Op, typename T, int V, int NV, bool WARP_ROWS>
+template <class Op, typename T, int V, int NV, bool WARP_ROWS, bool PER_ROW>
 __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, WARP_ROWS, NV>())
     fp8_rows(const Op op, const Fp8GroupOut o, int64_t rows, int cols, int lpg, int lpg_shift) {
   __shared__ float smem[32];
@@ -408,7 +410,7 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
     // one scale per token: the row's amax first (block_sum above ended with a barrier, so smem is
     // free for block_max, which ends with one too)
     float row_amax = 0.f;
-    if (lpg == 0) {
+    if constexpr (PER_ROW) {
 #pragma unroll
       for (int k = 0; k < NV; ++k) {
         const int i = tid + k * tpr;
@@ -441,14 +443,18 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
 #pragma unroll
         for (int j = 0; j < V; ++j) m = fp8_absmax(m, y[j]);
       }
-      m = lpg == 0 ? row_amax : warp_max(m, lpg);  // every lane of the warp takes part
+      if constexpr (PER_ROW) {
+        m = row_amax;
+      } else {
+        m = warp_max(m, lpg);  // every lane of the warp takes part
+      }
       const float sc = fp8_scale_from_amax<E4M3>(m);
       const Fp8Divisor dv = fp8_divisor(sc);
       if (ok) {
         uint32_t c[V / 4];
         fp8_quantize_bounded_words<E4M3, V>(y, dv, c);  // the group's own scale: bounded quotients
         store_code_words<V>(qrow + int64_t(i) * V, c);
-        if (lpg != 0 && (i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i >> lpg_shift) * o.s_col] = sc;
+        if (!PER_ROW && (i & (lpg - 1)) == 0) o.scales[row * o.s_row + int64_t(i >> lpg_shift) * o.s_col] = sc;
       }
     }
     if constexpr (Op::kStageRow) {  // every read of the staged row before the next row's writes
@@ -501,8 +507,9 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
                    cudaStream_t stream) {
   constexpr int V = kVec16<T>;
   const int nvec = int(cols / V);
-  // lanes per group, a power of two (fused_fp8_cuda_unsupported); 0: one group per row
-  const int lpg = o.group == cols ? 0 : int(o.group / V);
+  // lanes per group, a power of two (fused_fp8_cuda_unsupported), unless one scale per token
+  const bool per_row = fused_fp8_cuda_per_row(int(sizeof(T)), cols, o.group);
+  const int lpg = per_row ? 0 : int(o.group / V);
   int lpg_shift = 0;                   // chunk -> group index by a shift
   while ((1 << lpg_shift) < lpg) ++lpg_shift;
   // Op::kStageRow: the staged rows in dynamic shared memory (the warp shape's 4 rows of <= 128
@@ -510,8 +517,8 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
   const RowRegShape sh = fp8_rows_shape(nvec);
   const unsigned grid = unsigned(std::min<int64_t>(sh.kind == RowRegShape::kWarp ? (rows + 3) / 4 : rows, kRowwiseMaxGrid));
   // One instantiation per kernel (the argument types differ), so its static limit is per kernel.
-  auto run = [&](auto warp, auto nv) -> cudaError_t {
-    auto kernel = fp8_rows<Op, T, V, decltype(nv)::value, decltype(warp)::value>;
+  auto run = [&](auto warp, auto nv, auto row) -> cudaError_t {
+    auto kernel = fp8_rows<Op, T, V, decltype(nv)::value, decltype(warp)::value, decltype(row)::value>;
     size_t smem = 0;
     if constexpr (Op::kStageRow) {
       constexpr int per_cta = decltype(warp)::value ? 4 : 1;  // rows staged per CTA
@@ -529,10 +536,18 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
   using B = std::false_type;
   using I4 = std::integral_constant<int, 4>;
   using I16 = std::integral_constant<int, 16>;
-  if (sh.kind == RowRegShape::kWarp) return run(W{}, I4{});
-  if (sh.kind == RowRegShape::kBlock && sh.nv == 4) return run(B{}, I4{});
-  if (sh.kind == RowRegShape::kBlock && sh.nv == 16) return run(B{}, I16{});
-  return cudaErrorInvalidValue;
+  auto shape = [&](auto row) -> cudaError_t {
+    if (sh.kind == RowRegShape::kWarp) return run(W{}, I4{}, row);
+    if (sh.kind == RowRegShape::kBlock && sh.nv == 4) return run(B{}, I4{}, row);
+    if (sh.kind == RowRegShape::kBlock && sh.nv == 16) return run(B{}, I16{}, row);
+    return cudaErrorInvalidValue;
+  };
+  if constexpr (sizeof(T) == 2) {  // one scale per token: 16-bit inputs (fused_fp8_cuda_unsupported)
+    if (per_row) return shape(std::true_type{});
+  } else {
+    if (per_row) return cudaErrorInvalidValue;
+  }
+  return shape(std::false_type{});
 }
 
 }  // namespace fused_fp8_detail

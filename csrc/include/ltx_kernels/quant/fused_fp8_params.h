@@ -43,16 +43,27 @@ using GatedAttentionFp8Params = Fp8OutParams<GatedAttentionParams>;  // gated_at
 using RopeFp8Params = Fp8OutParams<RopeParams>;                // rms_norm_rope_fp8, rms_norm_split_rope_fp8
 
 // ---- the CUDA path's limits (the adapter checks them first and copies inputs that are not
-// aligned): group == cols (one scale per token) with cols % V == 0, or group % V == 0 and group / V
-// a power of two <= 32, where V = 16 / sizeof(T) (a group is then group / V consecutive lanes of a
-// warp); every pointer 16-byte aligned and every row
+// aligned): group % V == 0 and group / V a power of two <= 32, where V = 16 / sizeof(T) (a group is
+// then group / V consecutive lanes of a warp), or, for 16-bit inputs, group == cols with cols % V
+// == 0 (one scale per token, fused_fp8_cuda_per_row); every pointer 16-byte aligned and every row
 // stride a multiple of V; cols / V <= 4096; RoPE tables with 16-byte aligned rows; the split
 // RoPE needs head_dim % (2 V) == 0 (a 16-byte chunk never straddles a half-head).
+
+// Whether the CUDA path runs its one-scale-per-token kernel for this problem: group == cols and
+// the group is not one a warp's lanes cover (a power of two <= 32 of 16-byte vectors).
+inline bool fused_fp8_cuda_per_row(int elem_size, int64_t cols, int64_t group) {
+  const int64_t v = 16 / elem_size, lanes = group / v;
+  const bool warp_group = group % v == 0 && lanes <= 32 && (lanes & (lanes - 1)) == 0;
+  return group == cols && !warp_group;
+}
 
 // Why the CUDA path cannot take this problem, or nullptr when it can.
 inline const char* fused_fp8_cuda_unsupported(int elem_size, int64_t cols, int64_t group) {
   const int64_t v = 16 / elem_size;
-  if (group == cols && cols % v == 0 && cols / v <= 4096) return nullptr;  // one scale per token
+  if (fused_fp8_cuda_per_row(elem_size, cols, group) && cols % v == 0 && cols / v <= 4096) {
+    if (elem_size != 2) return "one scale per token (group_size = the row width) takes a 16-bit input here";
+    return nullptr;
+  }
   if (group % v != 0) return "group_size must be a multiple of 16 bytes of the input dtype";
   const int64_t lanes = group / v;
   if (lanes > 32 || (lanes & (lanes - 1)) != 0)
