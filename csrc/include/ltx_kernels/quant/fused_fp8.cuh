@@ -407,6 +407,18 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
     // the staged row is complete: block_sum ends with barriers; the warp's row needs its own
     if constexpr (Op::kStageRow && WARP_ROWS) __syncwarp();
     uint8_t* qrow = o.q + row * o.q_stride;
+    // the op's fp32 result for chunk k (column i * V) and its absolute maximum
+    auto finish = [&](int k, int i, float (&y)[V]) {
+      if constexpr (Op::kStageRow)
+        op.template finish<V>(rc, int64_t(i) * V, ch[k],
+                              *reinterpret_cast<const Packed<T, V>*>(srow + op.partner_off(i * V)), st, y);
+      else
+        op.template finish<V>(rc, int64_t(i) * V, ch[k], st, y);
+      float m = 0.f;
+#pragma unroll
+      for (int j = 0; j < V; ++j) m = fp8_absmax(m, y[j]);
+      return m;
+    };
     // one scale per token: the row's amax first (block_sum above ended with a barrier, so smem is
     // free for block_max, which ends with one too)
     float row_amax = 0.f;
@@ -416,13 +428,7 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
         const int i = tid + k * tpr;
         if (i < nvec) {
           float y[V];
-          if constexpr (Op::kStageRow)
-            op.template finish<V>(rc, int64_t(i) * V, ch[k],
-                                  *reinterpret_cast<const Packed<T, V>*>(srow + op.partner_off(i * V)), st, y);
-          else
-            op.template finish<V>(rc, int64_t(i) * V, ch[k], st, y);
-#pragma unroll
-          for (int j = 0; j < V; ++j) row_amax = fp8_absmax(row_amax, y[j]);
+          row_amax = fmaxf(row_amax, finish(k, i, y));
         }
       }
       row_amax = WARP_ROWS ? warp_max(row_amax) : block_max(row_amax, smem);
@@ -434,15 +440,7 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
       const bool ok = i < nvec;  // a group is wholly in or out (nvec % lpg == 0, tpr % lpg == 0)
       float y[V];
       float m = 0.f;
-      if (ok) {
-        if constexpr (Op::kStageRow)
-          op.template finish<V>(rc, int64_t(i) * V, ch[k],
-                                *reinterpret_cast<const Packed<T, V>*>(srow + op.partner_off(i * V)), st, y);
-        else
-          op.template finish<V>(rc, int64_t(i) * V, ch[k], st, y);
-#pragma unroll
-        for (int j = 0; j < V; ++j) m = fp8_absmax(m, y[j]);
-      }
+      if (ok) m = finish(k, i, y);
       if constexpr (PER_ROW) {
         m = row_amax;
       } else {
