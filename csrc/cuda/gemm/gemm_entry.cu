@@ -100,72 +100,53 @@ std::string cublaslt_fp4_why_not(const GemmParams& p, const Device& dev) {
 #endif
 }
 
-// What cuBLASLt's rowwise FP8 GEMM (outer-vector scales, fast accumulation; cublaslt_gemm.cu)
-// reads: A row-major and B [N, K] row-major, rows 16-byte aligned, K % 16 == 0, N % 16 == 0, one
-// contiguous, 16-byte aligned fp32 scale per row of each (sa[m] at m, sb[n] at n); bf16 out with rows of exactly N;
-// a bias in bf16 at most; the plain epilogue.
-std::string cublaslt_rowwise_why_not(const GemmParams& p, const Device& dev) {
-#if defined(CUDART_VERSION) && CUDART_VERSION >= 12090
-  const std::string name = "cuBLASLt's rowwise FP8 GEMM";
-  if (dev.cc != 90) return name + " is used on compute capability 9.0 only; this device is " + cc_str(dev.cc);
-  if (p.epilogue != Epilogue::kNone) return name + " fuses no epilogue besides the bias";
-  if (p.out != OutKind::kBF16) return name + " writes bf16 here (no fp16 or FP8 output)";
-  if (p.bias != nullptr && !p.bias_is_out_dtype) return name + " takes a bf16 bias only (got an fp32 one)";
-  if (p.K % 16 != 0 || p.N % 16 != 0)
-    return name + " needs K % 16 == 0 and N % 16 == 0 (got K=" + std::to_string(p.K) + ", N=" + std::to_string(p.N) + ")";
-  if (p.lda % 16 != 0 || p.ldb % 16 != 0 || !aligned16(p.a) || !aligned16(p.b) || !aligned16(p.d))
-    return name + " needs 16-byte aligned a, b and out and row strides of a and b that are multiples of 16";
-  if (p.ldd != p.N) return name + " writes contiguous rows (out row stride " + std::to_string(p.ldd) + " != N)";
-  if (!(p.M == 1 || p.sa_stride_m == 1) || !(p.N == 1 || p.sb_stride_n == 1))
-    return name + " reads contiguous scales (got strides " + std::to_string(p.sa_stride_m) + " and " +
-           std::to_string(p.sb_stride_n) + ")";
-  if (!aligned16(p.a_scales) || !aligned16(p.b_scales)) return name + " reads 16-byte aligned scale vectors";
-  if (p.M > kIntMax || p.N > kIntMax || p.K > kIntMax) return name + " takes M, N, K < 2^31";
-  return "";
-#else
-  (void)p;
-  (void)dev;
-  return "this build's CUDA is older than 12.9 (cuBLASLt's outer-vector FP8 scaling)";
-#endif
-}
-
-// What cuBLASLt's blockwise FP8 GEMM (1x128 scales for A, 128x128 for B; cublaslt_gemm.cu) reads,
-// as PyTorch's _scaled_mm hands it over: A row-major and B [N, K] row-major (its transpose
-// column-major), rows 16-byte aligned, sa(m, kb) at kb * M + m exactly, sb row-major
-// [ceil(N / 128), K / 128]; bf16 out with rows of exactly N; a bias in bf16 (cuBLASLt's epilogue
-// adds it in fp32 before the one rounding).
+// What cuBLASLt's FP8 GEMMs (cublaslt_gemm.cu) read, as PyTorch's _scaled_mm hands them over:
+// A row-major and B [N, K] row-major (its transpose column-major), rows 16-byte aligned, N % 16 ==
+// 0; bf16 out with rows of exactly N; a bias in bf16 at most (cuBLASLt's epilogue adds it in fp32
+// before the one rounding); the plain epilogue. Blockwise (1x128 scales for A, 128x128 for B):
+// K % 512 == 0, sa(m, kb) at kb * M + m exactly, sb row-major [ceil(N / 128), K / 128]. Rowwise
+// (outer-vector scales, fast accumulation): K % 16 == 0, one contiguous, 16-byte aligned fp32
+// scale per row of each (sa[m] at m, sb[n] at n).
 std::string cublaslt_why_not(const GemmParams& p, const Device& dev) {
   if (p.operands == Operands::kNvfp4) return cublaslt_fp4_why_not(p, dev);
-  if (p.operands == Operands::kFp8Rowwise) return cublaslt_rowwise_why_not(p, dev);
+  const bool rowwise = p.operands == Operands::kFp8Rowwise;
 #if defined(CUDART_VERSION) && CUDART_VERSION >= 12090
-  const std::string name = "cuBLASLt's blockwise FP8 GEMM";
+  const std::string name = rowwise ? "cuBLASLt's rowwise FP8 GEMM" : "cuBLASLt's blockwise FP8 GEMM";
   if (dev.cc != 90) return name + " is used on compute capability 9.0 only; this device is " + cc_str(dev.cc);
-  if (p.operands != Operands::kFp8Blockwise)
+  if (!rowwise && p.operands != Operands::kFp8Blockwise)
     return name + " reads e4m3 operands with 1x128 / 128x128 block scales or rowwise scales only";
   if (p.epilogue != Epilogue::kNone) return name + " fuses no epilogue besides the bias";
   if (p.out != OutKind::kBF16) return name + " writes bf16 here (no fp16 or FP8 output)";
   if (p.bias != nullptr && !p.bias_is_out_dtype) return name + " takes a bf16 bias only (got an fp32 one)";
   const int64_t G = p.K / 128, Nb = (p.N + 127) / 128;
-  // K / 128 scale blocks a multiple of 4: through torch 2.11's _scaled_mm (cuBLASLt of CUDA 13.0)
-  // a K of 128, 256, 384 or 640 returns wrong results without an error at some M and N, a K of
-  // 512, 1024 or 2048 right ones (N 128 to 2064, ragged included); docs/design/gemm.md names the
-  // probe to rerun after a torch or CUDA upgrade.
-  if (G % 4 != 0) return name + " needs K % 512 == 0 (got K=" + std::to_string(p.K) + ")";
+  // blockwise: K / 128 scale blocks a multiple of 4: through torch 2.11's _scaled_mm (cuBLASLt of
+  // CUDA 13.0) a K of 128, 256, 384 or 640 returns wrong results without an error at some M and N,
+  // a K of 512, 1024 or 2048 right ones (N 128 to 2064, ragged included); docs/design/gemm.md
+  // names the probe to rerun after a torch or CUDA upgrade.
+  if (!rowwise && G % 4 != 0) return name + " needs K % 512 == 0 (got K=" + std::to_string(p.K) + ")";
+  if (rowwise && p.K % 16 != 0) return name + " needs K % 16 == 0 (got K=" + std::to_string(p.K) + ")";
   if (p.N % 16 != 0) return name + " needs N % 16 == 0 (got N=" + std::to_string(p.N) + ")";
   if (p.lda % 16 != 0 || p.ldb % 16 != 0 || !aligned16(p.a) || !aligned16(p.b) || !aligned16(p.d))
     return name + " needs 16-byte aligned a, b and out and row strides of a and b that are multiples of 16";
   if (p.ldd != p.N) return name + " writes contiguous rows (out row stride " + std::to_string(p.ldd) + " != N)";
-  if (!((p.M == 1 || p.sa_stride_m == 1) && (G == 1 || p.sa_stride_k == p.M)))
-    return name + " reads a_scales M-major with strides (1, M) exactly (got (" + std::to_string(p.sa_stride_m) +
-           ", " + std::to_string(p.sa_stride_k) + "))";
-  if (!((G == 1 || p.sb_stride_k == 1) && (Nb == 1 || p.sb_stride_n == G)))
-    return name + " reads b_scales row-major [ceil(N/128), K/128]";
+  if (rowwise) {
+    if (!(p.M == 1 || p.sa_stride_m == 1) || !(p.N == 1 || p.sb_stride_n == 1))
+      return name + " reads contiguous scales (got strides " + std::to_string(p.sa_stride_m) + " and " +
+             std::to_string(p.sb_stride_n) + ")";
+    if (!aligned16(p.a_scales) || !aligned16(p.b_scales)) return name + " reads 16-byte aligned scale vectors";
+  } else {
+    if (!((p.M == 1 || p.sa_stride_m == 1) && (G == 1 || p.sa_stride_k == p.M)))
+      return name + " reads a_scales M-major with strides (1, M) exactly (got (" + std::to_string(p.sa_stride_m) +
+             ", " + std::to_string(p.sa_stride_k) + "))";
+    if (!((G == 1 || p.sb_stride_k == 1) && (Nb == 1 || p.sb_stride_n == G)))
+      return name + " reads b_scales row-major [ceil(N/128), K/128]";
+  }
   if (p.M > kIntMax || p.N > kIntMax || p.K > kIntMax) return name + " takes M, N, K < 2^31";
   return "";
 #else
-  (void)p;
   (void)dev;
-  return "this build's CUDA is older than 12.9 (cuBLASLt's blockwise FP8 scaling)";
+  return rowwise ? "this build's CUDA is older than 12.9 (cuBLASLt's outer-vector FP8 scaling)"
+                 : "this build's CUDA is older than 12.9 (cuBLASLt's blockwise FP8 scaling)";
 #endif
 }
 
@@ -314,11 +295,6 @@ Backend choose_auto(const GemmParams& p, const Device& dev) {
   if (p.operands == Operands::kFp6Blockwise) return why_not(Backend::kSm89, p, dev).empty() ? Backend::kSm89 : Backend::kTorch;
   if (p.operands == Operands::kNvfp4) return why_not(Backend::kCublasLt, p, dev).empty() ? Backend::kCublasLt : Backend::kTorch;
   const bool sm90_ok = why_not(Backend::kSm90, p, dev).empty();
-  if (p.operands == Operands::kFp8Rowwise) {
-    if (heuristics::prefer_cublaslt(problem_of(p)) && why_not(Backend::kCublasLt, p, dev).empty())
-      return Backend::kCublasLt;
-    return sm90_ok ? Backend::kSm90 : Backend::kTorch;
-  }
   if (heuristics::prefer_skinny(problem_of(p), dev.sms, sm90_ok) && why_not(Backend::kSkinny, p, dev).empty())
     return Backend::kSkinny;
   if (heuristics::prefer_cublaslt(problem_of(p)) && why_not(Backend::kCublasLt, p, dev).empty())
@@ -420,14 +396,11 @@ Outcome execute(const Plan& pl, const GemmParams& p, const Device& dev, void* wo
   }
   o.error = run(pl.backend, p, dev, workspace, pl.workspace, stream);
   if (o.error != cudaErrorNotSupported || !pl.fallback) return o;
-  if (p.operands == Operands::kFp8Rowwise && pl.backend != Backend::kSm90 && why_not(Backend::kSm90, p, dev).empty()) {
-    o.ran = Backend::kSm90;
-    o.error = run(Backend::kSm90, p, dev, nullptr, 0, stream);
-    if (o.error != cudaErrorNotSupported) return o;
-  }
-  if (pl.backend != Backend::kSm89 && why_not(Backend::kSm89, p, dev).empty()) {
-    o.ran = Backend::kSm89;
-    o.error = run(Backend::kSm89, p, dev, nullptr, 0, stream);
+  // a kernel that declined: the sm_90a kernel (every recipe, no workspace), then the mma.sync one
+  for (const Backend next : {Backend::kSm90, Backend::kSm89}) {
+    if (pl.backend == next || !why_not(next, p, dev).empty()) continue;
+    o.ran = next;
+    o.error = run(next, p, dev, nullptr, 0, stream);
     if (o.error != cudaErrorNotSupported) return o;
   }
   return Outcome{};  // the exact fallback

@@ -70,8 +70,8 @@ cudaError_t run(Backend be, const GemmParams& p, const Device& dev, void* worksp
 //   "auto": choose_auto; when it picks a kernel other than cuBLASLt for a 16-bit bias, what "auto"
 //           picks for the same bias in fp32 (the skinny, sm89 and CUTLASS kernels read an fp32 bias
 //           only), with the bias widened if that differs; at run time a kernel answering
-//           cudaErrorNotSupported falls through to kSm89 (if it can take the call; for FP8 rowwise
-//           to kSm90), then to kTorch.
+//           cudaErrorNotSupported falls through to kSm90, then to kSm89 (each if it can take the
+//           call and is not the kernel that declined), then to kTorch.
 //   forced: that backend, the bias widened for the kernels that read fp32 only; `error` says why it
 //           cannot run the call. A forced kernel that declines at run time is an error.
 //   kTorch, and every problem with M, N or K of 0 (nothing for a kernel to do): kTorch.
