@@ -1,5 +1,6 @@
 """Ops with FP8 output (out_dtype=torch.float8_e4m3fn, per-token 128-column groups, M-major
-scales as DeepGEMM reads them): ours fused (one pass) vs ours unfused (the plain op in bf16,
+scales as DeepGEMM reads them; rows marked "per token": one scale per token, group_size = the row
+width, as FP8RowwiseLinear takes its input): ours fused (one pass) vs ours unfused (the plain op in bf16,
 then our quantize_fp8_per_token_group) vs torch.compile of the fp32 composition
 (benchmarks/baselines.py: the op in fp32, group amax, divide, cast to float8); same run, same
 method (benchmarks/common.py).
@@ -52,6 +53,14 @@ def _unfused_quant(y):
     return lk.quantize_fp8_per_token_group(y, 128, "mn_major")
 
 
+def base_adaln_per_token(x, sc, sh):
+    return bl.adaln_rms_norm_fp8(x, sc, sh, None, EPS, group_size=x.shape[-1])
+
+
+def base_gelu_tanh_per_token(x):
+    return bl.gelu_tanh_fp8(x, group_size=x.shape[-1])
+
+
 def _row(name, shape, nbytes, k, ours, unfused, compiled, copy_gbps, note=""):
     base = {"ours unfused (op + quantize)": time_graph(unfused, k), "torch.compile": time_graph(compiled, k)}
     return Row(name, list(shape), "bfloat16", time_graph(ours, k), base, bytes=nbytes, note=note).finish(copy_gbps)
@@ -66,6 +75,7 @@ def run(copy_gbps, quick=False):
     c_silu, c_gelu, c_gt, c_ga = (torch.compile(f, dynamic=False)
                                   for f in (bl.silu_and_mul_fp8, base_gelu_and_mul, bl.gelu_tanh_fp8,
                                             bl.gated_attention_fp8))
+    c_adaln_t, c_gt_t = (torch.compile(f, dynamic=False) for f in (base_adaln_per_token, base_gelu_tanh_per_token))
     for shape in NORM_SHAPES[:1] if quick else NORM_SHAPES:
         B, S, C = shape
         n = B * S * C
@@ -83,6 +93,12 @@ def run(copy_gbps, quick=False):
                          lambda i: lk.adaln_rms_norm(xs[i], sc, sh, None, EPS, **kw),
                          lambda i: _unfused_quant(lk.adaln_rms_norm(xs[i], sc, sh, None, EPS)),
                          lambda i: c_adaln(xs[i], sc, sh), copy_gbps, "per-sample scale/shift"))
+        tok = dict(out_dtype=F8, group_size=C)  # one scale per token
+        tbytes = 2 * n + n + B * S * 4
+        rows.append(_row("adaln_rms_norm -> fp8 per token", shape, tbytes, k,
+                         lambda i: lk.adaln_rms_norm(xs[i], sc, sh, None, EPS, **tok),
+                         lambda i: lk.quantize_fp8_per_token_group(lk.adaln_rms_norm(xs[i], sc, sh, None, EPS), C),
+                         lambda i: c_adaln_t(xs[i], sc, sh), copy_gbps, "per-sample scale/shift; one scale per token"))
         del xs
         # gated residual: reads h, y; writes h_out, q, scales
         nbytes = 3 * 2 * n + qbytes
@@ -150,6 +166,11 @@ def run(copy_gbps, quick=False):
         xs = [torch.randn(gshape, device=dev, dtype=bf) for _ in range(k)]
         rows.append(_row("gelu_tanh -> fp8", gshape, nbytes, k, lambda i: lk.gelu_tanh(xs[i], **kw),
                          lambda i: _unfused_quant(lk.gelu_tanh(xs[i])), lambda i: c_gt(xs[i]), copy_gbps))
+        tok = dict(out_dtype=F8, group_size=gshape[1])  # one scale per token
+        tbytes = 2 * n + n + gshape[0] * 4
+        rows.append(_row("gelu_tanh -> fp8 per token", gshape, tbytes, k, lambda i: lk.gelu_tanh(xs[i], **tok),
+                         lambda i: lk.quantize_fp8_per_token_group(lk.gelu_tanh(xs[i]), gshape[1]),
+                         lambda i: c_gt_t(xs[i]), copy_gbps, "one scale per token"))
         del xs
         torch.cuda.empty_cache()
     return rows

@@ -14,11 +14,17 @@
 // the group's first lane writes the scale.
 // One scale per token (PER_ROW: group == cols wider than a warp's lanes cover, 16-bit inputs; an
 // instantiation of its own, so the per-group kernels are unchanged): the row's amax needs every
-// chunk, so a first pass
-// runs Op::finish over the thread's chunks for their absolute maximum only, reduced over the row's
-// warp or block; the second pass runs it again (the same arithmetic, so the same values) and
-// encodes with the row's scale, written by the row's first thread. The row's inputs stay in
-// registers between the passes (only the small tables of Op::finish are read twice).
+// chunk, so a first pass runs Op::finish over the thread's chunks and reduces their absolute
+// maximum over the row's warp or block; the second pass encodes with the row's scale, written by
+// the row's first thread. Where the kernel has a register cap and a thread up to 4 chunks (rows
+// up to 8192 16-bit columns), the first pass's fp32 results wait for the second in shared memory
+// (fp8_rows_keeps: 4 bytes per value, each thread reading back only its own words, so no
+// barrier; in registers they would spill under the cap). Otherwise the second pass runs
+// Op::finish again on the row's inputs, which stay in registers (the same arithmetic, so the
+// same values; only the small tables of Op::finish are read twice). Keeping the results matters
+// for the activations: recomputing the tanh-GELU of an 8192-wide row doubles its exp2 /
+// reciprocal work on the special-function units (4 per element), which then take as long as the
+// row's memory traffic and only partly overlap it.
 //
 // Bytes per row: the op's inputs read once (as the plain op), cols code bytes + 4 bytes per
 // group written (instead of cols * sizeof(T)); h_out of the gated residual written once.
@@ -372,13 +378,26 @@ constexpr int fp8_rows_min_ctas() {
   constexpr int cap = NV > 4 ? 0 : WARP_ROWS ? Op::kWarpRowsRegCap : Op::kRegCap;
   return cap > 0 ? 65536 / (threads * cap) : 1;
 }
+// One scale per token: whether the first pass's results wait in shared memory for the second
+// (else the second pass computes them again), and the bytes that takes for a CTA of `threads`.
+// Only under a register cap: there the kept values relieve the registers (ptxas -v: the capped
+// per-token kernels spill less or nothing), while the uncapped kernels (bf16 *_and_mul, the
+// gated residual's warp rows) would grow past the register count that sets their occupancy.
+template <class Op, bool WARP_ROWS, int NV, bool PER_ROW>
+constexpr bool fp8_rows_keeps() {
+  return PER_ROW && NV <= 4 && !Op::kStageRow && (WARP_ROWS ? Op::kWarpRowsRegCap : Op::kRegCap) > 0;
+}
+template <class Op, int V, bool WARP_ROWS, int NV, bool PER_ROW>
+constexpr size_t fp8_rows_kept_bytes(int threads) {
+  return fp8_rows_keeps<Op, WARP_ROWS, NV, PER_ROW>() ? size_t(NV) * V * sizeof(float) * size_t(threads) : 0;
+}
 template <class Op, typename T, int V, int NV, bool WARP_ROWS, bool PER_ROW>
 __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, WARP_ROWS, NV>())
     fp8_rows(const Op op, const Fp8GroupOut o, int64_t rows, int cols, int lpg, int lpg_shift) {
   __shared__ float smem[32];
-  // Op::kStageRow: the row as loaded, one per row of the CTA (dynamic shared memory sized by
-  // launch()), for ops whose result at a column also needs another thread's chunk (the split
-  // RoPE's partner half)
+  // Dynamic shared memory, sized by launch(): with Op::kStageRow the row as loaded, one per row of
+  // the CTA, for ops whose result at a column also needs another thread's chunk (the split RoPE's
+  // partner half); with one scale per token (fp8_rows_keeps) the first pass's results
   extern __shared__ __align__(16) unsigned char staged[];
   const int tpr = WARP_ROWS ? 32 : blockDim.x;
   const int tid = WARP_ROWS ? (threadIdx.x & 31) : threadIdx.x;
@@ -421,6 +440,9 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
     };
     // one scale per token: the row's amax first (block_sum above ended with a barrier, so smem is
     // free for block_max, which ends with one too)
+    // the first pass's results, kept for the second: word (k * V + j) * blockDim.x + threadIdx.x
+    constexpr bool KEEP = fp8_rows_keeps<Op, WARP_ROWS, NV, PER_ROW>();
+    float* kept = reinterpret_cast<float*>(staged);
     float row_amax = 0.f;
     if constexpr (PER_ROW) {
 #pragma unroll
@@ -429,6 +451,10 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
         if (i < nvec) {
           float y[V];
           row_amax = fmaxf(row_amax, finish(k, i, y));
+          if constexpr (KEEP) {
+#pragma unroll
+            for (int j = 0; j < V; ++j) kept[(k * V + j) * int(blockDim.x) + int(threadIdx.x)] = y[j];
+          }
         }
       }
       row_amax = WARP_ROWS ? warp_max(row_amax) : block_max(row_amax, smem);
@@ -440,7 +466,12 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
       const bool ok = i < nvec;  // a group is wholly in or out (nvec % lpg == 0, tpr % lpg == 0)
       float y[V];
       float m = 0.f;
-      if (ok) m = finish(k, i, y);
+      if constexpr (KEEP) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) y[j] = kept[(k * V + j) * int(blockDim.x) + int(threadIdx.x)];
+      } else {
+        if (ok) m = finish(k, i, y);
+      }
       if constexpr (PER_ROW) {
         m = row_amax;
       } else {
@@ -517,7 +548,7 @@ cudaError_t launch(const Op& op, const Fp8GroupOut& o, int64_t rows, int64_t col
   // One instantiation per kernel (the argument types differ), so its static limit is per kernel.
   auto run = [&](auto warp, auto nv, auto row) -> cudaError_t {
     auto kernel = fp8_rows<Op, T, V, decltype(nv)::value, decltype(warp)::value, decltype(row)::value>;
-    size_t smem = 0;
+    size_t smem = fp8_rows_kept_bytes<Op, V, decltype(warp)::value, decltype(nv)::value, decltype(row)::value>(sh.threads);
     if constexpr (Op::kStageRow) {
       constexpr int per_cta = decltype(warp)::value ? 4 : 1;  // rows staged per CTA
       smem = size_t(per_cta) * size_t(cols) * sizeof(T);
