@@ -8,7 +8,12 @@ benchmarks/e2e_ltx_video.py's (or e2e_ltx2.py's) problem, kernels grouped by kin
 
 Groups (by kernel name): Triton (torch.compile; Inductor names a kernel after the ops it fuses, so
 this comes first), attention (flash / fmha / cudnn sdpa), GEMM (cuBLAS(Lt) / nvjet / CUTLASS /
-ours), ltx_kernels' other kernels (namespace ltx_kernels), other. Prints the sum per group (ms per step) and the 15 heaviest kernels; --out writes JSON with
+ours), ltx_kernels' other kernels (namespace ltx_kernels), other. Prints the sum per group (ms per step) and the 15 heaviest kernels.
+On CUDA also where the step's wall time goes that is not kernel time: the step's wall time without
+the profiler (median of 3 synchronized steps; wall minus the kernels' sum is time the GPU waited,
+for the host or between kernels), the kernel count, and a second profiled step of the host side
+only: the 15 operators with the most self CPU time (the profiler's own cost per event included,
+so for ranking, not for absolute host cost). --out writes JSON with
 benchmarks/common.py's record_meta (the build's commit, refused from a tree that differs from it
 unless --allow-dirty, compilers, GPU, clocks, command, method).
 """
@@ -16,7 +21,9 @@ unless --allow-dirty, compilers, GPU, clocks, command, method).
 import argparse
 import json
 import os
+import statistics
 import sys
+import time
 from collections import defaultdict
 
 import torch
@@ -92,11 +99,28 @@ def main(argv=None):
         if cuda:
             torch.cuda.synchronize()
     per_kernel = defaultdict(float)
+    kernels = 0
     for e in prof.events():
         if cuda and e.device_type == torch.autograd.DeviceType.CUDA:
             per_kernel[e.name] += e.device_time_total / 1e3  # us -> ms
+            kernels += 1
         elif not cuda and e.cpu_parent is None:  # top-level CPU ops
             per_kernel[e.name] += e.cpu_time_total / 1e3
+    host = {}
+    if cuda:
+        walls = []
+        for _ in range(3):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            common.denoise(problem, model, 1, eargs.guidance_scale, device)
+            torch.cuda.synchronize()
+            walls.append((time.perf_counter() - t0) * 1e3)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as hprof:
+            common.denoise(problem, model, 1, eargs.guidance_scale, device)
+            torch.cuda.synchronize()
+        ops = sorted(hprof.key_averages(), key=lambda a: -a.self_cpu_time_total)[:15]
+        host = dict(step_wall_ms=statistics.median(walls), step_wall_runs_ms=walls, kernels=kernels,
+                    host_top=[[a.key, a.self_cpu_time_total / 1e3, a.count] for a in ops])
     groups = defaultdict(float)
     for name, ms in per_kernel.items():
         groups[kind(name)] += ms
@@ -107,10 +131,15 @@ def main(argv=None):
     top = sorted(per_kernel.items(), key=lambda kv: -kv[1])[:15]
     for name, ms in top:
         print(f"    {ms:7.2f} ms  {name[:110]}")
+    if host:
+        print(f"wall time of one step {host['step_wall_ms']:.2f} ms (median of 3; the GPU waited "
+              f"{host['step_wall_ms'] - total:.2f} ms), {kernels} kernels; self CPU time by operator (profiled):")
+        for name, ms, n in host["host_top"]:
+            print(f"    {ms:7.2f} ms  {n:5d} calls  {name[:100]}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(dict(meta(), model=args.model, variant=args.variant, shape=spec.describe(problem, eargs),
-                           step_gpu_ms=total, groups=groups, top=top), f, indent=1)
+                           step_gpu_ms=total, groups=groups, top=top, **host), f, indent=1)
     return 0
 
 

@@ -558,7 +558,11 @@ def test_fp8_rowwise_linear(device, dtype, with_bias):
         assert layer.bias.dtype == dtype  # (an fp32 model: the fp32 buffer; its GEMM writes bf16)
         assert torch.equal(layer.bias.float().cpu(), lin.bias.detach().float().cpu())
         if device == "cuda" and dtype == torch.bfloat16 and torch.cuda.get_device_capability() == (9, 0):
-            assert used == "cublaslt", used
+            # N = 136 is no multiple of 16 (cuBLASLt's rule): our kernel; N = 144: cuBLASLt
+            assert used == "sm90", used
+            wide = lk.FP8RowwiseLinear.from_linear(nn.Linear(400, 144, bias=True).to(device, dtype))
+            xq8, xs8 = xq.to(device), xs.to(device)
+            assert used_backend(device, xq8, xs8, wide.weight_q, wide.weight_scales, wide.bias) == "cublaslt"
 
 
 @pytest.mark.parametrize("device", DEVICES)
