@@ -555,8 +555,8 @@ def _profile_columns(rec: dict):
 
 def block_e2e_profile(records: Records) -> str:
     """One denoising step's GPU time by kernel kind (benchmarks/profile_e2e_step.py records in
-    h100/experiments), beside the step's wall time: the profile's own (the same run, unprofiled
-    steps) where it has one, else the end-to-end record's when that is of the same commit."""
+    h100/experiments), beside the step's wall time from the end-to-end record where that is of the
+    profile's commit."""
     alt = h100_records(records)
     if alt is None:
         return "(no H100 folder)\n"
@@ -566,25 +566,23 @@ def block_e2e_profile(records: Records) -> str:
         return "(no step profile record)\n"
     e2e = json.loads((folder / "e2e_ltx_video.json").read_text()) if (folder / "e2e_ltx_video.json").exists() else {}
     wall = {r["variant"]: r["per_step_ms"] for r in e2e.get("rows", []) if "error" not in r}
-    same = {r["git_sha"] for r in recs} == {e2e.get("git_sha")}
-    lines = ["| variant | GEMMs (ms) | attention (ms) | glue: norms, RoPE, quantization, activations (ms) | "
-             "GPU busy (ms) | wall ms/step | between kernels (ms) |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| variant | commit | GEMMs (ms) | attention (ms) | glue: norms, RoPE, quantization, activations (ms) | "
+             "GPU busy (ms) | wall ms/step | between kernels (ms) |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     notes = []
     for rec in sorted(recs, key=lambda r: r["step_gpu_ms"]):
         gemm, attn, glue, moved = _profile_columns(rec)
-        w = rec.get("step_wall_ms") or (wall.get(rec["variant"]) if same else None)
+        w = wall.get(rec["variant"]) if rec.get("git_sha") == e2e.get("git_sha") else None
         busy = rec["step_gpu_ms"]
         w_cells = f"{w:.2f} | {w - busy:.2f}" if w else "- | -"
-        lines.append(f"| {rec['variant']} | {gemm:.2f} | {attn:.2f} | {glue:.2f} | {busy:.2f} | {w_cells} |")
+        lines.append(f"| {rec['variant']} | {rec.get('git_sha', '?')[:7]} | {gemm:.2f} | {attn:.2f} | {glue:.2f} | "
+                     f"{busy:.2f} | {w_cells} |")
         if moved:
             notes.append(f"{rec['variant']}: {moved:.2f} ms of Triton kernels named after fused attention-side ops "
                          "counted as glue.")
     m = recs[0]
-    own = all("step_wall_ms" in r for r in recs)
-    where = ("the profiles' own (median of 3 unprofiled steps in the same process)" if own else
-             f"`benchmarks/results/h100/e2e_ltx_video.json`{' (same commit)' if same else ' (another commit: not shown)'}")
-    head = (f"{m.get('gpu', '?')}, git {m.get('git_sha', '?')[:10]}, {m.get('shape', '?')}; "
-            f"`benchmarks/profile_e2e_step.py` (torch.profiler, one step after two warm-up steps); wall time: {where}:\n\n")
+    head = (f"{m.get('gpu', '?')}, {m.get('shape', '?')}; `benchmarks/profile_e2e_step.py` (torch.profiler, one "
+            "step after two warm-up steps); wall time: `benchmarks/results/h100/e2e_ltx_video.json` (git "
+            f"{str(e2e.get('git_sha', '?'))[:7]}; a row of another commit shows none):\n\n")
     return head + "\n".join(lines) + "\n" + footnote(notes)
 
 

@@ -9,11 +9,11 @@ benchmarks/e2e_ltx_video.py's (or e2e_ltx2.py's) problem, kernels grouped by kin
 Groups (by kernel name): Triton (torch.compile; Inductor names a kernel after the ops it fuses, so
 this comes first), attention (flash / fmha / cudnn sdpa), GEMM (cuBLAS(Lt) / nvjet / CUTLASS /
 ours), ltx_kernels' other kernels (namespace ltx_kernels), other. Prints the sum per group (ms per step) and the 15 heaviest kernels.
-On CUDA also where the step's wall time goes that is not kernel time: the step's wall time without
-the profiler (median of 3 synchronized steps; wall minus the kernels' sum is time the GPU waited,
-for the host or between kernels), the kernel count, and a second profiled step of the host side
-only: the 15 operators with the most self CPU time (the profiler's own cost per event included,
-so for ranking, not for absolute host cost). --out writes JSON with
+On CUDA also where the step's wall time goes that is not kernel time: the wall time of a one-step
+denoising call before any profiling (median of 3 synchronized calls, `wall_ms_unprofiled`, so
+that the profiler's own state cannot touch it), the kernel count, and a profiled step
+of the host side only: the 15 operators with the most self CPU time (the profiler's own cost per
+event included, so for ranking, not as absolute host cost). --out writes JSON with
 benchmarks/common.py's record_meta (the build's commit, refused from a tree that differs from it
 unless --allow-dirty, compilers, GPU, clocks, command, method).
 """
@@ -93,6 +93,13 @@ def main(argv=None):
     for _ in range(2):  # compile and warm up
         common.denoise(problem, model, 2, eargs.guidance_scale, device)
     cuda = device.type == "cuda"
+    walls = []
+    for _ in range(3 if cuda else 0):  # before the profiler has run
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        common.denoise(problem, model, 1, eargs.guidance_scale, device)
+        torch.cuda.synchronize()
+        walls.append((time.perf_counter() - t0) * 1e3)
     act = torch.profiler.ProfilerActivity.CUDA if cuda else torch.profiler.ProfilerActivity.CPU
     with torch.profiler.profile(activities=[act]) as prof:
         common.denoise(problem, model, 1, eargs.guidance_scale, device)
@@ -108,18 +115,11 @@ def main(argv=None):
             per_kernel[e.name] += e.cpu_time_total / 1e3
     host = {}
     if cuda:
-        walls = []
-        for _ in range(3):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            common.denoise(problem, model, 1, eargs.guidance_scale, device)
-            torch.cuda.synchronize()
-            walls.append((time.perf_counter() - t0) * 1e3)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as hprof:
             common.denoise(problem, model, 1, eargs.guidance_scale, device)
             torch.cuda.synchronize()
         ops = sorted(hprof.key_averages(), key=lambda a: -a.self_cpu_time_total)[:15]
-        host = dict(step_wall_ms=statistics.median(walls), step_wall_runs_ms=walls, kernels=kernels,
+        host = dict(wall_ms_unprofiled=statistics.median(walls), wall_runs_ms_unprofiled=walls, kernels=kernels,
                     host_top=[[a.key, a.self_cpu_time_total / 1e3, a.count] for a in ops])
     groups = defaultdict(float)
     for name, ms in per_kernel.items():
@@ -132,8 +132,9 @@ def main(argv=None):
     for name, ms in top:
         print(f"    {ms:7.2f} ms  {name[:110]}")
     if host:
-        print(f"wall time of one step {host['step_wall_ms']:.2f} ms (median of 3; the GPU waited "
-              f"{host['step_wall_ms'] - total:.2f} ms), {kernels} kernels; self CPU time by operator (profiled):")
+        print(f"wall time of a one-step call before profiling {host['wall_ms_unprofiled']:.2f} ms (median of 3; the "
+              f"GPU waited {host['wall_ms_unprofiled'] - total:.2f} ms), {kernels} kernels; self CPU time by "
+              "operator (profiled):")
         for name, ms, n in host["host_top"]:
             print(f"    {ms:7.2f} ms  {n:5d} calls  {name[:100]}")
     if args.out:
