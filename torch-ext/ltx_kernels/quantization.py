@@ -81,13 +81,17 @@ def _weight_op(fn, w: torch.Tensor):
 class _QuantLinearBase(nn.Module):
     """Shared bookkeeping: in/out features, fp32 bias buffer, output dtype."""
 
-    def _init_common(self, linear: nn.Linear):
+    def _init_common(self, linear: nn.Linear, bias_in_out_dtype: bool = False):
+        # the bias in fp32, or with bias_in_out_dtype in the output dtype where it already has it
+        # (exact: the GEMM adds it in fp32 either way)
         self.in_features = linear.in_features
         self.out_features = linear.out_features
         self.result_dtype = linear.weight.dtype
         self.out_dtype = _gemm_dtype(linear.weight.dtype)
         b = linear.bias
-        self.register_buffer("bias", None if b is None else b.detach().float().clone())
+        if b is not None:
+            b = b.detach().clone() if bias_in_out_dtype and b.dtype == self.out_dtype else b.detach().float().clone()
+        self.register_buffer("bias", b)
 
     def _finish(self, y: torch.Tensor) -> torch.Tensor:
         return y if self.result_dtype == self.out_dtype else y.to(self.result_dtype)
@@ -218,11 +222,8 @@ class FP8RowwiseLinear(_QuantLinearBase):
     def from_linear(cls, linear: nn.Linear, epilogue: str = "none") -> "FP8RowwiseLinear":
         _check_layer_epilogue(epilogue, False)
         self = cls()
-        self._init_common(linear)
-        if linear.bias is not None and linear.bias.dtype == self.out_dtype:
-            # the bias kept in the output dtype it already has (the GEMM adds it in fp32 either way,
-            # exactly): the form cuBLASLt's rowwise GEMM reads, so that "auto" can run it there
-            self.register_buffer("bias", linear.bias.detach().clone())
+        # a bf16 model's bias in bf16: the form cuBLASLt's rowwise GEMM reads, so that "auto" can run it there
+        self._init_common(linear, bias_in_out_dtype=True)
         q, s = _weight_op(lambda w: quantize_fp8_per_token_group(w, w.shape[1]), linear.weight.detach())
         self.register_buffer("weight_q", q)
         self.register_buffer("weight_scales", s)

@@ -438,11 +438,11 @@ __global__ void __launch_bounds__(WARP_ROWS ? 128 : 256, fp8_rows_min_ctas<Op, W
       for (int j = 0; j < V; ++j) m = fp8_absmax(m, y[j]);
       return m;
     };
-    // one scale per token: the row's amax first (block_sum above ended with a barrier, so smem is
-    // free for block_max, which ends with one too)
     // the first pass's results, kept for the second: word (k * V + j) * blockDim.x + threadIdx.x
     constexpr bool KEEP = fp8_rows_keeps<Op, WARP_ROWS, NV, PER_ROW>();
     float* kept = reinterpret_cast<float*>(staged);
+    // one scale per token: the row's amax first (block_sum above ended with a barrier, so smem is
+    // free for block_max, which ends with one too)
     float row_amax = 0.f;
     if constexpr (PER_ROW) {
 #pragma unroll

@@ -49,12 +49,16 @@ using RopeFp8Params = Fp8OutParams<RopeParams>;                // rms_norm_rope_
 // stride a multiple of V; cols / V <= 4096; RoPE tables with 16-byte aligned rows; the split
 // RoPE needs head_dim % (2 V) == 0 (a 16-byte chunk never straddles a half-head).
 
-// Whether the CUDA path runs its one-scale-per-token kernel for this problem: group == cols and
-// the group is not one a warp's lanes cover (a power of two <= 32 of 16-byte vectors).
-inline bool fused_fp8_cuda_per_row(int elem_size, int64_t cols, int64_t group) {
+// Whether a group is one a warp's lanes cover: a power of two <= 32 of 16-byte vectors.
+inline bool fused_fp8_warp_group(int elem_size, int64_t group) {
   const int64_t v = 16 / elem_size, lanes = group / v;
-  const bool warp_group = group % v == 0 && lanes <= 32 && (lanes & (lanes - 1)) == 0;
-  return group == cols && !warp_group;
+  return group % v == 0 && lanes <= 32 && (lanes & (lanes - 1)) == 0;
+}
+
+// Whether the CUDA path runs its one-scale-per-token kernel for this problem: group == cols and
+// not a warp group.
+inline bool fused_fp8_cuda_per_row(int elem_size, int64_t cols, int64_t group) {
+  return group == cols && !fused_fp8_warp_group(elem_size, group);
 }
 
 // Why the CUDA path cannot take this problem, or nullptr when it can.
@@ -65,8 +69,7 @@ inline const char* fused_fp8_cuda_unsupported(int elem_size, int64_t cols, int64
     return nullptr;
   }
   if (group % v != 0) return "group_size must be a multiple of 16 bytes of the input dtype";
-  const int64_t lanes = group / v;
-  if (lanes > 32 || (lanes & (lanes - 1)) != 0)
+  if (!fused_fp8_warp_group(elem_size, group))
     return "group_size / (16 / element size) must be a power of two <= 32 (or the row width: one scale per token)";
   if (cols / v > 4096) return "rows wider than 4096 16-byte vectors are not supported";
   return nullptr;
