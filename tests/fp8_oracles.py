@@ -37,6 +37,7 @@ both). A 10% error in one factor tensor gives calls of 1e-2 to 1e-1.
 """
 
 import contextlib
+from types import SimpleNamespace
 from typing import List, Tuple
 
 import torch
@@ -216,6 +217,21 @@ def fp8_linear_oracle(epilogue, weight, bias, x, residual, gate):
     return ref.gemm_epilogue(y, epilogue, residual, gate), slope * big_s
 
 
+def untouched_linear(model_untouched, name):
+    """The nn.Linear of `model_untouched` that the optimized model's FP8 layer `name` replaces, or
+    for the attention projections in one layer (processors.FusedProjections: `<attn>.<PROJECTIONS>.qkv`
+    or `.kv`) the concatenation of the untouched to_q / to_k / to_v it stands for."""
+    from ltx_kernels.integrations.diffusers.processors import PROJECTIONS
+
+    parent, _, leaf = name.rpartition(".")
+    if not parent.endswith(PROJECTIONS):
+        return model_untouched.get_submodule(name)
+    attn = model_untouched.get_submodule(parent[: -len(PROJECTIONS) - 1])
+    parts = [getattr(attn, p) for p in (("to_q", "to_k", "to_v") if leaf == "qkv" else ("to_k", "to_v"))]
+    bias = None if parts[0].bias is None else torch.cat([p.bias for p in parts])
+    return SimpleNamespace(weight=torch.cat([p.weight for p in parts]), bias=bias)
+
+
 @contextlib.contextmanager
 def recording_fp8_linears(model_untouched, model_optimized):
     """Within the block, every FP8BlockwiseLinear call of `model_optimized` is checked against
@@ -253,7 +269,7 @@ def recording_fp8_linears(model_untouched, model_optimized):
         handles.append(layer.register_forward_hook(post, with_kwargs=True))
 
     for name, layer in layers.items():
-        watch(name, layer, model_untouched.get_submodule(name))
+        watch(name, layer, untouched_linear(model_untouched, name))
     try:
         yield calls
     finally:

@@ -440,6 +440,21 @@ def fp8_linear_errors(m, o, kw, monkeypatch):
     return [rel_err(g, w) for g, w in zip(got, want)], calls
 
 
+def assert_every_layer_ran(o, cls_name, ran):
+    """Every `cls_name` layer of `o` ran (its name in `ran`), itself or, for an attention module's
+    to_q / to_k / to_v, through that module's projections in one layer (processors.FusedProjections:
+    `qkv` covers all three, `kv` to_k and to_v)."""
+    from ltx_kernels.integrations.diffusers.processors import PROJECTIONS
+
+    for name, mod in o.named_modules():
+        if type(mod).__name__ != cls_name or PROJECTIONS in name or name in ran:
+            continue
+        parent, _, leaf = name.rpartition(".")
+        fused = f"{parent}.{PROJECTIONS}"
+        covered = leaf in ("to_q", "to_k", "to_v") and (f"{fused}.qkv" in ran or (leaf != "to_q" and f"{fused}.kv" in ran))
+        assert covered, f"{name} never ran"
+
+
 @pytest.mark.parametrize("device", ALL_DEVICES)
 @pytest.mark.parametrize("model", ["ltx_video", "ltx2"])
 def test_fp8_quantization_close(device, model, monkeypatch):
@@ -452,7 +467,7 @@ def test_fp8_quantization_close(device, model, monkeypatch):
     if lkd._FP8_OUT and model == "ltx_video":  # norm1 + AdaLN emits (q, scales) for to_q/k/v
         assert o.transformer_blocks[0].attn1.processor.accepts_prequant
     n_fp8 = sum(type(mod).__name__ == "FP8BlockwiseLinear" for mod in o.modules())
-    assert n_fp8 > 0 and len(calls) >= n_fp8  # every quantized layer ran (and was checked)
+    assert_every_layer_ran(o, "FP8BlockwiseLinear", {c[0] for c in calls})  # and was checked
     # policy: gate logits, patchify, caption projection and proj_out stay nn.Linear
     for name, mod in o.named_modules():
         if name.endswith(("to_gate_logits", "proj_out")) or name in ("proj_in", "audio_proj_in") \
@@ -485,7 +500,11 @@ def test_fp8_rowwise_quantization(device, model, monkeypatch):
 
     kinds = {"prequant": 0, "gated": 0}
 
+    names = {id(mod): name for name, mod in o.named_modules()}
+    ran = set()
+
     def recording(self, x, residual=None, gate=None, out=None):
+        ran.add(names[id(self)])
         h0 = None if residual is None else residual.detach().double().cpu().clone()
         y = forward(self, x, residual, gate, out)
         if isinstance(x, tuple):  # (q, scales) per token from a fused norm or the GELU
@@ -512,7 +531,8 @@ def test_fp8_rowwise_quantization(device, model, monkeypatch):
     monkeypatch.setattr(quantization.FP8RowwiseLinear, "forward", recording)
     got, want = run(o, kw), run(m, kw)
     monkeypatch.undo()
-    assert len(calls) >= len(layers) and max(calls) <= 0, "a rowwise FP8 linear call is outside its bound"
+    assert calls and max(calls) <= 0, "a rowwise FP8 linear call is outside its bound"
+    assert_every_layer_ran(o, "FP8RowwiseLinear", ran)
     if model == "ltx_video" and lkd._FP8_OUT:
         assert o.transformer_blocks[0].attn1.processor.accepts_prequant == 128  # hidden 128: one row
         assert kinds["prequant"] > 0 and kinds["gated"] > 0, kinds
@@ -703,3 +723,134 @@ def test_e2e_several_quantizations_and_peer(tmp_path):
     assert peer["peer"]["scales"] == "tensorwise" and peer["peer"]["linears"] > 0
     assert 1e-4 < peer["rel_l2_vs_eager"] < 0.1  # FP8 rounding, not the unquantized model
     assert rows["optimized"]["rel_l2_vs_eager"] < 1e-4  # the peer's linears were put back
+
+
+# ---- the attention projections in one GEMM (processors.FusedProjections) ----------------------
+
+FUSED_FORMATS = ["fp8", "fp8_rowwise"]
+
+
+def _fused_calls_match(o, kw):
+    """Runs o with every call of an attention module's projections in one layer recorded, and
+    checks each against the separate layers it replaces on the same input: equal on the CPU (each
+    output channel is the same products, scales and bias, summed in the same order); on CUDA,
+    where the GEMM's algorithm may change with N, relative L2 <= 2^-7 (two bf16 roundings of
+    the same fp32 sum differ by at most one unit each: ~2^-8 / sqrt(3) when every element
+    differs). Returns the number of calls checked; raises AssertionError on a mismatch."""
+    from ltx_kernels.integrations.diffusers.processors import PROJECTIONS
+
+    calls = []
+    handles = []
+    for mod in o.modules():
+        p = mod._modules.get(PROJECTIONS)
+        if p is None:
+            continue
+        for fused, layers in ((p.qkv, p.layers), (p.kv, p.layers[1:])):
+            if fused is not None:
+                hook = (lambda layers: lambda m, args, y: calls.append((args[0], y, layers)))(layers)
+                handles.append(fused.register_forward_hook(hook))
+    try:
+        run(o, kw)
+    finally:
+        for h in handles:
+            h.remove()
+    for x, y, layers in calls:
+        with torch.no_grad():
+            want = torch.cat([lin(x) for lin in layers], -1)
+        if y.device.type == "cpu":
+            assert torch.equal(y, want), "a fused projection differs from its layers"
+        else:
+            assert rel_err(y, want) <= 2.0**-7, rel_err(y, want)
+    return len(calls)
+
+
+@pytest.mark.parametrize("device", ALL_DEVICES)
+@pytest.mark.parametrize("model", ["ltx_video", "ltx2"])
+@pytest.mark.parametrize("fmt", FUSED_FORMATS)
+def test_fused_projections(device, model, fmt):
+    """optimize(quantization=fp8 | fp8_rowwise) gives every attention module whose to_q / to_k /
+    to_v can be one layer its FusedProjections: the layers' weights are views of its rows (held
+    once), every self-attention call runs qkv and every cross-attention call kv, each call equals
+    the separate layers on its input, and the model's output equals the output with the separate
+    layers (on the CPU exactly). Nothing new in state_dict."""
+    from ltx_kernels.integrations.diffusers.processors import PROJECTIONS
+
+    m, kw = _fp8_model(model, device)
+    o = optimized_copy(m, quantization=fmt)
+    attns = [mod for mod in o.modules() if type(mod).__name__ in ("LTXAttention", "LTX2Attention")]
+    projs = [a._modules.get(PROJECTIONS) for a in attns]
+    assert attns and all(p is not None for p in projs)
+    for a, p in zip(attns, projs):
+        fused = p.qkv if p.qkv is not None else p.kv
+        assert p.kv is not None and a.to_k.weight_q.untyped_storage().data_ptr() == fused.weight_q.untyped_storage().data_ptr()
+        if p.qkv is not None:
+            assert p.kv.weight_q.untyped_storage().data_ptr() == p.qkv.weight_q.untyped_storage().data_ptr()
+    assert not any(PROJECTIONS in k for k in o.state_dict())
+    n = _fused_calls_match(o, kw)
+    assert n >= len(attns), n  # at least one call per module (LTX-2's audio / cross-modal ones too)
+    got = run(o, kw)
+    separate = copy.deepcopy(o)
+    for a in separate.modules():
+        a._modules.pop(PROJECTIONS, None)
+    want = run(separate, kw)
+    for g, w in zip(got, want):
+        if device == "cpu":
+            assert torch.equal(g, w)
+        else:
+            assert rel_err(g, w) <= FP8_LINEARS_REL / 4, rel_err(g, w)
+
+
+@pytest.mark.parametrize("fmt", FUSED_FORMATS)
+def test_fused_projections_check_fails_wrong_rows(fmt):
+    """The per-call check above fails a fused layer whose scales are 10% off, or whose rows hold
+    the layers in another order."""
+    from ltx_kernels.integrations.diffusers.processors import PROJECTIONS
+
+    m, kw = _fp8_model("ltx_video", "cpu")
+    for mutation in ("scales_x1.1", "k_v_swapped"):
+        o = optimized_copy(m, quantization=fmt)
+        p = o.transformer_blocks[0].attn1._modules[PROJECTIONS]
+        if mutation == "scales_x1.1":
+            p.qkv.weight_scales = p.qkv.weight_scales * 1.1  # its own copy: the layers keep theirs
+        else:  # v's rows where k's belong: the split hands v's columns to the key
+            q, k, v = p.layers
+            p.qkv = quantization.concat_fp8_linears((q, v, k), persistent=False)
+        with pytest.raises(AssertionError):
+            _fused_calls_match(o, kw)
+
+
+def test_fused_projections_hooks_moves_and_replaced_layers():
+    """A hook on a replaced layer keeps the separate layers (its hook runs); a move of the module
+    (`_apply`, as `.to()` does) points the layers at the moved rows again; a layer replaced
+    after optimize() is used as it is, and a second optimize() rebuilds the projections."""
+    from ltx_kernels.integrations.diffusers.processors import PROJECTIONS
+
+    m, kw = _fp8_model("ltx_video", "cpu")
+    o = optimized_copy(m, quantization="fp8_rowwise")
+    want = run(o, kw)
+    attn = o.transformer_blocks[0].attn1
+    p = attn._modules[PROJECTIONS]
+    seen = []
+    h = attn.to_k.register_forward_hook(lambda *a: seen.append(1))
+    fused_calls = []
+    h2 = p.qkv.register_forward_hook(lambda *a: fused_calls.append(1))
+    got = run(o, kw)
+    h.remove()
+    h2.remove()
+    assert seen and not fused_calls  # the hooked layer ran itself
+    assert all(torch.equal(g, w) for g, w in zip(got, want))
+    o._apply(lambda t: t.clone())  # every buffer a new tensor, as a device move makes them
+    assert attn.to_q.weight_q.untyped_storage().data_ptr() == p.qkv.weight_q.untyped_storage().data_ptr()
+    assert p.kv.weight_q.untyped_storage().data_ptr() == p.qkv.weight_q.untyped_storage().data_ptr()
+    assert all(torch.equal(g, w) for g, w in zip(run(o, kw), want))
+    # replaced after optimize(): the new layer runs (its weights scaled by 2: the output changes)
+    old_q = attn.to_q
+    new_q = copy.deepcopy(old_q)
+    new_q.weight_scales = new_q.weight_scales * 2
+    attn.to_q = new_q
+    changed = run(o, kw)
+    assert not all(torch.equal(g, w) for g, w in zip(changed, want))
+    lkd.optimize(o)  # rebuilt for the new layers
+    p2 = attn._modules[PROJECTIONS]
+    assert p2 is not p and p2.layers[0] is new_q
+    assert all(torch.equal(g, w) for g, w in zip(run(o, kw), changed))

@@ -55,6 +55,8 @@ __all__ = [
     "NVFP4Linear",
     "quantize_linears",
     "linears_to_quantize",
+    "concat_fp8_linears",
+    "share_concat_rows",
     "DEFAULT_INCLUDE",
     "DEFAULT_EXCLUDE",
 ]
@@ -258,6 +260,62 @@ class FP8RowwiseLinear(_QuantLinearBase):
 
     def extra_repr(self) -> str:
         return super().extra_repr() + ("" if self.epilogue == "none" else f", epilogue={self.epilogue}")
+
+
+def concat_fp8_linears(layers: Iterable[nn.Module], persistent: bool = True) -> Optional[_QuantLinearBase]:
+    """One layer whose output is `layers`' outputs side by side, cat([l(x) for l in layers], -1),
+    in one GEMM (one launch and one larger problem instead of one per layer): FP8BlockwiseLinear
+    or FP8RowwiseLinear layers of one class (not a subclass) that read the same input. Their
+    weights, scales and biases are concatenated along the output dimension, so every output
+    channel keeps its own weight row, scale(s) and bias: each output is computed exactly as its
+    layer computes it (the same products and scales; a GEMM's summation order may differ with N).
+    The new layer owns copies; share_concat_rows(fused, layers) points the layers at its rows.
+    persistent: whether its buffers belong in state_dict.
+
+    None where they cannot be one layer: fewer than two, different classes, in_features,
+    dtypes or devices, an epilogue or FP8 output, a bias on some only (or of different dtypes),
+    or a blockwise layer whose out_features is not a multiple of 128 (a 128-row weight-scale block
+    would span two layers)."""
+    layers = list(layers)
+    if len(layers) < 2:
+        return None
+    cls = type(layers[0])
+    if cls not in (FP8BlockwiseLinear, FP8RowwiseLinear) or any(type(m) is not cls for m in layers):
+        return None
+    first = layers[0]
+    for m in layers:
+        same = (m.in_features == first.in_features and m.result_dtype == first.result_dtype
+                and m.out_dtype == first.out_dtype and m.weight_q.device == first.weight_q.device
+                and (m.bias is None) == (first.bias is None)
+                and (m.bias is None or m.bias.dtype == first.bias.dtype))
+        if not same or m.epilogue != "none" or getattr(m, "fp8_output", False):
+            return None
+        if cls is FP8BlockwiseLinear and m.out_features % 128:
+            return None
+    fused = cls()
+    fused.in_features = first.in_features
+    fused.out_features = sum(m.out_features for m in layers)
+    fused.result_dtype, fused.out_dtype = first.result_dtype, first.out_dtype
+    for name in ("weight_q", "weight_scales", "bias"):
+        parts = [getattr(m, name) for m in layers]
+        fused.register_buffer(name, None if parts[0] is None else torch.cat(parts, 0), persistent=persistent)
+    return fused
+
+
+def share_concat_rows(fused: _QuantLinearBase, layers: Iterable[nn.Module], first_row: int = 0) -> None:
+    """Point `layers` (layers of fused's class whose outputs are fused's output columns from
+    `first_row` on, in order: those concat_fp8_linears built it from) at their rows of fused's
+    weight, scales and bias: views, so the weights are held once, and a change to either side is
+    seen by both."""
+    row = first_row
+    for m in layers:
+        n = m.out_features
+        srow, sn = (row // 128, n // 128) if type(fused) is FP8BlockwiseLinear else (row, n)
+        m.weight_q = fused.weight_q[row:row + n]
+        m.weight_scales = fused.weight_scales[srow:srow + sn]
+        if fused.bias is not None:
+            m.bias = fused.bias[row:row + n]
+        row += n
 
 
 class FusedLinear(nn.Module):
