@@ -39,7 +39,10 @@ Applying `optimize` twice is harmless. With `quantization="fp8" | "fp8_rowwise" 
 `ltx_kernels.quantization.quantize_linears` (LTX-2's policy); where a fused norm feeds blockwise
 FP8 linears ("fp8") directly (to_q/to_k/to_v after norm1 +
 AdaLN, the feed-forward's first projection after norm2/norm3) the norm emits the FP8 codes and
-scales itself (`out_dtype=torch.float8_e4m3fn`) when this build supports it.
+scales itself (`out_dtype=torch.float8_e4m3fn`) when this build supports it. With "fp8" and
+"fp8_rowwise" each attention module's to_q / to_k / to_v also run as one GEMM
+(`processors.FusedProjections`: a child module whose rows the original layers' weights become
+views of, so nothing is held twice and state_dict is unchanged).
 
 LTX-2's video VAE decoder (neighborhood attention) is covered by `vae.apply_to(vae_model)`
 (`ltx_kernels.integrations.diffusers.vae`).
