@@ -767,16 +767,22 @@ def _fused_calls_match(o, kw):
 @pytest.mark.parametrize("device", ALL_DEVICES)
 @pytest.mark.parametrize("model", ["ltx_video", "ltx2"])
 @pytest.mark.parametrize("fmt", FUSED_FORMATS)
-def test_fused_projections(device, model, fmt):
+@pytest.mark.parametrize("attention", [None, "fp8"], ids=["sdpa", "attn-fp8"])
+def test_fused_projections(device, model, fmt, attention, monkeypatch):
     """optimize(quantization=fp8 | fp8_rowwise) gives every attention module whose to_q / to_k /
     to_v can be one layer its FusedProjections: the layers' weights are views of its rows (held
     once), every self-attention call runs qkv and every cross-attention call kv, each call equals
     the separate layers on its input, and the model's output equals the output with the separate
-    layers (on the CPU exactly). Nothing new in state_dict."""
+    layers (on the CPU exactly). Nothing new in state_dict. With attention="fp8" every call runs
+    our kernel (the key-count rule patched), so the FP8 operands' producers read q, k and v as
+    views of the fused output."""
+    from ltx_kernels.integrations import _compile_policy as policy
     from ltx_kernels.integrations.diffusers.processors import PROJECTIONS
 
+    if attention:
+        monkeypatch.setattr(policy, "use_kernel_attention", lambda *a: True)
     m, kw = _fp8_model(model, device)
-    o = optimized_copy(m, quantization=fmt)
+    o = optimized_copy(m, quantization=fmt, attention=attention)
     attns = [mod for mod in o.modules() if type(mod).__name__ in ("LTXAttention", "LTX2Attention")]
     projs = [a._modules.get(PROJECTIONS) for a in attns]
     assert attns and all(p is not None for p in projs)
