@@ -97,7 +97,8 @@ class FusedProjections(torch.nn.Module):
     cross-attention (its rows of qkv, or its own layer where to_q reads another width). One GEMM
     with N = the sum, and one input quantization, instead of three (two): at LTX-Video's
     self-attention (5376 x 2048 x 2048 each) the 6144-wide GEMM runs at a higher rate than three
-    2048-wide ones, and the step has fewer launches. The original layers stay where they are,
+    2048-wide ones (the 5376-row shapes of benchmarks/results/h100/gemm_rowwise.json), and the
+    step has fewer launches. The original layers stay where they are,
     their weights views of these rows (held once; a `.to()` or `.cuda()` of the module points them
     at the moved copy again); their buffers stay the state_dict's, these are not saved."""
 
