@@ -226,3 +226,34 @@ def test_nvfp4_linear(device, dtype):
     assert calc_diff(y, want) <= 1e-5
     with torch.no_grad():
         assert calc_diff(y, lin(x)) <= 3e-2  # E2M1: 1 mantissa bit, scaled per 16 elements
+
+
+@pytest.mark.parametrize("cls_name", ["FP8BlockwiseLinear", "FP8RowwiseLinear"])
+def test_concat_fp8_linears(cls_name):
+    """concat_fp8_linears: the layers' outputs side by side, bit for bit on the CPU (each output
+    channel the same products, scales and bias); fp8_linear_rows / share_concat_rows: views of
+    its rows, nothing copied, the same outputs; None for layers that cannot be one."""
+    from ltx_kernels import quantization as Q
+
+    cls = getattr(Q, cls_name)
+    torch.manual_seed(0)
+    layers = [cls.from_linear(nn.Linear(256, n)) for n in (256, 128, 384)]
+    x = torch.randn(3, 5, 256)
+    want = torch.cat([m(x) for m in layers], -1)
+    fused = Q.concat_fp8_linears(layers)
+    assert torch.equal(fused(x), want)
+    Q.share_concat_rows(fused, layers)
+    assert all(m.weight_q.untyped_storage().data_ptr() == fused.weight_q.untyped_storage().data_ptr() for m in layers)
+    assert torch.equal(torch.cat([m(x) for m in layers], -1), want)
+    tail = Q.fp8_linear_rows(fused, 256, 512)
+    assert tail.weight_q.untyped_storage().data_ptr() == fused.weight_q.untyped_storage().data_ptr()
+    assert torch.equal(tail(x), want[..., 256:])
+    # what cannot be one layer
+    assert Q.concat_fp8_linears(layers[:1]) is None
+    assert Q.concat_fp8_linears([layers[0], cls.from_linear(nn.Linear(128, 128))]) is None  # in_features
+    assert Q.concat_fp8_linears([layers[0], cls.from_linear(nn.Linear(256, 128, bias=False))]) is None  # bias
+    other = Q.FP8RowwiseLinear if cls is Q.FP8BlockwiseLinear else Q.FP8BlockwiseLinear
+    assert Q.concat_fp8_linears([layers[0], other.from_linear(nn.Linear(256, 128))]) is None  # class
+    assert Q.concat_fp8_linears([layers[0], cls.from_linear(nn.Linear(256, 128), epilogue="gelu_tanh")]) is None
+    if cls is Q.FP8BlockwiseLinear:  # a 128-row scale block would span two layers
+        assert Q.concat_fp8_linears([cls.from_linear(nn.Linear(256, 136)), layers[1]]) is None

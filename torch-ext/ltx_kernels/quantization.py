@@ -57,6 +57,7 @@ __all__ = [
     "linears_to_quantize",
     "concat_fp8_linears",
     "share_concat_rows",
+    "fp8_linear_rows",
     "DEFAULT_INCLUDE",
     "DEFAULT_EXCLUDE",
 ]
@@ -302,6 +303,13 @@ def concat_fp8_linears(layers: Iterable[nn.Module], persistent: bool = True) -> 
     return fused
 
 
+def _rows(fused: _QuantLinearBase, row: int, n: int):
+    """Views of fused's weight, scales and bias for its output columns [row, row + n)."""
+    srow, sn = (row // 128, n // 128) if type(fused) is FP8BlockwiseLinear else (row, n)
+    bias = None if fused.bias is None else fused.bias[row:row + n]
+    return fused.weight_q[row:row + n], fused.weight_scales[srow:srow + sn], bias
+
+
 def share_concat_rows(fused: _QuantLinearBase, layers: Iterable[nn.Module], first_row: int = 0) -> None:
     """Point `layers` (layers of fused's class whose outputs are fused's output columns from
     `first_row` on, in order: those concat_fp8_linears built it from) at their rows of fused's
@@ -309,13 +317,24 @@ def share_concat_rows(fused: _QuantLinearBase, layers: Iterable[nn.Module], firs
     seen by both."""
     row = first_row
     for m in layers:
-        n = m.out_features
-        srow, sn = (row // 128, n // 128) if type(fused) is FP8BlockwiseLinear else (row, n)
-        m.weight_q = fused.weight_q[row:row + n]
-        m.weight_scales = fused.weight_scales[srow:srow + sn]
-        if fused.bias is not None:
-            m.bias = fused.bias[row:row + n]
-        row += n
+        m.weight_q, m.weight_scales, bias = _rows(fused, row, m.out_features)
+        if bias is not None:
+            m.bias = bias
+        row += m.out_features
+
+
+def fp8_linear_rows(fused: _QuantLinearBase, first_row: int, out_features: int,
+                    persistent: bool = True) -> _QuantLinearBase:
+    """A layer of fused's class computing fused's output columns [first_row, first_row +
+    out_features) (a multiple of 128 each for a blockwise layer): its weight, scales and bias are
+    views of fused's rows, nothing is copied (share_concat_rows(fused, (layer,), first_row) points
+    it at them again after fused's buffers were replaced)."""
+    m = type(fused)()
+    m.in_features, m.out_features = fused.in_features, out_features
+    m.result_dtype, m.out_dtype = fused.result_dtype, fused.out_dtype
+    for name, t in zip(("weight_q", "weight_scales", "bias"), _rows(fused, first_row, out_features)):
+        m.register_buffer(name, t, persistent=persistent)
+    return m
 
 
 class FusedLinear(nn.Module):

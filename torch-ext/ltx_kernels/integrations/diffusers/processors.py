@@ -13,7 +13,7 @@ from ...attention import attention as kernel_attention
 from ...attention import attention_keys_fp8, attention_values_fp8, quantize_attention_fp8
 from ...distributed import SequenceParallelComm
 from ...norm import rms_norm
-from ...quantization import concat_fp8_linears, share_concat_rows
+from ...quantization import concat_fp8_linears, fp8_linear_rows, share_concat_rows
 from ...rope import rms_norm_rope, rms_norm_split_rope
 from .. import _compile_policy
 from .._compile_policy import use_kernel
@@ -106,8 +106,12 @@ class FusedProjections(torch.nn.Module):
         super().__init__()
         layers = (attn.to_q, attn.to_k, attn.to_v)
         object.__setattr__(self, "layers", layers)  # attn's children, not this module's
+        q, k, v = layers
         self.qkv = concat_fp8_linears(layers, persistent=False)
-        self.kv = concat_fp8_linears(layers[1:], persistent=False)
+        if self.qkv is not None:  # to_k's and to_v's rows of qkv, no copy
+            self.kv = fp8_linear_rows(self.qkv, q.out_features, k.out_features + v.out_features, persistent=False)
+        else:
+            self.kv = concat_fp8_linears((k, v), persistent=False)
         if self.qkv is not None or self.kv is not None:
             self._share()
 
