@@ -96,8 +96,11 @@ def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
     p.add_argument("--no-optimized-kernels", dest="optimized", action="store_false",
                    help="plain diffusers eager transformer")
     p.add_argument("--compile", action="store_true", help="regional torch.compile(fullgraph=True) of each block")
-    p.add_argument("--compile-mode", default=None, choices=[None, "default", "reduce-overhead", "max-autotune-no-cudagraphs"],
-                   help="torch.compile mode of the compiled variants (reduce-overhead: CUDA graphs per block)")
+    p.add_argument("--compile-mode", nargs="+", default=[None],
+                   choices=[None, "default", "reduce-overhead", "max-autotune-no-cudagraphs"],
+                   help="torch.compile mode of the compiled variants (reduce-overhead: CUDA graphs per block); "
+                        "several with --compare: the compile, peer and optimized+compile rows run once per mode, "
+                        "the first mode's rows named as usual, the others' with '[mode]' after '+compile'")
     p.add_argument("--quantization", choices=["none", "fp8", "fp8_rowwise", "fp6", "nvfp4"], nargs="+",
                    default=["none"], help="optimize(quantization=...) (several: --compare runs each, one after another "
                                           "on the same weights)")
@@ -230,6 +233,15 @@ def errors(lat, ref):
 COMPILE_MODE = None  # --compile-mode: torch.compile's mode for every compiled variant
 
 
+def _mode_name(name: str, mode) -> str:
+    """A compiled row's name in a torch.compile mode other than the default: "+compile" (or a
+    bare "compile") followed by "[mode]"."""
+    if mode in (None, "default"):
+        return name
+    i = name.index("compile") + len("compile")
+    return f"{name[:i]}[{mode}]{name[i:]}"
+
+
 def compile_blocks(transformer):
     for b in transformer.transformer_blocks:
         b.compile(fullgraph=True, mode=COMPILE_MODE)
@@ -268,8 +280,9 @@ def summarize_runs(runs):
 
 
 def run_variant(name, problem, model, args, device, ref, cached: bool = False):
-    """Warm-up runs, then `--timed-runs` timed runs (the same inputs each time); returns the result
-    row (dict, statistics from summarize_runs) and the last run's latents. Single runs of one
+    """Warm-up runs, then `--timed-runs` timed runs (the same inputs each time), then, where the
+    blocks are not compiled, one untimed run that counts the last block's calls; returns the result
+    row (dict, statistics from summarize_runs) and the last timed run's latents. Single runs of one
     variant vary between machine starts (eager rows most: they are bound by the host's launches),
     so every run's median and mean is kept beside the row's."""
     steps, g = args.steps, args.guidance_scale
@@ -280,21 +293,23 @@ def run_variant(name, problem, model, args, device, ref, cached: bool = False):
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     runs, totals = [], []
-    calls = {"calls": None}
     for r in range(max(1, args.timed_runs)):
         run_times = []
-        remove = None
-        if r == 0:  # the last block's kernel calls, counted once
-            calls, remove = last_block_calls(model)
         t0 = time.perf_counter()
-        try:
-            lat = denoise(problem, model, steps, g, device, run_times, cached=cached)
-        finally:
-            if remove is not None:
-                remove()
+        lat = denoise(problem, model, steps, g, device, run_times, cached=cached)
         totals.append(time.perf_counter() - t0)
         runs.append(run_times)
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else float("nan")
+    # The last block's calls, counted in one more, untimed loop (hooks change what runs: a hooked
+    # projection leaves the fused one). A compiled block does not run hooks added after it was
+    # compiled (Dynamo does not guard on them), so compiled rows record None.
+    calls = {"calls": None}
+    if not any(getattr(b, "_compiled_call_impl", None) is not None for b in model.transformer_blocks):
+        calls, remove = last_block_calls(model)
+        try:
+            denoise(problem, model, steps, g, device, cached=cached)
+        finally:
+            remove()
     rel, psnr = errors(lat, ref) if ref is not None else (0.0, float("inf"))
     return dict(variant=name, **summarize_runs(runs), timed_runs=len(runs), warmup_runs=args.warmup_iterations,
                 total_s=statistics.median(totals), warmup_s=warm_s, peak_mem_gib=peak, rel_l2_vs_eager=rel,
@@ -550,7 +565,10 @@ def common_main(argv, spec):
     args = parser.parse_args(argv)
     check_method(parser, args)
     global COMPILE_MODE
-    COMPILE_MODE = args.compile_mode
+    modes = list(dict.fromkeys(args.compile_mode))  # in the order given, each once
+    if len(modes) > 1 and not args.compare:
+        parser.error("several --compile-mode values need --compare")
+    COMPILE_MODE = modes[0]
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
         args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
@@ -605,11 +623,12 @@ def common_main(argv, spec):
                 name += f"+attn-{attns[0]}"
         if args.compile:
             compile_blocks(model)
-            name += "+compile"
+            name += _mode_name("+compile", COMPILE_MODE)
         row, _ = run_variant(name, problem, model, args, device, ref)
         probe_attention(row, attns[0] if args.optimized else None, problem, model, args, device)
         if args.compile:
             row["compile_policy"] = policy_state(_compile_policy)
+            row["compile_mode"] = COMPILE_MODE or "default"
         res = dict(meta, **row)
         print(f"{spec.NAME} {name}: {row['per_step_ms']:.2f} ms/step (median; runs {_spread(row)}), "
               f"total {row['total_s']:.2f} s, "
@@ -644,6 +663,10 @@ def common_main(argv, spec):
                                 plan.append((name + f"+compile(keep {ks})", True, q, True, a, k, None))
                             for ls, lv in zip(args.leave_variants, leave_sets):
                                 plan.append((name + f"+compile(leave {ls})", True, q, True, a, ("leave", lv), None))
+        # every further --compile-mode: the compile, peer and optimized+compile rows again in that
+        # mode, each right after its row in the first mode (the same weights and optimize() state)
+        plan = [e for row in plan for e in [row] + [
+            (_mode_name(row[0], m), *row[1:3], m, *row[4:]) for m in modes[1:] if row[3] is True and row[5] is False]]
         peer_linears = list(quantizable_linears(model))  # what optimize(quantization="fp8") replaces
         linears = quantizable_linears(model, quants)
         applied, restore_peer = None, None
@@ -663,6 +686,7 @@ def common_main(argv, spec):
             _compile_policy.KEEP = keep if isinstance(keep, frozenset) else KEEP_DEFAULT
             _compile_policy.LEFT_TO_INDUCTOR = LEFT_DEFAULT | (keep[1] if isinstance(keep, tuple) else frozenset())
             if comp:
+                COMPILE_MODE = modes[0] if comp is True else comp
                 torch._dynamo.reset()
                 compile_blocks(model)
             try:
@@ -670,6 +694,7 @@ def common_main(argv, spec):
                 probe_attention(row, a, problem, model, args, device)
                 if comp:
                     row["compile_policy"] = policy_state(_compile_policy)
+                    row["compile_mode"] = COMPILE_MODE or "default"
             except Exception as e:  # keep the table going (e.g. a format this GPU lacks)
                 print(f"{spec.NAME} {name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
                 row = _error_row(name, e)
@@ -684,6 +709,7 @@ def common_main(argv, spec):
                   f"rel L2 {row['rel_l2_vs_eager']:.3e} {row.get('attention_route', '')}", flush=True)
             if args.out:  # after every variant, so that a run cut short keeps what it measured
                 _write(args.out, dict(meta, **_run_meta(args, argv, script, device), rows=rows))
+        COMPILE_MODE = modes[0]
         print()
         _print_table(rows)
         res = dict(meta, rows=rows)

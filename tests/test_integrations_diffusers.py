@@ -725,6 +725,36 @@ def test_e2e_several_quantizations_and_peer(tmp_path):
     assert rows["optimized"]["rel_l2_vs_eager"] < 1e-4  # the peer's linears were put back
 
 
+def test_e2e_several_compile_modes(tmp_path, monkeypatch):
+    """--compare with two --compile-mode values: the compile, peer and optimized+compile rows run
+    once per mode, each compiled in its own mode (the first mode's rows keep their names, the
+    others carry '[mode]'), and the rows that change the compile policy run in the first mode only.
+    Compilation itself is stubbed (recorded), so that this runs in seconds on the CPU."""
+    import json
+
+    mod = load_bench("e2e_ltx_video")
+    compiled = []
+    monkeypatch.setattr(mod, "compile_blocks", lambda m: compiled.append(mod.COMPILE_MODE))
+    monkeypatch.setattr(mod, "uncompile_blocks", lambda m: None)
+    out = tmp_path / "modes.json"
+    mod.main(["--tiny", "--device", "cpu", "--steps", "2", "--warmup-iterations", "0", "--timed-runs", "1",
+              "--compare", "--compile-mode", "default", "reduce-overhead", "--quantization", "fp8",
+              "--peers", "tensorwise", "--out", str(out)])
+    rows = json.loads(out.read_text())["rows"]
+    names = [r["variant"] for r in rows]
+    pairs = ["compile", "peer:scaled_mm-tensorwise+compile", "optimized+compile", "optimized+fp8+compile"]
+    for n in pairs:
+        ro = n.replace("compile", "compile[reduce-overhead]")
+        assert names.index(ro) == names.index(n) + 1, names  # right after its default-mode row
+    by = {r["variant"]: r for r in rows}
+    assert {by[n]["compile_mode"] for n in pairs} == {"default"}
+    assert {by[n.replace("compile", "compile[reduce-overhead]")]["compile_mode"] for n in pairs} == {"reduce-overhead"}
+    assert "optimized+fp8+compile(all kernels)" in names
+    assert not any("all kernels" in n and "[" in n for n in names)
+    assert compiled == [by[n]["compile_mode"] for n in names if "compile" in n], compiled
+    assert mod.COMPILE_MODE == "default"  # the first mode again after the table
+
+
 # ---- the attention projections in one GEMM (processors.FusedProjections) ----------------------
 
 FUSED_FORMATS = ["fp8", "fp8_rowwise"]

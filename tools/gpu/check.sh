@@ -9,7 +9,8 @@
 #   racecheck-attn: racecheck of the default kernels; either alone by name),
 #   membound-tests (CUDA cases of the memory-bound families, 8 workers when pytest-xdist is importable),
 #   membound-bench (benchmarks/run.py for $MEMBOUND_FAMILIES, JSON into $OUT/bench),
-#   e2e-cudagraphs (LTX-Video, compile with CUDA graphs, with and without our FP8 path; skip reasons logged),
+#   e2e-cudagraphs (LTX-Video --compare in both compile modes, default and reduce-overhead (CUDA graphs): compile,
+#     the rowwise _scaled_mm peer and both FP8 recipes; skip reasons logged; JSON into $OUT),
 #   multi-device (tests/test_multi_device.py: kernels on two GPUs of one process; nvidia-h200-x2),
 #   e2e-compare (benchmarks/e2e_ltx_video.py --compare: both FP8 recipes, attention none / fp8, the
 #     torch._scaled_mm peers, one policy op left to Inductor; JSON into $OUT, as
@@ -119,14 +120,14 @@ for s in "${@:-build attn-tests attn-bench}"; do
       membound-bench)
         step membound-bench 300 env PYTHONPATH="$VARIANT:tests:benchmarks:${PYTHONPATH:-}" python3 benchmarks/run.py \
           --only "${MEMBOUND_FAMILIES:-activation,fused_fp8,fp8,norm,fused_norm,rope}" --out "$OUT/bench" ${GIT_SHA:+--sha $GIT_SHA} ;;
-      e2e-cudagraphs)  # LTX-Video compiled with CUDA graphs, Inductor's reasons for skipping them logged
-        for v in "--no-optimized-kernels" "--quantization fp8"; do
-          tag=$(echo "$v" | tr -dc 'a-z0-9')
-          step "e2e-cudagraphs-$tag" 150 env PYTHONPATH="$VARIANT:benchmarks:${PYTHONPATH:-}" TORCH_LOGS="perf_hints,cudagraphs" \
-            python3 benchmarks/e2e_ltx_video.py $v --compile --compile-mode reduce-overhead --steps 8 \
-            --warmup-iterations 1 --timed-runs 2 --out "$OUT/e2e_cudagraphs_$tag.json"
-          grep -ihE "skipping cudagraph" "$OUT/e2e-cudagraphs-$tag.log" | sort | uniq -c | head -5 | tee -a "$SUMMARY"
-        done ;;
+      e2e-cudagraphs)  # LTX-Video compiled without and with CUDA graphs in one process: compile, the rowwise
+        # _scaled_mm peer and both FP8 recipes, each in both modes; Inductor's reasons for skipping graphs logged
+        step e2e-cudagraphs 420 env PYTHONPATH="$VARIANT:benchmarks:${PYTHONPATH:-}" TORCH_LOGS="perf_hints,cudagraphs" \
+          python3 benchmarks/e2e_ltx_video.py --compare --compile-mode default reduce-overhead \
+          --quantization fp8 fp8_rowwise --peers rowwise --steps 8 --warmup-iterations 1 --timed-runs 3 \
+          --out "$OUT/e2e_ltx_video_cudagraphs.json"
+        grep -ihE "skipping cudagraph" "$OUT/e2e-cudagraphs.log" | sort | uniq -c | head -5 | tee -a "$SUMMARY"
+        tail -24 "$OUT/e2e-cudagraphs.log" | tee -a "$SUMMARY" ;;
       e2e-compare)  # LTX-Video: eager, compiled, the _scaled_mm peers, optimize() with each FP8 recipe and attention mode
         step e2e-compare 420 env PYTHONPATH="$VARIANT:benchmarks:${PYTHONPATH:-}" python3 benchmarks/e2e_ltx_video.py \
           --compare --quantization fp8 fp8_rowwise --attention none fp8 --peers tensorwise rowwise \
