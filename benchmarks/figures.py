@@ -646,6 +646,30 @@ def block_attention_schedule(records: Records) -> str:
             + "\n".join(lines) + "\n")
 
 
+# The accuracy model of the FP8 attention's q / k format (tools/tune/attention_qk_format.py): an
+# arithmetic model, run on the CPU, in its own folder beside the GPUs' (relative to the results root).
+QK_FORMAT_RECORD = Path("model") / "attention_qk_format.json"
+
+
+def block_attention_qk_format(records: Records) -> str:
+    rec = Records(records.folder.parent).json(str(QK_FORMAT_RECORD))
+    if not rec:
+        return "(no q / k format record)\n"
+    variants = list(rec["rows"][0]["rel_l2"])
+    lines = ["| operands | " + " | ".join(r["name"] for r in rec["rows"]) + " |",
+             "|---|" + "---:|" * len(rec["rows"])]
+    for v in variants:
+        cells = []
+        for r in rec["rows"]:
+            lo, hi = r["rel_l2_range"][v]
+            cells.append(f"{r['rel_l2'][v]:.2e} ({lo:.2e} - {hi:.2e})")
+        lines.append(f"| {v} | " + " | ".join(cells) + " |")
+    m = rec["meta"]
+    return (f"Relative L2 against the float64 definition, median (range) over {rec['rows'][0]['seeds']} seeds; "
+            f"git {str(m.get('git_sha', '?'))[:10]}, `{m.get('command', '?')}` "
+            f"(`benchmarks/results/{QK_FORMAT_RECORD.as_posix()}`):\n\n" + "\n".join(lines) + "\n")
+
+
 def block_noise(records):
     """The tie margin of the policy checks (NOISE), as a percentage."""
     return f"{100 * NOISE:g}%"
@@ -659,6 +683,7 @@ BLOCKS = {
     "attention-schedule": block_attention_schedule,
     "attention-fp8-per-key": block_attention_fp8_per_key,
     "attention-fp8-per-block": block_attention_fp8_per_block,
+    "attention-qk-format": block_attention_qk_format,
     "compile-one-op": block_compile_one_op,
     "compile-rules": block_compile_rules,
     "compile-e2e": block_compile_e2e,
