@@ -21,10 +21,12 @@ with P left unrounded, the E4M3 model equals `attention(*quantize_attention_fp8(
 CPU backend (which does not round P) up to the output's last rounding.
 
 Inputs per shape: q, v standard normal, k = `realistic_k` (a per-channel offset ~4 sigma shared by
-every token, outlier channels x10; benchmarks/bench_attention.py), bf16, batch row 0, 2 heads,
-the first 256 queries against every key; several seeds, the median and range of each error.
+every token, outlier channels x10; benchmarks/bench_attention.py) or standard normal too, bf16,
+batch row 0, 2 heads, the first 256 queries against every key, the output written in bf16;
+several seeds, the median and range of each error. (benchmarks/bench_attention.py measures the
+kernels' and SageAttention's errors on the GPU on inputs made the same way.)
 
-    python3 tools/tune/attention_qk_format.py [--seeds 3] [--json out.json]
+    python3 tools/tune/attention_qk_format.py [--seeds 3] [--inputs realistic random] [--json out.json]
 """
 
 import argparse
@@ -93,7 +95,7 @@ def round_p(p: torch.Tensor, fmt: str) -> torch.Tensor:
 
 
 def model(q, k, v, qk: str, pv: str, q_rows: int = 1, k_rows: int = 128):
-    """The attention of decoded operands: q [Sq, H, D], k, v [Skv, H, D] (bf16 inputs). qk: "bf16",
+    """The attention of decoded operands, written in bf16: q [Sq, H, D], k, v [Skv, H, D] (bf16 inputs). qk: "bf16",
     "e4m3" or "int8" (k smoothed by its mean over the keys first, for the 8-bit formats); pv:
     "bf16", "fp16", "e4m3" (P and v in that format) or "none" (v E4M3, P unrounded). Returns
     float64 [Sq, H, D]."""
@@ -106,7 +108,8 @@ def model(q, k, v, qk: str, pv: str, q_rows: int = 1, k_rows: int = 128):
     s = torch.einsum("ihd,jhd->hij", qf.double(), kf.double()) * d ** -0.5
     p = torch.exp(s - s.amax(-1, keepdim=True))
     o = torch.einsum("hij,jhd->ihd", round_p(p, pv), vf.double())
-    return o / p.sum(-1).transpose(0, 1).unsqueeze(-1)
+    # the output written in bf16, as every kernel here writes it
+    return (o / p.sum(-1).transpose(0, 1).unsqueeze(-1)).bfloat16().double()
 
 
 VARIANTS = {
@@ -127,13 +130,13 @@ def errors(o: torch.Tensor, ref: torch.Tensor):
 
 def check_against_library(q, k, v, ref) -> float:
     """The E4M3 model with P unrounded against the library's CPU FP8 attention (no P rounding
-    there, fp32 arithmetic, the output rounded to q's dtype): their relative difference after the
-    model's output takes the same last rounding. Where fp32 and float64 land on either side of a
+    there, fp32 arithmetic, the output rounded to bf16 as the model's): their relative
+    difference. Where fp32 and float64 land on either side of a
     bf16 rounding boundary the two differ by one ulp (2^-8 relative), so the bound is 1e-3: far
     below what a different quantization rule gives (a factor 10% off: ~1e-1)."""
     qb, kb, vb = (t.unsqueeze(0).cpu() for t in (q, k, v))
     lib = lk.attention(*lk.quantize_attention_fp8(qb, kb, vb))[0]
-    mine = model(q.cpu(), k.cpu(), v.cpu(), "e4m3", "none").to(lib.dtype)
+    mine = model(q.cpu(), k.cpu(), v.cpu(), "e4m3", "none")
     return ((lib.double() - mine.double()).norm() / ref.cpu().norm()).item()
 
 
@@ -141,17 +144,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--inputs", nargs="+", choices=["realistic", "random"], default=["realistic", "random"],
+                    help="k with offset and outlier channels (realistic_k), or standard normal like q and v")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     dev = torch.device(args.device)
     rows = []
-    for name, (b, s, h, d) in SHAPES:
+    for (name, (b, s, h, d)), kind in [(sh, kind) for kind in args.inputs for sh in SHAPES]:
         per = {v: [] for v in VARIANTS}
         worst_check = 0.0
         for seed in range(args.seeds):
             g = torch.Generator(device="cpu").manual_seed(seed)
             q, k, v = (torch.randn(b, s, h, d, generator=g).bfloat16() for _ in range(3))
-            k = realistic_k(k, seed=seed)
+            if kind == "realistic":
+                k = realistic_k(k, seed=seed)
             q, k, v = q[0, :NQ].to(dev), k[0].to(dev), v[0].to(dev)
             ref = lk.reference.attention(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0))[0]
             for vname, kw in VARIANTS.items():
@@ -159,10 +165,12 @@ def main(argv=None):
             worst_check = max(worst_check, check_against_library(q, k, v, ref))
         if worst_check > 1e-3:
             sys.exit(f"attention_qk_format: the E4M3 model differs from the library's FP8 attention by "
-                     f"{worst_check:.2e} (relative) at {name}: the model no longer describes the kernel's operands")
-        row = dict(name=name, shape=[b, s, h, d], queries=NQ, seeds=args.seeds, model_vs_library=worst_check,
+                     f"{worst_check:.2e} (relative) at {name}, {kind} k: the model no longer describes the "
+                     "kernel's operands")
+        name_k = f"{name}, {kind} k"
+        row = dict(name=name_k, inputs=kind, shape=[b, s, h, d], queries=NQ, seeds=args.seeds, model_vs_library=worst_check,
                    rel_l2={}, rel_l2_range={}, cos={})
-        print(f"{name}: {args.seeds} seeds; the E4M3 model equals the library's CPU FP8 attention to "
+        print(f"{name_k}: {args.seeds} seeds; the E4M3 model equals the library's CPU FP8 attention to "
               f"{worst_check:.1e}")
         print(f"  {'variant':<20} {'rel L2 (median)':>16} {'range':>22} {'cosine':>9}")
         for vname, errs in per.items():
