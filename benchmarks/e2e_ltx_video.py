@@ -99,8 +99,8 @@ def base_parser(description: str, tiny_hint: str) -> argparse.ArgumentParser:
     p.add_argument("--compile-mode", nargs="+", default=[None],
                    choices=[None, "default", "reduce-overhead", "max-autotune-no-cudagraphs"],
                    help="torch.compile mode of the compiled variants (reduce-overhead: CUDA graphs per block); "
-                        "several with --compare: the compile, peer and optimized+compile rows run once per mode, "
-                        "the first mode's rows named as usual, the others' with '[mode]' after '+compile'")
+                        "several with --compare: the compile, peer and optimized+compile rows run once per mode; "
+                        "a row compiled in a mode other than the default has '[mode]' after 'compile' in its name")
     p.add_argument("--quantization", choices=["none", "fp8", "fp8_rowwise", "fp6", "nvfp4"], nargs="+",
                    default=["none"], help="optimize(quantization=...) (several: --compare runs each, one after another "
                                           "on the same weights)")
@@ -663,14 +663,16 @@ def common_main(argv, spec):
                                 plan.append((name + f"+compile(keep {ks})", True, q, True, a, k, None))
                             for ls, lv in zip(args.leave_variants, leave_sets):
                                 plan.append((name + f"+compile(leave {ls})", True, q, True, a, ("leave", lv), None))
-        # every further --compile-mode: the compile, peer and optimized+compile rows again in that
-        # mode, each right after its row in the first mode (the same weights and optimize() state)
-        plan = [e for row in plan for e in [row] + [
-            (_mode_name(row[0], m), *row[1:3], m, *row[4:]) for m in modes[1:] if row[3] is True and row[5] is False]]
+        # + the torch.compile mode: the compile, peer and optimized+compile rows once per
+        # --compile-mode, one after another (the same weights and optimize() state); the rows that
+        # change the compile policy in the first mode only; a row in a mode other than the default
+        # says so in its name
+        plan = [(_mode_name(row[0], m) if row[3] else row[0],) + row[1:] + (m,)
+                for row in plan for m in (modes if row[3] and row[5] is False else modes[:1])]
         peer_linears = list(quantizable_linears(model))  # what optimize(quantization="fp8") replaces
         linears = quantizable_linears(model, quants)
         applied, restore_peer = None, None
-        for name, opt, q, comp, a, keep, peer in plan:
+        for name, opt, q, comp, a, keep, peer, mode in plan:
             if peer:
                 from baselines import ScaledMMLinear, swap_linears
                 restore_peer = swap_linears(model, peer_linears, lambda m, g=peer: ScaledMMLinear(m, g))
@@ -686,7 +688,7 @@ def common_main(argv, spec):
             _compile_policy.KEEP = keep if isinstance(keep, frozenset) else KEEP_DEFAULT
             _compile_policy.LEFT_TO_INDUCTOR = LEFT_DEFAULT | (keep[1] if isinstance(keep, tuple) else frozenset())
             if comp:
-                COMPILE_MODE = modes[0] if comp is True else comp
+                COMPILE_MODE = mode
                 torch._dynamo.reset()
                 compile_blocks(model)
             try:

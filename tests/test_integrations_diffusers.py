@@ -727,8 +727,9 @@ def test_e2e_several_quantizations_and_peer(tmp_path):
 
 def test_e2e_several_compile_modes(tmp_path, monkeypatch):
     """--compare with two --compile-mode values: the compile, peer and optimized+compile rows run
-    once per mode, each compiled in its own mode (the first mode's rows keep their names, the
-    others carry '[mode]'), and the rows that change the compile policy run in the first mode only.
+    once per mode, each compiled in its own mode (rows in a mode other than the default carry
+    '[mode]'), and the rows that change the compile policy run in the first mode only; with
+    reduce-overhead first, its rows are named so and the default ones are not.
     Compilation itself is stubbed (recorded), so that this runs in seconds on the CPU."""
     import json
 
@@ -753,6 +754,18 @@ def test_e2e_several_compile_modes(tmp_path, monkeypatch):
     assert not any("all kernels" in n and "[" in n for n in names)
     assert compiled == [by[n]["compile_mode"] for n in names if "compile" in n], compiled
     assert mod.COMPILE_MODE == "default"  # the first mode again after the table
+
+    compiled.clear()
+    mod.main(["--tiny", "--device", "cpu", "--steps", "2", "--warmup-iterations", "0", "--timed-runs", "1",
+              "--compare", "--compile-mode", "reduce-overhead", "default", "--out", str(out)])
+    rows = json.loads(out.read_text())["rows"]
+    names = [r["variant"] for r in rows]
+    assert len(set(names)) == len(names), names
+    assert names.index("compile") == names.index("compile[reduce-overhead]") + 1
+    modes = {r["variant"]: r["compile_mode"] for r in rows if "compile" in r["variant"]}
+    assert "optimized+compile(all kernels)" not in modes  # the policy rows: the first mode only
+    assert modes["optimized+compile[reduce-overhead](all kernels)"] == "reduce-overhead"
+    assert modes["compile"] == "default" and compiled == [modes[n] for n in names if "compile" in n]
 
 
 # ---- the attention projections in one GEMM (processors.FusedProjections) ----------------------
