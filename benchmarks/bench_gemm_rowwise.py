@@ -31,29 +31,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ltx_kernels as lk  # noqa: E402
 
-from common import Row, add_record_arguments, graph_timing, n_copies, record_meta, time_graph, write_record  # noqa: E402
+from bench_gemm import LTX_M, LTX_NK, PEAK, tflops, timed  # noqa: E402  (the same shapes and timing)
+from common import Row, add_record_arguments, graph_timing, n_copies, record_meta, write_record  # noqa: E402
 
-LTX_NK = [  # (N, K, name): bench_gemm.py's LTX shapes
-    (6144, 2048, "ltxv qkv"), (2048, 2048, "ltxv out"), (8192, 2048, "ltxv ff up"), (2048, 8192, "ltxv ff down"),
-    (12288, 4096, "ltx2 qkv"), (4096, 4096, "ltx2 out"), (16384, 4096, "ltx2 ff up"), (4096, 16384, "ltx2 ff down"),
-]
-LTX_M = [5376, 10752]
-PEAK = [(8192, 8192, 8192, "square"), (4096, 7168, 16384, "deepseek")]
 ERR_ROWS = 1024
-
-
-def tflops(m, n, k, us):
-    return 2.0 * m * n * k / (us * 1e-6) / 1e12
-
-
-def timed(fn, sets):
-    """Median us per call, or (None, reason) when the call cannot run here."""
-    try:
-        fn(0)
-        torch.cuda.synchronize()
-    except RuntimeError as e:
-        return None, str(e).splitlines()[0][:200]
-    return time_graph(fn, sets), ""
 
 
 def inputs(m, n, k, sets):
