@@ -249,6 +249,15 @@ def test_epilogue_activation(device, op, epilogue, bias_kind, out_dtype):
         check16(out, ref.gemm_epilogue(y, epilogue), e_y, SLOPE[epilogue], f"{op} {device}/{backend} {epilogue}", used)
 
 
+def gated_residual_inputs(device, gate_kind, B, tokens, n):
+    """The gated residual's operands: bias fp32 [n], h bf16 [B, tokens, n] and the gate in bf16 by
+    kind: one per sample ("sample" [B, n], "sample3d" [B, 1, n]) or per token ([B, tokens, n])."""
+    bias = torch.randn(n, device=device)
+    h = torch.randn(B, tokens, n, device=device).to(torch.bfloat16)
+    gate = {"sample": torch.randn(B, n), "sample3d": torch.randn(B, 1, n), "token": torch.randn(B, tokens, n)}[gate_kind]
+    return bias, h, gate.to(device).to(torch.bfloat16)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", ["fp8", "bf16"])
 @pytest.mark.parametrize("gate_kind", ["sample", "sample3d", "token"])
@@ -261,11 +270,7 @@ def test_epilogue_gated_residual(device, op, gate_kind, tokens):
     n, k = (136, 256) if device == "cpu" else (392, 768)
     if device == "cpu":
         tokens = min(tokens, 40)
-    dt = torch.bfloat16
-    bias = torch.randn(n, device=device)
-    h = torch.randn(B, tokens, n, device=device).to(dt)
-    gate = {"sample": torch.randn(B, n), "sample3d": torch.randn(B, 1, n), "token": torch.randn(B, tokens, n)}[gate_kind]
-    gate = gate.to(device).to(dt)
+    bias, h, gate = gated_residual_inputs(device, gate_kind, B, tokens, n)
     for backend in dev_backends(device):
         if op == "fp8":
             a, sa, b, sb = fp8_operands(None, n, k, device, leading=(B, tokens))

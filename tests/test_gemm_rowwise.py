@@ -39,7 +39,7 @@ import ltx_kernels as lk
 from ltx_kernels import reference as ref
 
 from conftest import HAS_CUDA, expect_error, has_cuda_kernel
-from test_gemm_epilogue import R16, SLOPE, check16, check_fp8_out, gemm_config  # noqa: F401 (fixture)
+from test_gemm_epilogue import R16, SLOPE, check16, check_fp8_out, gated_residual_inputs, gemm_config  # noqa: F401 (fixture)
 
 F8 = torch.float8_e4m3fn
 U = 2.0**-24
@@ -204,11 +204,7 @@ def test_rowwise_gated_residual(device, gate_kind, tokens):
     n, k = (136, 256) if device == "cpu" else (392, 784)
     if device == "cpu":
         tokens = min(tokens, 40)
-    dt = torch.bfloat16
-    bias = torch.randn(n, device=device)
-    h = torch.randn(B, tokens, n, device=device).to(dt)
-    gate = {"sample": torch.randn(B, n), "sample3d": torch.randn(B, 1, n), "token": torch.randn(B, tokens, n)}[gate_kind]
-    gate = gate.to(device).to(dt)
+    bias, h, gate = gated_residual_inputs(device, gate_kind, B, tokens, n)
     a, sa, b, sb = operands(None, n, k, device, leading=(B, tokens))
     y = ref.fp8_rowwise_gemm(a, sa, b, sb, bias)
     want = ref.gemm_epilogue(y, "gated_residual", h, gate)
