@@ -64,10 +64,15 @@ def test_model_equals_the_library_and_the_check_catches_a_wrong_factor(monkeypat
 
 def test_formats_order_on_realistic_keys():
     """What the design note reads from the model, on a small input: bf16 far below every 8-bit
-    variant, and INT8 q / k below E4M3 q / k with the same P / v rounding."""
+    variant, INT8 q / k below E4M3 q / k with the same P / v rounding, and on offset keys k
+    unsmoothed far worse than smoothed, with the mean of the first 128 keys about as good as the
+    full mean."""
     q, k, v = _inputs(s=512, nq=64)
     want = ref.attention(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0))[0]
     err = {n: qf.errors(qf.model(q, k, v, **kw), want)[0] for n, kw in qf.VARIANTS.items()}
     assert err["bf16"] < 0.1 * min(e for n, e in err.items() if n != "bf16")
     assert err["int8 qk + e4m3 pv"] < err["e4m3 qk + e4m3 pv"]
     assert err["int8 qk + bf16 pv"] < err["e4m3 qk + bf16 pv"]
+    for fmt in ("e4m3", "int8"):  # the offset left in k takes the range of the informative part
+        assert err[f"{fmt} qk + e4m3 pv, k unsmoothed"] > 1.5 * err[f"{fmt} qk + e4m3 pv"], err
+        assert err[f"{fmt} qk + e4m3 pv, k mean of 128"] < 1.5 * err[f"{fmt} qk + e4m3 pv"], err

@@ -14,6 +14,8 @@ v per channel: the layouts of `quantize_attention_fp8`):
   int8 qk + bf16 pv       the same with INT8 q and k
   sage1                   SageAttention 1's recipe: INT8 q per 128 queries and head, INT8 k per 64
                           keys and head (smoothed), fp16 P and v
+  ..., k mean of 128      E4M3 / INT8 q and k with the mean of the first 128 keys subtracted (what the
+                          integrations' k producer subtracts), or with none ("k unsmoothed")
 The denominators are the sums of the unrounded P (as the kernels take them); the row maximum is
 the final one (the kernels' running maximum rescales P by powers of two, which E4M3 and INT8
 rounding do not see except below E4M3's normal range). A check ties the model to the library:
@@ -94,14 +96,17 @@ def round_p(p: torch.Tensor, fmt: str) -> torch.Tensor:
     return p
 
 
-def model(q, k, v, qk: str, pv: str, q_rows: int = 1, k_rows: int = 128):
+def model(q, k, v, qk: str, pv: str, q_rows: int = 1, k_rows: int = 128, smooth: int = 0):
     """The attention of decoded operands, written in bf16: q [Sq, H, D], k, v [Skv, H, D] (bf16 inputs). qk: "bf16",
     "e4m3" or "int8" (k smoothed by its mean over the keys first, for the 8-bit formats); pv:
-    "bf16", "fp16", "e4m3" (P and v in that format) or "none" (v E4M3, P unrounded). Returns
-    float64 [Sq, H, D]."""
+    "bf16", "fp16", "e4m3" (P and v in that format) or "none" (v E4M3, P unrounded). smooth: the
+    k mean subtracted is over every key (0), the first `smooth` keys (as the integrations' k
+    producer, `attention_keys_fp8`, takes it), or none (-1). Returns float64 [Sq, H, D]."""
     qf, kf, vf = q.float(), k.float(), v.float()
     if qk != "bf16":
-        kf = kf - kf.double().mean(0, keepdim=True).float()
+        if smooth >= 0:
+            n = smooth if smooth > 0 else kf.shape[0]
+            kf = kf - kf[:n].double().mean(0, keepdim=True).float()
         qf, kf = quant(qf, qk, q_rows), quant(kf, qk, k_rows)
     vf = quant_v_channels(vf, "e4m3" if pv == "none" else pv)
     d = q.shape[-1]
@@ -119,6 +124,11 @@ VARIANTS = {
     "e4m3 qk + bf16 pv": dict(qk="e4m3", pv="bf16"),
     "int8 qk + bf16 pv": dict(qk="int8", pv="bf16"),
     "sage1": dict(qk="int8", pv="fp16", q_rows=128, k_rows=64),
+    # the k mean taken over the first 128 keys (what the k producer of the integrations does), or none
+    "e4m3 qk + e4m3 pv, k mean of 128": dict(qk="e4m3", pv="e4m3", smooth=128),
+    "int8 qk + e4m3 pv, k mean of 128": dict(qk="int8", pv="e4m3", smooth=128),
+    "e4m3 qk + e4m3 pv, k unsmoothed": dict(qk="e4m3", pv="e4m3", smooth=-1),
+    "int8 qk + e4m3 pv, k unsmoothed": dict(qk="int8", pv="e4m3", smooth=-1),
 }
 
 
@@ -172,13 +182,13 @@ def main(argv=None):
                    rel_l2={}, rel_l2_range={}, cos={})
         print(f"{name_k}: {args.seeds} seeds; the E4M3 model equals the library's CPU FP8 attention to "
               f"{worst_check:.1e}")
-        print(f"  {'variant':<20} {'rel L2 (median)':>16} {'range':>22} {'cosine':>9}")
+        print(f"  {'variant':<34} {'rel L2 (median)':>16} {'range':>22} {'cosine':>9}")
         for vname, errs in per.items():
             rels = [e[0] for e in errs]
             row["rel_l2"][vname] = statistics.median(rels)
             row["rel_l2_range"][vname] = [min(rels), max(rels)]
             row["cos"][vname] = statistics.median(e[1] for e in errs)
-            print(f"  {vname:<20} {row['rel_l2'][vname]:>16.3e} {min(rels):>10.3e} - {max(rels):.3e} "
+            print(f"  {vname:<34} {row['rel_l2'][vname]:>16.3e} {min(rels):>10.3e} - {max(rels):.3e} "
                   f"{row['cos'][vname]:>9.5f}")
         rows.append(row)
     if args.json:
