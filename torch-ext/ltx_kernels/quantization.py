@@ -293,14 +293,20 @@ def concat_fp8_linears(layers: Iterable[nn.Module], persistent: bool = True) -> 
             return None
         if cls is FP8BlockwiseLinear and m.out_features % 128:
             return None
-    fused = cls()
-    fused.in_features = first.in_features
-    fused.out_features = sum(m.out_features for m in layers)
-    fused.result_dtype, fused.out_dtype = first.result_dtype, first.out_dtype
+    fused = _layer_like(first, sum(m.out_features for m in layers))
     for name in ("weight_q", "weight_scales", "bias"):
         parts = [getattr(m, name) for m in layers]
         fused.register_buffer(name, None if parts[0] is None else torch.cat(parts, 0), persistent=persistent)
     return fused
+
+
+def _layer_like(like: _QuantLinearBase, out_features: int) -> _QuantLinearBase:
+    """An empty layer of like's class with like's input width and dtypes and `out_features`
+    outputs (no buffers yet; epilogue and FP8 output at the class defaults: none)."""
+    m = type(like)()
+    m.in_features, m.out_features = like.in_features, out_features
+    m.result_dtype, m.out_dtype = like.result_dtype, like.out_dtype
+    return m
 
 
 def _rows(fused: _QuantLinearBase, row: int, n: int):
@@ -329,9 +335,7 @@ def fp8_linear_rows(fused: _QuantLinearBase, first_row: int, out_features: int,
     out_features) (a multiple of 128 each for a blockwise layer): its weight, scales and bias are
     views of fused's rows, nothing is copied (share_concat_rows(fused, (layer,), first_row) points
     it at them again after fused's buffers were replaced)."""
-    m = type(fused)()
-    m.in_features, m.out_features = fused.in_features, out_features
-    m.result_dtype, m.out_dtype = fused.result_dtype, fused.out_dtype
+    m = _layer_like(fused, out_features)
     for name, t in zip(("weight_q", "weight_scales", "bias"), _rows(fused, first_row, out_features)):
         m.register_buffer(name, t, persistent=persistent)
     return m
